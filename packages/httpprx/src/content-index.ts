@@ -1,0 +1,34 @@
+/**
+ * The boundary between the proxy and the fleet's index. httpprx only ever sees this interface;
+ * `@coral/node` adapts the DSHT to it, and tests use an in-memory implementation.
+ */
+
+/** One proxy that announced it holds (or is fetching) a URL. */
+export interface Holder {
+  /** Hex node ID of the announcing node (40 hex chars). */
+  nodeId: string;
+  /** Address the holder's HTTP proxy listens on. */
+  ip: string;
+  /** Port of the holder's HTTP proxy. */
+  httpPort: number;
+  /** `fetching`: an upstream fetch is in flight there; `complete`: the whole body is stored there. */
+  state: 'fetching' | 'complete';
+  /** Body size in bytes, when complete. */
+  size?: number;
+  /** Lowercase hex SHA-256 of the body, when complete. */
+  sha256?: string;
+  /** Cluster level at which the index found this holder (2 nearest, 0 global), when known. */
+  level?: number;
+}
+
+export interface ContentIndex {
+  /**
+   * Holders of `urlKey` (20-byte SHA-1 of `"url:" + normalizedUrl`), nearest clusters first.
+   * Resolves to an empty array when nobody announced it; rejects only when aborted.
+   */
+  lookup(urlKey: Uint8Array, opts?: { signal?: AbortSignal }): Promise<Holder[]>;
+  /** Announce (or refresh) that this node holds `urlKey`; the announcement expires after `ttlSeconds`. */
+  announce(urlKey: Uint8Array, holder: Holder, ttlSeconds: number): Promise<void>;
+  /** Withdraw this node's announcement for `urlKey` (after a purge or eviction), best effort. */
+  withdraw?(urlKey: Uint8Array): Promise<void>;
+}

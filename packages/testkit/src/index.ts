@@ -1,0 +1,20 @@
+/**
+ * @coral/testkit — time and randomness as injected dependencies.
+ *
+ * Every Coral component takes a `Clock` (and, where it draws random numbers, a `Random`), so the
+ * same code runs on real timers in production and on a hand-driven clock in tests:
+ *
+ * ```ts
+ * const clock = new ManualClock();
+ * const table = new RoutingTable({ clock }, { k: 20 });
+ * await clock.advance(60_000); // a minute passes, instantly
+ * ```
+ */
+export {
+  type Clock,
+  type TimerHandle,
+  systemClock,
+  ManualClock,
+  flushMicrotasks,
+} from './clock.js';
+export { type Random, SeededRandom, systemRandom, shuffle } from './random.js';

@@ -1,0 +1,26 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const pkg = (name: string) =>
+  fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url));
+
+// One vitest run covers every package. Workspace imports resolve to TypeScript sources, so tests
+// never run against a stale build; spawned processes (multi-process tests) use the `tsc -b` output.
+// The JSON report is what .ci/run reads to print "N passed, N failed".
+export default defineConfig({
+  resolve: {
+    alias: {
+      '@coral/testkit': pkg('testkit'),
+      '@coral/dsht': pkg('dsht'),
+      '@coral/dnssrv': pkg('dnssrv'),
+      '@coral/httpprx': pkg('httpprx'),
+      '@coral/node': pkg('node'),
+    },
+  },
+  test: {
+    include: ['packages/*/test/**/*.spec.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    reporters: ['default', ['json', { outputFile: 'reports/vitest.json' }]],
+  },
+});
