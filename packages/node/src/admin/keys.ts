@@ -23,9 +23,7 @@ export function viewValue(value: Uint8Array): ValueView {
   const buf = Buffer.from(value.buffer, value.byteOffset, value.length);
   const view: ValueView = { base64: buf.toString('base64') };
   const text = buf.toString('utf8');
-  if (Buffer.from(text, 'utf8').equals(buf) && !/[\u0000-\u0008\u000e-\u001f\u007f]/.test(text)) {
-    view.text = text;
-  }
+  if (Buffer.from(text, 'utf8').equals(buf) && isPrintable(text)) view.text = text;
   try {
     view.holder = decodeHolder(value);
   } catch {
@@ -36,4 +34,13 @@ export function viewValue(value: Uint8Array): ValueView {
 
 export function decodeValue(value: string, encoding: 'utf8' | 'base64' | 'hex'): Uint8Array {
   return new Uint8Array(Buffer.from(value, encoding));
+}
+
+/** No control characters other than tab, newline and carriage return. */
+function isPrintable(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) || c === 0x7f) return false;
+  }
+  return true;
 }
