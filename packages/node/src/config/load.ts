@@ -41,6 +41,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['admin.token', 'string'],
   ['log.level', 'string'],
   ['shutdownGraceMs', 'int'],
+  ['exampleOrigin', 'string'],
 ];
 
 /** Environment variables the process reads that are not configuration fields. */

@@ -24,6 +24,7 @@ export const DEFAULT_MAX_OBJECT_BYTES = 50 * 1024 * 1024;
 export const DEFAULT_LEVEL_THRESHOLDS_MS = [60, 20] as const;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 export const DEFAULT_LOG_LEVEL = 'info';
+export const DEFAULT_EXAMPLE_ORIGIN = 'http://www.example.com/';
 
 const port = z.number().int().min(1).max(65535);
 const ip = z.string().refine((s) => isIP(s) !== 0, { message: 'must be an IPv4 or IPv6 address' });
@@ -130,6 +131,8 @@ export const configSchema = z.strictObject({
         .default(DEFAULT_LOG_LEVEL),
     })
     .default({ level: DEFAULT_LOG_LEVEL }),
+  /** Origin used in the example Coralized fetch printed at start (no other effect). */
+  exampleOrigin: z.url({ protocol: /^http$/ }).default(DEFAULT_EXAMPLE_ORIGIN),
   /** How long shutdown waits for in-flight responses before closing connections. */
   shutdownGraceMs: z.number().int().nonnegative().default(DEFAULT_SHUTDOWN_GRACE_MS),
 });
