@@ -1,0 +1,173 @@
+#!/usr/bin/env node
+// Flash crowd: `npm run bench:flash -- --nodes 6 --clients 300 --objects 12 --seed 1`.
+// A fleet of node processes on 127.0.B.x and a counting origin on 127.0.0.1; every client (its own
+// source address 127.0.C.y) resolves the Coralized name through one node's DNS server with Node's
+// stub resolver, then fetches every object in a seeded random order through the proxy it was
+// given, all clients at once. Checks every body against the origin's bytes. Prints a table, then
+// one JSON line. CoralCDN saw 14 origin requests for 12 files from 166 proxies; the target here is
+// originRequests == objects and clientErrors == 0.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { SeededRandom, shuffle } from '@coral/testkit';
+import { Fleet, SampleOrigin, fetchVia, resolveThrough } from '@coral/node/fleet';
+
+const { values } = parseArgs({
+  options: {
+    nodes: { type: 'string', default: '6' },
+    clients: { type: 'string', default: '300' },
+    objects: { type: 'string', default: '12' },
+    seed: { type: 'string', default: '1' },
+    'object-bytes': { type: 'string', default: String(64 * 1024) },
+    zone: { type: 'string', default: 'nyud.net' },
+  },
+});
+const nodes = Number(values.nodes);
+const clients = Number(values.clients);
+const objects = Number(values.objects);
+const seed = Number(values.seed);
+const objectBytes = Number(values['object-bytes']);
+for (const [k, v] of Object.entries({ nodes, clients, objects, seed, objectBytes })) {
+  if (!Number.isInteger(v) || v < 0) {
+    console.error(`--${k} must be a non-negative integer`);
+    process.exit(2);
+  }
+}
+
+const rng = new SeededRandom(seed);
+const dataRoot = mkdtempSync(join(tmpdir(), 'coral-flash-'));
+const origin = new SampleOrigin({ host: '127.0.0.1', objects, objectBytes });
+const { port } = await origin.listen();
+const fleet = new Fleet({
+  nodes,
+  dataRoot,
+  env: {
+    CORAL_ZONE: values.zone,
+    CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
+    CORAL_HOSTS: 'www.origin.test=127.0.0.1',
+  },
+});
+const name = `www.origin.test.${port}.${values.zone}`;
+const clientSubnet =
+  fleet.subnet === 250 ? 251 : fleet.subnet + 100 > 254 ? fleet.subnet - 90 : fleet.subnet + 100;
+
+let exitCode = 0;
+try {
+  await fleet.start();
+  const started = performance.now();
+  const latencies = [];
+  const servedBy = { local: 0, peer: 0, origin: 0 };
+  const perNode = new Map();
+  let clientErrors = 0;
+  let clientRequests = 0;
+  const errorSamples = [];
+
+  const runClient = async (c) => {
+    const localAddress = `127.0.${clientSubnet}.${1 + (c % 250)}`;
+    const dnsNode = fleet.nodes[c % nodes];
+    const order = shuffle([...Array(objects).keys()], rng);
+    const agent = new Agent({ keepAlive: true, maxSockets: 2 });
+    try {
+      let proxies;
+      try {
+        proxies = await resolveThrough({ ip: dnsNode.ip, port: dnsNode.dnsPort }, name, {
+          localAddress,
+        });
+      } catch (err) {
+        clientErrors += objects;
+        clientRequests += objects;
+        errorSamples.push(`dns: ${err.code ?? err.message}`);
+        return;
+      }
+      const proxyIp = proxies[c % proxies.length];
+      const proxyPort = fleet.nodes.find((n) => n.ip === proxyIp)?.proxyPort ?? 8090;
+      for (const i of order) {
+        clientRequests++;
+        const t0 = performance.now();
+        try {
+          const r = await fetchVia({ ip: proxyIp, port: proxyPort }, name, `/obj/${i}`, {
+            agent,
+            localAddress,
+          });
+          latencies.push(performance.now() - t0);
+          if (r.status !== 200 || !r.body.equals(origin.body(i))) {
+            clientErrors++;
+            errorSamples.push(`status ${r.status} ${r.body.length} bytes (${r.cacheStatus})`);
+            continue;
+          }
+          const cs = r.cacheStatus.toLowerCase();
+          const kind = /peer/.test(cs)
+            ? 'peer'
+            : /\bhit\b|collapsed|coalesced/.test(cs)
+              ? 'local'
+              : 'origin';
+          servedBy[kind]++;
+          perNode.set(proxyIp, (perNode.get(proxyIp) ?? 0) + 1);
+        } catch (err) {
+          clientErrors++;
+          errorSamples.push(String(err.code ?? err.message));
+        }
+      }
+    } finally {
+      agent.destroy();
+    }
+  };
+  await Promise.all(Array.from({ length: clients }, (_, c) => runClient(c)));
+  const wallSeconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p) =>
+    latencies.length
+      ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]
+      : 0;
+  const originRequests = [...origin.counts.entries()]
+    .filter(([p]) => p.startsWith('/obj/'))
+    .reduce((s, [, n]) => s + n, 0);
+
+  const rows = [
+    ['nodes', nodes],
+    ['clients', clients],
+    ['objects', objects],
+    ['object bytes', objectBytes],
+    ['client requests', clientRequests],
+    ['client errors', clientErrors],
+    ['origin requests', originRequests],
+    ['served locally', servedBy.local],
+    ['served from a peer', servedBy.peer],
+    ['served from the origin', servedBy.origin],
+    ['p50 latency (ms)', pct(0.5).toFixed(1)],
+    ['p99 latency (ms)', pct(0.99).toFixed(1)],
+    ['wall (s)', wallSeconds.toFixed(2)],
+  ];
+  for (const [k, v] of rows) process.stdout.write(`${String(k).padEnd(24)} ${v}\n`);
+  for (const [ip, n] of [...perNode].sort())
+    process.stdout.write(`  responses from ${ip.padEnd(14)} ${n}\n`);
+  if (errorSamples.length)
+    process.stdout.write(`error samples: ${[...new Set(errorSamples)].slice(0, 5).join(' | ')}\n`);
+  process.stdout.write(
+    JSON.stringify({
+      bench: 'flash',
+      nodes,
+      clients,
+      objects,
+      objectBytes,
+      seed,
+      originRequests,
+      clientRequests,
+      clientErrors,
+      servedBy,
+      p50Ms: Number(pct(0.5).toFixed(2)),
+      p99Ms: Number(pct(0.99).toFixed(2)),
+      wallSeconds: Number(wallSeconds.toFixed(2)),
+    }) + '\n',
+  );
+} catch (err) {
+  console.error(String(err?.stack ?? err));
+  exitCode = 1;
+} finally {
+  await fleet.stop();
+  await origin.close();
+  rmSync(dataRoot, { recursive: true, force: true });
+}
+process.exit(exitCode);
