@@ -68,8 +68,11 @@ export async function resolveAddresses(
       unresolved.push({ entry, reason: (err as Error).message });
     }
   }
+  // The DSHT checks each datagram's source against the sender's advertised address, so its socket
+  // must bind a specific address: the advertised one when the configured host is a wildcard.
+  const dshtBind = isWildcard(dshtHost) ? advertiseIp : dshtHost;
   return {
-    bind: { proxy: proxyHost, dsht: dshtHost, dns: config.dns.host, admin: config.admin.host },
+    bind: { proxy: proxyHost, dsht: dshtBind, dns: config.dns.host, admin: config.admin.host },
     advertiseIp,
     bootstrap,
     unresolved,

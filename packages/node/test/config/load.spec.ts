@@ -188,6 +188,14 @@ describe('resolveAddresses', () => {
   });
 
   it('advertises 127.0.0.1 when every service binds a wildcard', async () => {
-    expect((await resolveAddresses(loadConfig())).advertiseIp).toBe('127.0.0.1');
+    const r = await resolveAddresses(loadConfig());
+    expect(r.advertiseIp).toBe('127.0.0.1');
+    // The DSHT binds the advertised address; the proxy keeps its wildcard.
+    expect(r.bind.dsht).toBe('127.0.0.1');
+    expect(r.bind.proxy).toBe('0.0.0.0');
+    const named = await resolveAddresses(
+      loadConfig({ env: { CORAL_ADVERTISE: 'node1', CORAL_HOSTS: 'node1=127.0.0.31' } }),
+    );
+    expect(named.bind.dsht).toBe('127.0.0.31');
   });
 });
