@@ -50,8 +50,6 @@ const fleet = new Fleet({
   },
 });
 const name = `www.origin.test.${port}.${values.zone}`;
-const clientSubnet =
-  fleet.subnet === 250 ? 251 : fleet.subnet + 100 > 254 ? fleet.subnet - 90 : fleet.subnet + 100;
 
 let exitCode = 0;
 try {
@@ -65,7 +63,8 @@ try {
   const errorSamples = [];
 
   const runClient = async (c) => {
-    const localAddress = `127.0.${clientSubnet}.${1 + (c % 250)}`;
+    // Each client is its own resolver in its own /24 (DNS rate limiting counts per /24).
+    const localAddress = `127.201.${c % 250}.${1 + Math.floor(c / 250)}`;
     const dnsNode = fleet.nodes[c % nodes];
     const order = shuffle([...Array(objects).keys()], rng);
     const agent = new Agent({ keepAlive: true, maxSockets: 2 });

@@ -36,6 +36,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['dns.answerCount', 'int'],
   ['dns.ttl', 'int'],
   ['dns.nameservers', 'nameservers'],
+  ['dns.rateLimitPerSecond', 'int'],
   ['admin.host', 'string'],
   ['admin.port', 'int'],
   ['admin.token', 'string'],

@@ -18,6 +18,7 @@ export const DEFAULT_ADMIN_HOST = '127.0.0.1';
 export const DEFAULT_ADMIN_PORT = 8092;
 export const DEFAULT_DNS_ANSWER_COUNT = 2;
 export const DEFAULT_DNS_TTL_SECONDS = 30;
+export const DEFAULT_DNS_RATE_LIMIT_PER_SECOND = 20;
 export const DEFAULT_DISK_BUDGET_BYTES = 1024 * 1024 * 1024;
 export const DEFAULT_MEMORY_BUDGET_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_OBJECT_BYTES = 50 * 1024 * 1024;
@@ -93,6 +94,8 @@ const dnsSchema = z.strictObject({
   nameservers: z.array(z.strictObject({ name: dnsName, ip })).default([]),
   /** Split-horizon views: resolvers in `cidr` are answered with `nodes` or nodes of `region`. */
   views: z.array(viewSchema).default([]),
+  /** Response rate limiting: identical answers per second per client /24; 0 disables. */
+  rateLimitPerSecond: z.number().int().nonnegative().default(DEFAULT_DNS_RATE_LIMIT_PER_SECOND),
 });
 
 const adminSchema = z.strictObject({
