@@ -4,6 +4,7 @@
  * `NodeDirectory`), plus the admin API, metrics and logs. `CoralNode.start()` brings the services
  * up in dependency order and `stop()` takes them down in reverse, within a bound.
  */
+import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
@@ -118,8 +119,14 @@ export class CoralNode implements AdminBackend {
 
     const self = { nodeId, ip: addresses.advertiseIp, httpPort: config.proxy.port };
     this.index = new DshtContentIndex(
-      { dsht: this.dsht, clock: this.#clock, logger: log('index') },
-      { self },
+      {
+        dsht: this.dsht,
+        clock: this.#clock,
+        logger: log('index'),
+        metrics: metrics.index,
+        rank: (key) => rendezvousRank(nodeId, key, this.directory?.live() ?? []),
+      },
+      { self, claimOnMiss: true },
     );
     this.proxy = await step('proxy', () =>
       services.proxy({
@@ -343,6 +350,19 @@ export class CoralNode implements AdminBackend {
   dnsDecisions(): unknown {
     return this.dns?.recentDecisions() ?? [];
   }
+}
+
+/**
+ * This node's place among the live proxies in a rendezvous (highest random weight) order for
+ * `key`: 0 when no live node scores higher. Every node computes the same order from the same set.
+ */
+export function rendezvousRank(selfId: string, key: Uint8Array, live: { id: string }[]): number {
+  const keyHex = Buffer.from(key).toString('hex');
+  const score = (id: string) => createHash('sha1').update(`${id}:${keyHex}`).digest('hex');
+  const mine = score(selfId);
+  let rank = 0;
+  for (const n of live) if (n.id !== selfId && score(n.id) > mine) rank++;
+  return rank;
 }
 
 async function step<T>(service: string, fn: () => Promise<T> | T): Promise<T> {

@@ -28,6 +28,8 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.maxObjectBytes', 'int'],
   ['proxy.defaultTtlSeconds', 'int'],
   ['proxy.sites', 'map'],
+  ['proxy.peerTimeoutMs', 'int'],
+  ['proxy.clientRateLimitPerSecond', 'int'],
   ['dsht.host', 'string'],
   ['dsht.port', 'int'],
   ['dns.enabled', 'bool'],

@@ -59,6 +59,10 @@ const proxySchema = z.strictObject({
   maxObjectBytes: z.number().int().positive().default(DEFAULT_MAX_OBJECT_BYTES),
   /** Freshness for responses with neither explicit expiry nor Last-Modified (Coral: 12 h); off by default. */
   defaultTtlSeconds: z.number().int().positive().optional(),
+  /** Bound on waiting for a peer's answer and each body chunk; 0 = the proxy's default (1 s). */
+  peerTimeoutMs: z.number().int().nonnegative().default(0),
+  /** Per-client request rate limit (requests per second); 0 = the proxy's default. */
+  clientRateLimitPerSecond: z.number().int().nonnegative().default(0),
   /** Site (accelerator) mode: host name → origin URL, e.g. www.school.example → http://origin:8080. */
   sites: z.record(dnsName, z.url({ protocol: /^https?$/ })).default({}),
 });

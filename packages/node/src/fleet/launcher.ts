@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdminClient } from '../cli/client.js';
 
-/** packages/node/dist/cli.js, next to this file once built. */
-export const CLI_PATH = fileURLToPath(new URL('../cli.js', import.meta.url));
+/** packages/node/dist/cli.js (the same path from src/fleet under vitest and from dist/fleet). */
+export const CLI_PATH = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
 export interface FleetOptions {
   nodes: number;

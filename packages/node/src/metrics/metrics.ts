@@ -26,6 +26,14 @@ export interface DshtMetricsSink {
   lookup(kind: string, hops: number, latencyMs: number): void;
 }
 
+/** What the DSHT content index adapter records. */
+export interface IndexMetricsSink {
+  /** A cold miss claimed as `fetching`: `won` goes to the origin, `lost` joins another node. */
+  claim(outcome: 'won' | 'lost'): void;
+  /** A value under a URL key that is not a valid holder record. */
+  invalidValue(): void;
+}
+
 export interface CoralMetricsOptions {
   /** Also export the process metrics of prom-client (CPU, memory, event loop); default true. */
   defaultMetrics?: boolean;
@@ -46,6 +54,7 @@ export class CoralMetrics {
   readonly proxy: ProxyMetricsSink;
   readonly dns: DnsMetricsSink;
   readonly dsht: DshtMetricsSink;
+  readonly index: IndexMetricsSink;
 
   constructor(options: CoralMetricsOptions = {}) {
     const p = options.prefix ?? DEFAULT_METRICS_PREFIX;
@@ -113,6 +122,22 @@ export class CoralMetrics {
       labelNames: ['method', 'rcode'],
       registers,
     });
+
+    const claims = new Counter({
+      name: `${p}index_claims_total`,
+      help: 'Cold misses claimed in the index, by outcome (won: fetch from origin, lost: join a peer)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    const invalid = new Counter({
+      name: `${p}index_invalid_values_total`,
+      help: 'Values under URL keys that were not valid holder records (skipped)',
+      registers,
+    });
+    this.index = {
+      claim: (outcome) => claims.inc({ outcome }),
+      invalidValue: () => invalid.inc(),
+    };
 
     this.proxy = {
       request: (cacheStatus, method, status) =>

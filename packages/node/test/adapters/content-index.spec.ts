@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@coral/testkit';
 import { DshtContentIndex, type DshtValueStore } from '../../src/adapters/content-index.js';
-import { encodeHolder } from '../../src/adapters/holder-codec.js';
+import { decodeHolder, encodeHolder } from '../../src/adapters/holder-codec.js';
 
 /** A value store keyed like the DSHT: one value per (key, publisher), as its replace rule says. */
 class PublisherStore implements DshtValueStore {
@@ -69,5 +69,79 @@ describe('DshtContentIndex', () => {
     const index = new DshtContentIndex({ dsht: store }, { self: nodeA });
     expect((await index.lookup(key)).map((h) => h.nodeId)).toEqual([nodeB.nodeId]);
     expect(index.invalidValues).toBe(1);
+  });
+
+  it('claims a cold miss: the earliest claim wins, a later claimer joins it', async () => {
+    const store = new PublisherStore('a');
+    const clock = new ManualClock(1_000);
+    const a = new DshtContentIndex({ dsht: store, clock }, { self: nodeA, claimOnMiss: true });
+    const b = new DshtContentIndex({ dsht: store, clock }, { self: nodeB, claimOnMiss: true });
+    // A misses first: nobody else claimed, so A goes to the origin.
+    expect(await a.lookup(key)).toEqual([]);
+    expect([a.claims, a.claimsLost]).toEqual([1, 0]);
+    // B misses a moment later and sees A's claim first.
+    await clock.advance(3);
+    store.publisher = 'b';
+    const fromB = await b.lookup(key);
+    expect(fromB.map((h) => [h.nodeId, h.state])).toEqual([[nodeA.nodeId, 'fetching']]);
+    expect([b.claims, b.claimsLost]).toEqual([0, 0]);
+  });
+
+  it('breaks a tie between simultaneous claims by time, then node id, the same way on both sides', async () => {
+    const store = new PublisherStore('');
+    const clock = new ManualClock(5_000);
+    // Each value is filed under the node inside it, and the first look of both nodes sees nothing.
+    const put = store.put.bind(store);
+    store.put = async (k: Uint8Array, v: Uint8Array) => {
+      store.publisher = decodeHolder(v).nodeId;
+      return put(k, v);
+    };
+    const get = store.get.bind(store);
+    let gets = 0;
+    store.get = async (k: Uint8Array) =>
+      gets++ < 2 ? { values: [], stats: { level: 0 } } : get(k);
+    const a = new DshtContentIndex({ dsht: store, clock }, { self: nodeA, claimOnMiss: true });
+    const b = new DshtContentIndex({ dsht: store, clock }, { self: nodeB, claimOnMiss: true });
+    const [ra, rb] = await Promise.all([b.lookup(key), a.lookup(key)]).then(([x, y]) => [y, x]);
+    // Same time: the lower node id (A's "aa..") wins; B defers to A, never the other way round.
+    expect(ra).toEqual([]);
+    expect(rb!.map((h) => h.nodeId)).toEqual([nodeA.nodeId]);
+    expect([a.claimsLost, b.claimsLost]).toEqual([0, 1]);
+  });
+
+  it('gives the first-ranked node a head start before lower-ranked ones claim', async () => {
+    const store = new PublisherStore('b');
+    const clock = new ManualClock(0);
+    const b = new DshtContentIndex(
+      { dsht: store, clock, rank: () => 2 },
+      { self: nodeB, claimOnMiss: true, claimStepMs: 100 },
+    );
+    const pending = b.lookup(key);
+    // While B waits out its two steps, the first-ranked node A claims.
+    await clock.advance(50);
+    store.publisher = 'a';
+    await store.put(key, encodeHolder({ ...nodeA, state: 'fetching', at: 50 }));
+    await clock.advance(200);
+    const holders = await pending;
+    expect(holders.map((h) => h.nodeId)).toEqual([nodeA.nodeId]);
+    expect(b.claims).toBe(0);
+  });
+
+  it('does not put a fetching announce again right after its own claim', async () => {
+    const store = new PublisherStore('a');
+    const clock = new ManualClock(0);
+    let puts = 0;
+    const put = store.put.bind(store);
+    store.put = async (k: Uint8Array, v: Uint8Array) => {
+      puts++;
+      return put(k, v);
+    };
+    const a = new DshtContentIndex({ dsht: store, clock }, { self: nodeA, claimOnMiss: true });
+    await a.lookup(key);
+    expect(puts).toBe(1);
+    await a.announce(key, { ...nodeA, state: 'fetching' }, 20);
+    expect(puts).toBe(1);
+    await a.announce(key, { ...nodeA, state: 'complete', size: 1 }, 600);
+    expect(puts).toBe(2);
   });
 });
