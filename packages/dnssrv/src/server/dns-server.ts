@@ -623,7 +623,7 @@ export class DnsServer {
   }
 
   #needsLocation(q: Query): boolean {
-    if (q.qtype !== TYPE.A && q.qtype !== TYPE.AAAA && q.qtype !== TYPE.ANY) return false;
+    if (!LOCATED_TYPES.has(q.qtype)) return false;
     if (this.#nsByName.has(q.qname)) return false;
     return parseCoralName(q.qname, this.#zones).kind === 'origin';
   }
@@ -1033,7 +1033,7 @@ export class DnsServer {
         break;
     }
 
-    if (q.qtype !== TYPE.A && q.qtype !== TYPE.AAAA && q.qtype !== TYPE.ANY) {
+    if (!LOCATED_TYPES.has(q.qtype)) {
       return respond(
         RCODE.NOERROR,
         true,
@@ -1077,7 +1077,8 @@ export class DnsServer {
     const ttl = loc.local ? this.#localTtl : this.#ttl;
     const answers: ResourceRecord[] = [];
     const used: string[] = [];
-    for (const n of loc.nodes) {
+    // A CNAME query while proxies are live: no CNAME exists, NOERROR/empty.
+    for (const n of q.qtype === TYPE.CNAME ? [] : loc.nodes) {
       const address = v6 ? n.ipv6 : n.ipv4;
       if (!address) continue;
       answers.push(
@@ -1087,7 +1088,10 @@ export class DnsServer {
     }
     const meta = {
       method: loc.method,
-      detail: answers.length > 0 ? loc.detail : `${loc.detail}; no ${v6 ? 'IPv6' : 'IPv4'} address`,
+      detail:
+        answers.length > 0 || q.qtype === TYPE.CNAME
+          ? loc.detail
+          : `${loc.detail}; no ${v6 ? 'IPv6' : 'IPv4'} address`,
       nodes: used.length > 0 ? used : loc.nodes.map((n) => n.id),
       ttl,
       ...scopeMeta,
@@ -1170,6 +1174,10 @@ export class DnsServer {
     return out;
   }
 }
+
+/** Types whose answer depends on the proxies: A, AAAA, ANY (answered as A) and CNAME (present
+ * only when no proxy is live). */
+const LOCATED_TYPES = new Set<number>([TYPE.A, TYPE.AAAA, TYPE.ANY, TYPE.CNAME]);
 
 function cacheKey(q: Query): string {
   let k = `${q.qname}|${q.qtype}|${q.qclass}|`;
