@@ -177,7 +177,7 @@ export async function waitFor(cond: () => boolean, limitMs = 10_000): Promise<vo
   const start = Date.now();
   while (!cond()) {
     if (Date.now() - start > limitMs) throw new Error('waitFor: condition never became true');
-    await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setImmediate(r));
   }
 }
 
