@@ -19,6 +19,8 @@ import type { LocationMethod, ViewConfig } from '../server/types.js';
 import type { EcsOption } from '../wire/query.js';
 import { DnsConfigError } from '../errors.js';
 
+const RESOLVER_MEMO_SIZE = 4096;
+
 export interface CompiledView {
   cidr: Cidr;
   nodes?: string[];
@@ -70,6 +72,7 @@ export class Locator {
   readonly #clock: Clock;
   readonly #views: CompiledView[];
   readonly #hintTimeoutMs: number;
+  readonly #memo = new Map<string, { view: number; probeKey: string }>();
 
   constructor(
     components: { directory: NodeDirectory; probes: ResolverProbes; clock: Clock },
@@ -90,11 +93,18 @@ export class Locator {
       const i = this.#views.findIndex((v) => cidrContains(v.cidr, usable.address));
       if (i >= 0) view = { index: i, via: 'ecs' };
     }
-    if (!view) {
-      const i = this.#views.findIndex((v) => cidrContains(v.cidr, resolver));
-      if (i >= 0) view = { index: i, via: 'resolver' };
+    // Per-resolver facts that never change (its view, its probe prefix) are memoised.
+    let memo = this.#memo.get(resolverIp);
+    if (!memo) {
+      memo = {
+        view: this.#views.findIndex((v) => cidrContains(v.cidr, resolver)),
+        probeKey: ResolverProbes.keyOf(resolver),
+      };
+      if (this.#memo.size >= RESOLVER_MEMO_SIZE) this.#memo.clear();
+      this.#memo.set(resolverIp, memo);
     }
-    const probeKey = ResolverProbes.keyOf(resolver);
+    if (!view && memo.view >= 0) view = { index: memo.view, via: 'resolver' };
+    const probeKey = memo.probeKey;
     const rtt = this.#probes.lookup(resolverIp, probeKey);
     let rttLevel = 0;
     if (typeof rtt === 'number') {

@@ -633,9 +633,9 @@ export class DnsServer {
   }
 
   #stillLive(ids: string[]): boolean {
-    const isLive = this.#directory.isLive?.bind(this.#directory);
-    if (!isLive) return true;
-    for (const id of ids) if (!isLive(id)) return false;
+    const dir = this.#directory;
+    if (!dir.isLive) return true;
+    for (let i = 0; i < ids.length; i++) if (!dir.isLive(ids[i]!)) return false;
     return true;
   }
 
@@ -1188,8 +1188,16 @@ function cacheKey(q: Query): string {
   return k;
 }
 
+const peerBytes = new Map<string, Uint8Array>();
+
 function peerOf(address: string, port: number): Peer {
-  return { address, port, bytes: parseIp(address) ?? new Uint8Array(4) };
+  let bytes = peerBytes.get(address);
+  if (!bytes) {
+    bytes = parseIp(address) ?? new Uint8Array(4);
+    if (peerBytes.size >= 4096) peerBytes.clear();
+    peerBytes.set(address, bytes);
+  }
+  return { address, port, bytes };
 }
 
 function fmt4(b: Uint8Array): string {

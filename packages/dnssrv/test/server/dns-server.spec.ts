@@ -375,6 +375,34 @@ describe('views, health, admin views', () => {
     });
   });
 
+  it('the reason goes to the metrics hook and the log', async () => {
+    const answers: string[] = [];
+    let limited = 0;
+    const logs: Record<string, unknown>[] = [];
+    const log = (o: object) => logs.push(o as Record<string, unknown>);
+    s = await start(
+      { rrl: { responsesPerSecond: 1, slip: 0 } },
+      fleet().add(node(2), { hints: ['127.0.0.0/24'] }),
+      {
+        metrics: { answer: (m, r) => answers.push(`${m}/${r}`), rateLimited: () => limited++ },
+        logger: { debug: log, info: log, warn: log, error: log },
+      },
+    );
+    await udpAsk(s.port, encodeQuery({ name: NAME }));
+    await udpAsk(s.port, encodeQuery({ name: 'nyud.net', type: TYPE.SOA }));
+    await udpAsk(s.port, encodeQuery({ name: 'www.example.org' }));
+    expect(answers).toEqual(['hint/NOERROR', 'none/NOERROR', 'none/REFUSED']);
+    expect(logs.find((l) => l.method === 'hint')).toMatchObject({
+      name: NAME,
+      reason: expect.stringMatching(/hint \/24/),
+    });
+    s.server.handlePacket(encodeQuery({ name: 'www.example.org' }), {
+      address: '127.0.0.1',
+      port: 1,
+    });
+    expect(limited).toBe(1);
+  });
+
   it('listen errors and bad options carry codes', async () => {
     s = await start();
     const other = new DnsServer({ directory: fleet() });

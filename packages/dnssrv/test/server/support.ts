@@ -2,6 +2,7 @@ import { ManualClock } from '@coral/testkit';
 import dns from 'node:dns';
 import {
   DnsServer,
+  type DnsServerComponents,
   type DnsServerOptions,
   type InMemoryNodeDirectory,
   type Prober,
@@ -35,11 +36,12 @@ export interface Started {
 export async function start(
   options: DnsServerOptions = {},
   dir: InMemoryNodeDirectory = fleet(),
+  extra: Pick<DnsServerComponents, 'metrics' | 'logger'> = {},
 ): Promise<Started> {
   const clock = new ManualClock(1_000_000);
   const prober = new ControlledProber();
   const server = new DnsServer(
-    { directory: dir, clock, prober },
+    { directory: dir, clock, prober, ...extra },
     {
       nameservers: [{ name: 'ns1.nyud.net', ipv4: '192.0.2.53', ipv6: '2001:db8::53' }],
       ...options,
