@@ -55,7 +55,7 @@ function load(port, mode, durationMs, extra = {}) {
         mode,
         durationMs,
         rate: 5000,
-        window: 64,
+        window: 32,
         sockets: 4,
         names,
         seed: 42,

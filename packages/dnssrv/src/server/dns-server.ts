@@ -42,6 +42,7 @@ import {
   DEFAULT_TCP_MAX_QUERIES_PER_CONNECTION,
   DEFAULT_TTL,
   DEFAULT_UDP_MAX_PAYLOAD,
+  DEFAULT_UDP_RECEIVE_BUFFER_BYTES,
   DEFAULT_ZONES,
   type Decision,
   type DnsLogger,
@@ -158,6 +159,7 @@ export class DnsServer {
     rname?: string;
   };
   readonly #udpMax: number;
+  readonly #udpRcvBuf: number;
   readonly #cacheOn: boolean;
   readonly #cacheMax: number;
   readonly #tcpIdleMs: number;
@@ -242,6 +244,7 @@ export class DnsServer {
     for (const ns of this.#nameservers) this.#nsByName.set(ns.name, ns);
 
     this.#udpMax = Math.max(512, Math.min(65535, options.udpMaxPayload ?? DEFAULT_UDP_MAX_PAYLOAD));
+    this.#udpRcvBuf = options.udpReceiveBufferBytes ?? DEFAULT_UDP_RECEIVE_BUFFER_BYTES;
     this.#cacheOn = options.answerCache?.enabled ?? true;
     this.#cacheMax = options.answerCache?.maxEntries ?? DEFAULT_ANSWER_CACHE_ENTRIES;
     this.#tcpIdleMs = options.tcp?.idleTimeoutMs ?? DEFAULT_TCP_IDLE_TIMEOUT_MS;
@@ -328,6 +331,11 @@ export class DnsServer {
       sock.once('error', reject);
       sock.bind(port, host, () => {
         sock.off('error', reject);
+        try {
+          sock.setRecvBufferSize(this.#udpRcvBuf);
+        } catch (err) {
+          this.#logger.warn({ component: 'dnssrv', err }, 'cannot set the UDP receive buffer');
+        }
         sock.on('error', (err) => this.#logger.warn({ err }, 'udp socket error'));
         sock.on('message', (msg, rinfo) => this.#onUdp(msg, rinfo));
         this.#udp = sock;

@@ -138,6 +138,8 @@ export interface DnsServerOptions {
   rrl?: Omit<RrlOptions, 'exempt'> & { exempt?: string[] };
   tcp?: TcpLimits;
   probe?: ProbeSettings;
+  /** SO_RCVBUF of the UDP socket, to absorb bursts (default 1 MiB; capped by the OS). */
+  udpReceiveBufferBytes?: number;
   /** Largest UDP answer we send and advertise in our OPT (default 1232, the 2020 flag-day value). */
   udpMaxPayload?: number;
   /** The encoded-answer cache (default on, 10,000 entries). */
@@ -167,6 +169,7 @@ export const DEFAULT_TCP_MAX_MESSAGE_BYTES = 4096;
 export const DEFAULT_TCP_MAX_CONNECTIONS = 256;
 export const DEFAULT_TCP_MAX_QUERIES_PER_CONNECTION = 1000;
 export const DEFAULT_UDP_MAX_PAYLOAD = 1232;
+export const DEFAULT_UDP_RECEIVE_BUFFER_BYTES = 1024 * 1024;
 export const DEFAULT_ANSWER_CACHE_ENTRIES = 10_000;
 export const DEFAULT_HINT_TIMEOUT_MS = 250;
 export const DEFAULT_DECISION_BUFFER_SIZE = 256;
