@@ -346,7 +346,9 @@ export class DnsServer {
 
   #bindTcp(port: number, host: string): Promise<number> {
     return new Promise((resolve, reject) => {
-      const server = net.createServer((sock) => this.#onTcp(sock));
+      // Half-open: a client may send its query and FIN at once (socket.end(frame)); our side
+      // stays writable until every pending answer is written.
+      const server = net.createServer({ allowHalfOpen: true }, (sock) => this.#onTcp(sock));
       server.maxConnections = this.#tcpMaxConnections;
       server.on('drop', () => this.#c.tcpRejected++);
       server.once('error', reject);

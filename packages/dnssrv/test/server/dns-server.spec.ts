@@ -298,6 +298,34 @@ describe('truncation and TCP', () => {
     ]);
   });
 
+  it('a client that half-closes right after its query still gets the answer', async () => {
+    // The directory answers only when the test says so: the answer is built after the FIN.
+    const dir = fleet().add(node(2));
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const hinted = dir.hinted.bind(dir);
+    dir.hinted = async (t, c) => {
+      await gate;
+      return hinted(t, c);
+    };
+    s = await start({ hintTimeoutMs: 60_000 }, dir);
+    const sock = net.connect({ port: s.port, host: '127.0.0.1' });
+    const q = encodeQuery({ name: 'www.half-close.com.nyud.net', id: 42 });
+    const len = Buffer.alloc(2);
+    len.writeUInt16BE(q.length);
+    const chunks: Buffer[] = [];
+    sock.on('data', (c: Buffer) => chunks.push(c));
+    await new Promise((r) => sock.once('connect', r));
+    sock.end(Buffer.concat([len, q])); // query + FIN
+    await waitFor(() => s!.server.stats().queries.tcp === 1);
+    await new Promise((r) => setTimeout(r, 20)); // let the FIN reach the server first
+    release();
+    await new Promise((r) => sock.once('close', r));
+    const all = Buffer.concat(chunks);
+    expect(all.readUInt16BE(0)).toBe(all.length - 2);
+    expect(header(all.subarray(2))).toMatchObject({ id: 42, an: 2 });
+  });
+
   it('TCP limits: an oversized length prefix and an idle connection are closed', async () => {
     s = await start({ tcp: { maxMessageBytes: 512, idleTimeoutMs: 5000 } });
     const closed = (sock: net.Socket) => new Promise<void>((r) => sock.once('close', () => r()));
@@ -401,6 +429,21 @@ describe('views, health, admin views', () => {
       port: 1,
     });
     expect(limited).toBe(1);
+  });
+
+  it('a directory that throws gives SERVFAIL, not a crash', async () => {
+    const dir = fleet();
+    dir.random = () => {
+      throw new Error('directory down');
+    };
+    s = await start({}, dir);
+    const r = await udpAsk(s.port, encodeQuery({ name: NAME, id: 66 }));
+    expect(header(r)).toMatchObject({ id: 66, rcode: 2, an: 0, qd: 1 });
+    expect(s.server.stats().internalErrors).toBe(1);
+    // The server goes on answering.
+    expect(header(await udpAsk(s.port, encodeQuery({ name: 'nyud.net', type: TYPE.SOA }))).an).toBe(
+      1,
+    );
   });
 
   it('listen errors and bad options carry codes', async () => {
