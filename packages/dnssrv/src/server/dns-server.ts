@@ -14,7 +14,7 @@ import { type Clock, type Random, systemClock, systemRandom } from '@coral/testk
 import { compileViews, type LocationContext, Locator } from '../locate/locator.js';
 import { DnsConfigError, DnsListenError, DnsStateError } from '../errors.js';
 import { normalizeZone, parseCoralName } from '../names/coral-name.js';
-import { parseCidr, parseIp } from '../net/ip.js';
+import { formatIp, parseCidr, parseIp } from '../net/ip.js';
 import type { NodeDirectory } from '../node-directory.js';
 import { type Prober, TcpConnectProber } from '../probe/prober.js';
 import { type ProbeEntry, ResolverProbes } from '../probe/resolver-probes.js';
@@ -569,6 +569,17 @@ export class DnsServer {
     if (q.qclass !== CLASS.IN && q.qclass !== CLASS.ANY) {
       return this.#bare(q, msg, peer, transport, RCODE.REFUSED, false, `class ${q.qclass}`);
     }
+    if (q.qtype === TYPE.AXFR || q.qtype === TYPE.IXFR) {
+      return this.#bare(
+        q,
+        msg,
+        peer,
+        transport,
+        RCODE.REFUSED,
+        false,
+        'zone transfers not offered',
+      );
+    }
     const cacheable = this.#cacheOn && q.qnameContiguous && !q.escaped;
     const baseKey = cacheable ? cacheKey(q) : '';
     let ctx: LocationContext | undefined;
@@ -835,9 +846,7 @@ export class DnsServer {
     const opt0 = this.#responseOpt(q, 0);
     const base = { name: q.qname, type: q.qtype, nodes: [] as string[] };
     const ecsText = q.opt?.ecs
-      ? {
-          ecs: `${q.opt.ecs.address.length === 4 ? fmt4(q.opt.ecs.address) : 'v6'}/${q.opt.ecs.sourcePrefix}`,
-        }
+      ? { ecs: `${formatIp(q.opt.ecs.address)}/${q.opt.ecs.sourcePrefix}` }
       : {};
 
     // Names that needed escaping are never origins: NXDOMAIN in a zone, REFUSED outside.
@@ -1208,10 +1217,6 @@ function peerOf(address: string, port: number): Peer {
     peerBytes.set(address, bytes);
   }
   return { address, port, bytes };
-}
-
-function fmt4(b: Uint8Array): string {
-  return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
 }
 
 function positiveInt(name: string, v: number): number {

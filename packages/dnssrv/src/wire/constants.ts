@@ -6,6 +6,8 @@ export const TYPE = {
   SOA: 6,
   AAAA: 28,
   OPT: 41,
+  IXFR: 251,
+  AXFR: 252,
   ANY: 255,
 } as const;
 

@@ -176,6 +176,8 @@ describe('answers over UDP with raw packets', () => {
     expect(questionName(refused)).toBe('www.example.org');
     const chaos = await udpAsk(s.port, encodeQuery({ name: 'version.bind', type: 16, qclass: 3 }));
     expect(header(chaos).rcode).toBe(5);
+    const axfr = await tcpAsk(s.port, [encodeQuery({ name: 'nyud.net', type: TYPE.AXFR })]);
+    expect(header(axfr[0]!).rcode).toBe(5);
   });
 
   it('a name with a dot inside a label cannot pose as a Coralized name', async () => {
