@@ -450,12 +450,21 @@ export class DnsServer {
     if (r instanceof Promise) {
       r.then(
         (b) => {
-          if (b) this.#udp?.send(b, rinfo.port, rinfo.address);
+          if (b) this.#sendUdp(b, rinfo);
         },
         (err) => this.#internalError(err),
       );
     } else {
-      this.#udp?.send(r, rinfo.port, rinfo.address);
+      this.#sendUdp(r, rinfo);
+    }
+  }
+
+  #sendUdp(b: Buffer, rinfo: dgram.RemoteInfo): void {
+    try {
+      // A forged source (port 0, ...) makes send() throw synchronously: never out of the loop.
+      this.#udp?.send(b, rinfo.port, rinfo.address);
+    } catch (err) {
+      this.#logger.debug({ component: 'dnssrv', err, peer: rinfo.address }, 'udp send failed');
     }
   }
 
