@@ -120,16 +120,7 @@ export class Locator {
     const bucket = view
       ? `v${view.index}${view.via[0]}`
       : `${usable ? `e${formatIp(usable.address)}/${usable.sourcePrefix}|` : ''}r${probeKey}:${rttTag}`;
-    return {
-      resolverIp,
-      resolver,
-      ...(usable ? { ecs: usable } : {}),
-      ...(view ? { view } : {}),
-      probeKey,
-      rtt,
-      rttLevel,
-      bucket,
-    };
+    return { resolverIp, resolver, ecs: usable, view, probeKey, rtt, rttLevel, bucket };
   }
 
   /** Find up to `count` proxies for this context. */

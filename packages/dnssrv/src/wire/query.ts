@@ -103,15 +103,16 @@ function readName(msg: Uint8Array, offset: number): NameOut | string {
     total += len + 1;
     if (total > 255) return 'name longer than 255 bytes';
     if (pos + 1 + len > msg.length) return 'label runs past the end';
-    let s = '';
-    for (let i = pos + 1; i <= pos + len; i++) s += String.fromCharCode(msg[i]!);
-    labels.push(s);
+    labels.push(
+      String.fromCharCode.apply(null, msg.subarray(pos + 1, pos + 1 + len) as unknown as number[]),
+    );
     pos += 1 + len;
   }
 }
 
 /** Presentation form, lowercased, with \DDD escapes; `escaped` tells whether any were needed. */
 function presentation(labels: readonly string[]): { qname: string; escaped: boolean } {
+  if (labels.every(isSimple)) return { qname: labels.join('.').toLowerCase(), escaped: false };
   let escaped = false;
   const parts: string[] = [];
   for (const l of labels) {
@@ -147,6 +148,22 @@ function presentation(labels: readonly string[]): { qname: string; escaped: bool
     parts.push(out);
   }
   return { qname: parts.join('.'), escaped };
+}
+
+function isSimple(l: string): boolean {
+  for (let i = 0; i < l.length; i++) {
+    const c = l.charCodeAt(i);
+    if (!(
+      (c >= 97 && c <= 122) ||
+      (c >= 65 && c <= 90) ||
+      (c >= 48 && c <= 57) ||
+      c === 45 ||
+      c === 95
+    )) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /** Skip one resource record; returns its end or an error reason. */
