@@ -71,6 +71,8 @@ for (let k = 0; k < nSockets; k++) {
   socks.push(st);
 }
 await Promise.all(socks.map((st) => new Promise((r) => st.sock.bind(0, '127.0.0.1', r))));
+// Connected sockets: no per-send address lookup, so the generator spends less CPU per query.
+await Promise.all(socks.map((st) => new Promise((r) => st.sock.connect(port, host, r))));
 
 function send(st) {
   const id = st.nextId;
@@ -80,7 +82,7 @@ function send(st) {
   st.sentAt[id] = performance.now();
   st.inFlight++;
   sent++;
-  st.sock.send(q, port, host);
+  st.sock.send(q);
 }
 
 const start = performance.now();
