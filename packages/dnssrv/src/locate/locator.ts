@@ -175,7 +175,7 @@ export class Locator {
     } else {
       skipped.push(
         ctx.rtt === undefined
-          ? 'rtt unknown (probing)'
+          ? 'rtt unknown'
           : ctx.rtt === null
             ? 'resolver unreachable'
             : `rtt ${ctx.rtt.toFixed(2)} ms above every level`,

@@ -3,6 +3,7 @@
  * by raw packets built by hand (decoded with dns2's parser, independent of the server's code).
  */
 import dgram from 'node:dgram';
+import dns from 'node:dns';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DnsServer, TYPE } from '../../src/index.js';
@@ -433,6 +434,23 @@ describe('views, health, admin views', () => {
     expect(limited).toBe(1);
   });
 
+  it('listens on IPv6 loopback too', async () => {
+    const dir = fleet().add(node(2, { ipv6: '2001:db8::2' }));
+    const server = new DnsServer({ directory: dir }, { probe: { enabled: false } });
+    const { port, host } = await server.listen({ port: 0, host: '::1' });
+    expect(host).toBe('::1');
+    try {
+      const r = new dns.promises.Resolver({ timeout: 3000, tries: 2 });
+      r.setServers([`[::1]:${port}`]);
+      expect(await r.resolve6(NAME)).toEqual(['2001:db8::2']);
+      expect(server.recentDecisions()[0]).toMatchObject({ client: '::1', method: 'random' });
+      const [tcp] = await tcpAsk6(port, encodeQuery({ name: 'nyud.net', type: TYPE.SOA, id: 8 }));
+      expect(header(tcp!)).toMatchObject({ id: 8, an: 1 });
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a directory that throws gives SERVFAIL, not a crash', async () => {
     const dir = fleet();
     dir.random = () => {
@@ -471,3 +489,21 @@ describe('views, health, admin views', () => {
     ).toThrow(expect.objectContaining({ code: 'DNS_ERR_CONFIG' }));
   });
 });
+
+/** One length-prefixed exchange over TCP to [::1]. */
+async function tcpAsk6(port: number, msg: Buffer): Promise<Buffer[]> {
+  const sock = net.connect({ port, host: '::1' });
+  const len = Buffer.alloc(2);
+  len.writeUInt16BE(msg.length);
+  sock.write(Buffer.concat([len, msg]));
+  const chunks: Buffer[] = [];
+  for await (const c of sock) {
+    chunks.push(c as Buffer);
+    const all = Buffer.concat(chunks);
+    if (all.length >= 2 && all.length >= 2 + all.readUInt16BE(0)) {
+      sock.destroy();
+      return [all.subarray(2, 2 + all.readUInt16BE(0))];
+    }
+  }
+  return [];
+}

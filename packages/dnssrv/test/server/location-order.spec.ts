@@ -47,7 +47,7 @@ describe('location order', () => {
     let a = await ask();
     expect(a.addresses).toEqual(['10.0.0.4']);
     expect(a.d).toMatchObject({ method: 'hint', ttl: 30 });
-    expect(a.d.detail).toMatch(/rtt unknown \(probing\).*hint \/24/);
+    expect(a.d.detail).toMatch(/rtt unknown; resolver hint \/24/);
     expect(s.prober.calls).toEqual(['127.0.0.1']);
 
     // Again before the probe returns: still hints, and no second probe for the same /24.
