@@ -11,7 +11,7 @@
  * A step that finds no live node falls through to the next. The synchronous part (view match,
  * probe state) is computed first as a {@link LocationContext}, whose `bucket` keys the answer cache.
  */
-import type { Clock } from '@coral/testkit';
+import { type Clock, type Random, shuffle, systemRandom } from '@coral/testkit';
 import { type Cidr, cidrContains, formatIp, parseCidr } from '../net/ip.js';
 import type { NodeDirectory, NodeInfo, HintResult } from '../node-directory.js';
 import { ResolverProbes } from '../probe/resolver-probes.js';
@@ -70,17 +70,19 @@ export class Locator {
   readonly #directory: NodeDirectory;
   readonly #probes: ResolverProbes;
   readonly #clock: Clock;
+  readonly #random: Random;
   readonly #views: CompiledView[];
   readonly #hintTimeoutMs: number;
   readonly #memo = new Map<string, { view: number; probeKey: string }>();
 
   constructor(
-    components: { directory: NodeDirectory; probes: ResolverProbes; clock: Clock },
+    components: { directory: NodeDirectory; probes: ResolverProbes; clock: Clock; random?: Random },
     options: { views: CompiledView[]; hintTimeoutMs: number },
   ) {
     this.#directory = components.directory;
     this.#probes = components.probes;
     this.#clock = components.clock;
+    this.#random = components.random ?? systemRandom;
     this.#views = options.views;
     this.#hintTimeoutMs = options.hintTimeoutMs;
   }
@@ -129,7 +131,7 @@ export class Locator {
     if (ctx.view) {
       const v = this.#views[ctx.view.index]!;
       const nodes = v.nodes
-        ? this.#byIds(v.nodes).slice(0, count)
+        ? shuffle(this.#byIds(v.nodes), this.#random).slice(0, count) // spread load over the view
         : this.#directory.inRegion(v.region!, count);
       const what = v.nodes ? `nodes [${v.nodes.length}]` : `region ${v.region}`;
       if (nodes.length > 0) {

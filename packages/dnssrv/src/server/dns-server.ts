@@ -276,7 +276,12 @@ export class DnsServer {
       },
     );
     this.#locator = new Locator(
-      { directory: this.#directory, probes: this.#probes, clock: this.#clock },
+      {
+        directory: this.#directory,
+        probes: this.#probes,
+        clock: this.#clock,
+        random: this.#random,
+      },
       {
         views: compileViews(options.views ?? []),
         hintTimeoutMs: options.hintTimeoutMs ?? DEFAULT_HINT_TIMEOUT_MS,
