@@ -738,6 +738,23 @@ export class DnsServer {
       meta,
     };
     this.#ringNext = (this.#ringNext + 1) % this.#ring.length;
+    // The reason for every answer, as log fields (debug level: a no-op unless enabled).
+    this.#logger.debug(
+      {
+        component: 'dnssrv',
+        client: peer.address,
+        transport,
+        name: meta.name,
+        type: meta.type,
+        rcode: meta.rcode,
+        method: meta.method,
+        reason: meta.detail,
+        nodes: meta.nodes,
+        cached,
+        outcome,
+      },
+      'dns answer',
+    );
     if (bytes) {
       const rc = RCODE_NAME[meta.rcode] ?? String(meta.rcode);
       this.#c.responses++;
@@ -1103,7 +1120,6 @@ export class DnsServer {
         0,
         ctx.bucket,
       );
-      this.#logDecision(built.meta, peer);
       return built;
     }
     const v6 = q.qtype === TYPE.AAAA;
@@ -1142,23 +1158,7 @@ export class DnsServer {
       ttl * 1000,
       ctx.bucket,
     );
-    this.#logDecision(built.meta, peer);
     return built;
-  }
-
-  #logDecision(meta: Meta, peer: Peer): void {
-    this.#logger.debug(
-      {
-        component: 'dnssrv',
-        client: peer.address,
-        name: meta.name,
-        type: meta.type,
-        method: meta.method,
-        reason: meta.detail,
-        nodes: meta.nodes,
-      },
-      'answer located',
-    );
   }
 
   #zoneOf(name: string): string | undefined {
