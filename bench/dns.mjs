@@ -120,6 +120,7 @@ console.log(
     lost: max.lost + at5k.lost,
     qpsNoCache: Math.round(noCache.qps),
     p99MsNoCache: Number(f(noCache.p99Ms)),
-    loadavg: os.loadavg().map((x) => Number(x.toFixed(2))),
+    loadavgBefore: load0.map((x) => Number(x.toFixed(2))),
+    loadavgAfter: os.loadavg().map((x) => Number(x.toFixed(2))),
   }),
 );
