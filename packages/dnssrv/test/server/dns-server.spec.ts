@@ -329,6 +329,25 @@ describe('truncation and TCP', () => {
     expect(header(all.subarray(2))).toMatchObject({ id: 42, an: 2 });
   });
 
+  it('TCP limits: connections over maxConnections are closed at once', async () => {
+    s = await start({ tcp: { maxConnections: 1 } });
+    const a = net.connect({ port: s.port, host: '127.0.0.1' });
+    a.on('error', () => {});
+    await waitFor(() => s!.server.stats().tcp.open === 1);
+    const b = net.connect({ port: s.port, host: '127.0.0.1' });
+    b.on('error', () => {});
+    await new Promise((r) => b.once('close', r));
+    expect(s.server.stats().tcp).toMatchObject({ open: 1, rejected: 1 });
+    // The first connection still works.
+    const q = encodeQuery({ name: 'nyud.net', type: TYPE.SOA, id: 31 });
+    const len = Buffer.alloc(2);
+    len.writeUInt16BE(q.length);
+    const answer = new Promise<Buffer>((r) => a.once('data', (c: Buffer) => r(c)));
+    a.write(Buffer.concat([len, q]));
+    expect(header((await answer).subarray(2))).toMatchObject({ id: 31, an: 1 });
+    a.destroy();
+  });
+
   it('TCP limits: an oversized length prefix and an idle connection are closed', async () => {
     s = await start({ tcp: { maxMessageBytes: 512, idleTimeoutMs: 5000 } });
     const closed = (sock: net.Socket) => new Promise<void>((r) => sock.once('close', () => r()));
