@@ -500,8 +500,6 @@ export class DnsServer {
       if (ending && pending === 0) sock.end();
     };
     sock.on('data', (chunk: Buffer) => {
-      timer.cancel();
-      timer = this.#clock.setTimeout(onIdle, this.#tcpIdleMs);
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
       while (buf.length >= 2 && !ending) {
         const len = buf.readUInt16BE(0);
@@ -513,6 +511,9 @@ export class DnsServer {
         if (buf.length < 2 + len) break;
         const frame = buf.subarray(2, 2 + len);
         buf = buf.subarray(2 + len);
+        // Only a complete query counts as activity: trickling bytes cannot hold a slot forever.
+        timer.cancel();
+        timer = this.#clock.setTimeout(onIdle, this.#tcpIdleMs);
         queries++;
         if (queries >= this.#tcpMaxQueries) ending = true;
         pending++;
