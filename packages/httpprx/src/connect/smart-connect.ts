@@ -488,8 +488,15 @@ export class SmartConnector {
             (err: unknown) => {
               if (settled) return;
               race = 'done';
-              raceError =
-                err instanceof OriginConnectError ? err : new OriginResolveError(host, port, err);
+              // Resolvers do not know the port; the error the caller sees names host and port.
+              if (err instanceof OriginAddressUnavailableError) {
+                raceError = new OriginAddressUnavailableError(host, port, err.cause);
+              } else if (err instanceof OriginResolveError) {
+                raceError = new OriginResolveError(host, port, err.cause);
+              } else {
+                raceError =
+                  err instanceof OriginConnectError ? err : new OriginResolveError(host, port, err);
+              }
               exhausted();
             },
           );
