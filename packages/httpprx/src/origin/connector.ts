@@ -1,27 +1,35 @@
 /**
- * The seam between the proxy and the origin connector. Until SmartConnect lands this wraps
- * undici's default connector, honouring the hosts map; `createOriginConnector` is the only place
- * that knows which connector is in use.
+ * The seam between the proxy and the origin connector: SmartConnect (src/connect) with the
+ * address policy (loopback/private/link-local origins refused unless allowed), the hosts map and
+ * the negative cache of connect failures, handed to undici as its `connect`.
  */
-import { buildConnector } from 'undici';
 import type { Clock } from '@coral/testkit';
+import { SmartConnector } from '../connect/index.js';
+import type { Resolver, UndiciConnector } from '../connect/index.js';
 
-export type UndiciConnect = buildConnector.connector;
+export type UndiciConnect = UndiciConnector;
 
 export interface OriginConnectorOptions {
   allowPrivateOrigins: boolean;
   hosts?: Record<string, string[]>;
+  /** Bound on resolving and connecting (ms, injected clock). */
   timeoutMs: number;
+  /** Connect failures are remembered this long (ms); 0 = off. */
+  negativeTtlMs: number;
 }
 
 export function createOriginConnector(
-  _components: { clock: Clock; resolver?: unknown },
+  components: { clock: Clock; resolver?: Resolver },
   options: OriginConnectorOptions,
-): { connect: UndiciConnect; close(): void } {
-  const base = buildConnector({ timeout: options.timeoutMs });
-  const connect: UndiciConnect = (opts, cb) => {
-    const mapped = options.hosts?.[opts.hostname.toLowerCase()]?.[0];
-    base(mapped ? { ...opts, hostname: mapped } : opts, cb);
-  };
-  return { connect, close() {} };
+): { connect: UndiciConnect; connector: SmartConnector; close(): void } {
+  const connector = new SmartConnector(
+    { clock: components.clock, ...(components.resolver ? { resolver: components.resolver } : {}) },
+    {
+      allowPrivate: options.allowPrivateOrigins,
+      timeoutMs: options.timeoutMs,
+      negativeTtlMs: options.negativeTtlMs,
+      ...(options.hosts ? { hosts: options.hosts } : {}),
+    },
+  );
+  return { connect: connector.undiciConnect(), connector, close() {} };
 }

@@ -13,6 +13,7 @@ import { LRUCache } from 'lru-cache';
 import { systemClock } from '@coral/testkit';
 import type { Clock, TimerHandle } from '@coral/testkit';
 import type { ContentIndex, Holder } from '../content-index.js';
+import type { Resolver } from '../connect/index.js';
 import {
   CACHE_NAME,
   CLOSE_TIMEOUT_MS,
@@ -94,8 +95,7 @@ export interface ProxyMetrics {
   rateLimited(): void;
 }
 
-/** The resolver the origin connector uses (see src/connect). */
-export type Resolver = unknown;
+export type { Resolver } from '../connect/index.js';
 
 export interface ProxyComponents {
   index: ContentIndex;
@@ -189,21 +189,6 @@ interface HotEntry {
 
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
-const CONNECT_ERRORS = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EADDRNOTAVAIL',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_SOCKET',
-  'CORAL_ORIGIN_UNREACHABLE',
-  'CORAL_RESOLVE_FAILED',
-]);
-
 const SERVER_ERROR_STATUSES = new Set([500, 502, 503, 504]);
 
 export class CoralProxy {
@@ -220,14 +205,12 @@ export class CoralProxy {
   readonly #hotMax: number;
   readonly #peerTimeout: number;
   readonly #peerRace: number;
-  readonly #negativeTtl: number;
   readonly #closeTimeout: number;
   readonly #reannounceMs: number;
   readonly #store: CacheStore;
   readonly #hot: LRUCache<string, HotEntry>;
   readonly #routes = new Map<string, { primary: string; url: string }>();
   readonly #inflight = new Map<string, InFlight>();
-  readonly #negative = new Map<string, { until: number; error: ProxyError }>();
   readonly #limiter: RateLimiter;
   readonly #origin: Upstream;
   readonly #peers: Upstream;
@@ -259,7 +242,6 @@ export class CoralProxy {
     this.#hotMax = options.hotObjectMaxBytes ?? HOT_OBJECT_MAX_BYTES;
     this.#peerTimeout = options.peerTimeoutMs ?? PEER_TIMEOUT_MS;
     this.#peerRace = options.peerRace ?? PEER_RACE;
-    this.#negativeTtl = options.negativeTtlMs ?? NEGATIVE_TTL_MS;
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;
     const memBudget = options.memoryBudgetBytes ?? MEMORY_BUDGET_BYTES;
@@ -287,6 +269,7 @@ export class CoralProxy {
         allowPrivateOrigins: options.allowPrivateOrigins ?? false,
         ...(options.hosts ? { hosts: options.hosts } : {}),
         timeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
+        negativeTtlMs: options.negativeTtlMs ?? NEGATIVE_TTL_MS,
       },
     );
     this.#connector = connector;
@@ -996,29 +979,12 @@ export class CoralProxy {
       if (stale.headers['last-modified'])
         headers['if-modified-since'] = stale.headers['last-modified'];
     }
-    const originKey = new URL(ctx.url).host;
-    const neg = this.#negative.get(originKey);
     const requestTime = this.#clock.now();
     let res: UpstreamResponse;
     try {
-      if (neg && neg.until > requestTime) throw neg.error;
-      if (neg) this.#negative.delete(originKey);
       res = await this.#origin.request({ url: ctx.url, method: ctx.method, headers });
     } catch (e) {
       const err = this.#originError(e);
-      if (
-        CONNECT_ERRORS.has(err.code) ||
-        err.code === 'CORAL_ORIGIN_TIMEOUT' ||
-        err.code === 'CORAL_ORIGIN_UNREACHABLE'
-      ) {
-        if (!neg || neg.until <= requestTime) {
-          const negErr = new ProxyError(
-            'CORAL_ORIGIN_NEGATIVE_CACHED',
-            `origin ${originKey} failed recently: ${err.message}`,
-          );
-          this.#negative.set(originKey, { until: requestTime + this.#negativeTtl, error: negErr });
-        }
-      }
       this.#metrics?.originFetch(0, false);
       if (stale && this.#staleOnErrorOk(stale)) {
         inf.settle({ kind: 'entry', meta: stale, fwd: 'stale', detail: 'stale-if-error' });
@@ -1089,6 +1055,8 @@ export class CoralProxy {
     const msg = e instanceof Error ? e.message : String(e);
     if (code === 'CORAL_ORIGIN_FORBIDDEN')
       return new ProxyError('CORAL_ORIGIN_FORBIDDEN', msg, { cause: e });
+    if (code === 'CORAL_ORIGIN_NEGATIVE_CACHED')
+      return new ProxyError('CORAL_ORIGIN_NEGATIVE_CACHED', msg, { cause: e });
     if (
       code === 'ETIMEDOUT' ||
       code === 'UND_ERR_CONNECT_TIMEOUT' ||
