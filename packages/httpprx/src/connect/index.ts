@@ -22,6 +22,7 @@ export {
   type SmartConnectorOptions,
   type ConnectOptions,
   type CacheSnapshotEntry,
+  type ConnectStats,
   type UndiciConnectOptions,
   type UndiciConnector,
 } from './smart-connect.js';

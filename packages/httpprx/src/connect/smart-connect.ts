@@ -127,6 +127,28 @@ export interface UndiciConnectOptions {
   keepAliveInitialDelayMs?: number;
 }
 
+/** Counters since construction, for metrics and the admin API. */
+export interface ConnectStats {
+  /** `connect()` calls that passed input validation. */
+  connects: number;
+  /** Calls that started from a cached winner. */
+  cacheHits: number;
+  /** Cached attempts that connected within their patience (no race needed). */
+  cacheWins: number;
+  /** Full races started (resolution + dial of every address). */
+  races: number;
+  /** Races started because a cached address was too slow. */
+  slowCacheRaces: number;
+  /** Cached entries evicted because their address failed. */
+  evictions: number;
+  /** Connection attempts made (every dial). */
+  dials: number;
+  /** Resolved addresses the policy refused (never dialled). */
+  refusedAddresses: number;
+  /** Calls that failed, by error code. */
+  failures: Record<string, number>;
+}
+
 /** The undici `connect` option type (undici 7 `buildConnector.connector`). */
 export type UndiciConnector = buildConnector.connector;
 
@@ -200,6 +222,17 @@ export class SmartConnector {
   /** Insertion order = age order: the first key is the oldest, displaced first. */
   readonly #cache = new Map<string, CacheEntry>();
   readonly #negative: NegativeCache<unknown> | undefined;
+  readonly #stats: ConnectStats = {
+    connects: 0,
+    cacheHits: 0,
+    cacheWins: 0,
+    races: 0,
+    slowCacheRaces: 0,
+    evictions: 0,
+    dials: 0,
+    refusedAddresses: 0,
+    failures: {},
+  };
 
   constructor(components: SmartConnectorComponents = {}, options: SmartConnectorOptions = {}) {
     this.#clock = components.clock ?? systemClock;
@@ -241,12 +274,15 @@ export class SmartConnector {
     const h = normalizeHost(host);
     const key = cacheKey(h, port);
     if (opts.signal?.aborted) throw new ConnectAbortedError(h, port, opts.signal.reason);
+    this.#stats.connects++;
     const remembered = this.#negative?.get(key);
     if (remembered)
       throw new OriginNegativelyCachedError(key, remembered.error, remembered.retryAfterMs);
     try {
       return await this.#connect(h, port, key, opts.signal, timeoutMs);
     } catch (err) {
+      const code = err instanceof OriginConnectError ? err.code : 'UNKNOWN';
+      this.#stats.failures[code] = (this.#stats.failures[code] ?? 0) + 1;
       if (this.#negative && !(err instanceof ConnectAbortedError)) this.#negative.set(key, err);
       throw err;
     }
@@ -346,6 +382,11 @@ export class SmartConnector {
     return out;
   }
 
+  /** A copy of the counters. */
+  stats(): ConnectStats {
+    return { ...this.#stats, failures: { ...this.#stats.failures } };
+  }
+
   /** Forget the cached winner of `host:port` (and any remembered failure). */
   forget(host: string, port: number): void {
     const key = cacheKey(normalizeHost(host), port);
@@ -379,7 +420,10 @@ export class SmartConnector {
   }
 
   #evict(key: string, address: string): void {
-    if (this.#cache.get(key)?.address === address) this.#cache.delete(key);
+    if (this.#cache.get(key)?.address === address) {
+      this.#cache.delete(key);
+      this.#stats.evictions++;
+    }
   }
 
   /**
@@ -431,6 +475,7 @@ export class SmartConnector {
         // A cached address that connected within its patience keeps its entry (and its age);
         // any other winner, including a slow cached one, is (re)cached with its connect time.
         if (!cached || race !== 'idle') this.#cacheSet(key, addr, ms);
+        else this.#stats.cacheWins++;
         resolve(socket);
       };
 
@@ -445,6 +490,7 @@ export class SmartConnector {
 
       const dial = (addr: ResolvedAddress, cached: boolean): void => {
         pending++;
+        this.#stats.dials++;
         dialled.add(addr.address);
         const started = this.#clock.now();
         Promise.resolve()
@@ -467,6 +513,7 @@ export class SmartConnector {
       const startRace = (): void => {
         if (settled || race !== 'idle') return;
         race = 'resolving';
+        this.#stats.races++;
         Promise.resolve()
           .then(() => this.#resolver.resolve(host, { signal: all.signal }))
           .then(
@@ -480,6 +527,7 @@ export class SmartConnector {
                 const { allowed, refused } = filterAddresses(addrs, {
                   allowPrivate: this.allowPrivate,
                 });
+                this.#stats.refusedAddresses += refused.length;
                 if (allowed.length === 0) raceError = new OriginForbiddenError(host, port, refused);
                 for (const a of raceOrder(allowed)) if (!dialled.has(a.address)) dial(a, false);
               }
@@ -513,9 +561,15 @@ export class SmartConnector {
       }
       const cached = this.#cacheGet(key);
       if (cached) {
+        this.#stats.cacheHits++;
         dial({ address: cached.address, family: cached.family }, true);
         const patience = Math.max(2 * cached.connectMs, this.floorMs);
-        timers.push(this.#clock.setTimeout(startRace, patience));
+        timers.push(
+          this.#clock.setTimeout(() => {
+            if (race === 'idle' && !settled) this.#stats.slowCacheRaces++;
+            startRace();
+          }, patience),
+        );
       } else {
         startRace();
       }

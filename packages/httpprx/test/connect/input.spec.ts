@@ -75,6 +75,29 @@ describe('SmartConnector bad input and name errors', () => {
     await p;
   });
 
+  it('dials every address at once, IPv6 first (the seed’s IPv6 bias), and counts failures by code', async () => {
+    const calls: string[] = [];
+    const dial: Dial = async (t) => {
+      calls.push(t.address);
+      throw Object.assign(new Error('spy refuses'), { code: 'ECONNREFUSED' });
+    };
+    const resolver = new TableResolver({
+      'dual.test': ['192.0.2.1', '2001:db8::1', '192.0.2.2', '2001:db8::2', '10.0.0.1'],
+    });
+    const c = new SmartConnector({ clock: new ManualClock(), resolver, dial }, {});
+    await expect(c.connect('dual.test', 443)).rejects.toMatchObject({
+      code: 'CORAL_ORIGIN_UNREACHABLE',
+    });
+    expect(calls).toEqual(['2001:db8::1', '2001:db8::2', '192.0.2.1', '192.0.2.2']);
+    expect(c.stats()).toMatchObject({
+      connects: 1,
+      races: 1,
+      dials: 4,
+      refusedAddresses: 1,
+      failures: { CORAL_ORIGIN_UNREACHABLE: 1 },
+    });
+  });
+
   it('rejects invalid options at construction', () => {
     expect(() => new SmartConnector({}, { cacheSize: -1 })).toThrow(RangeError);
     expect(() => new SmartConnector({}, { cacheSize: 1.5 })).toThrow(RangeError);

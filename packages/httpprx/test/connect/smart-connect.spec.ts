@@ -78,6 +78,13 @@ describe.skipIf(!canStall)('SmartConnector against real loopback origins', () =>
     expect(rec.calls.map((t) => t.address)).toEqual([ACCEPT]);
     expect(resolver.count('origin.test')).toBe(1);
     expect(lab.accepted.get(ACCEPT)).toBe(2);
+    expect(c.stats()).toMatchObject({
+      connects: 2,
+      cacheHits: 1,
+      cacheWins: 1,
+      races: 1,
+      dials: 3,
+    });
   });
 
   it('a cached address that stops answering gets a full race after twice its connect time', async () => {
@@ -125,6 +132,7 @@ describe.skipIf(!canStall)('SmartConnector against real loopback origins', () =>
     expect(c.cacheSnapshot()).toEqual([
       { key: `origin.test:${lab.port}`, address: ACCEPT2, family: 4, connectMs: 0, ageMs: 0 },
     ]);
+    expect(c.stats()).toMatchObject({ cacheHits: 1, cacheWins: 0, races: 2, slowCacheRaces: 1 });
   });
 
   it('uses the floor when the recorded connect time is tiny', async () => {
@@ -166,6 +174,7 @@ describe.skipIf(!canStall)('SmartConnector against real loopback origins', () =>
     // The refused address was not dialled a second time by the race.
     expect(rec.calls.map((t) => t.address)).toEqual([ACCEPT, ACCEPT2]);
     expect(c.cacheSnapshot().map((e) => e.address)).toEqual([ACCEPT2]);
+    expect(c.stats()).toMatchObject({ cacheHits: 1, evictions: 1, races: 2, slowCacheRaces: 0 });
   });
 
   it('a cached address that fails with no other address evicts its entry and reports every failure', async () => {
