@@ -5,7 +5,7 @@
  */
 import type { Clock } from '@coral/testkit';
 import { SmartConnector } from '../connect/index.js';
-import type { Resolver, UndiciConnector } from '../connect/index.js';
+import type { Dial, Resolver, UndiciConnector } from '../connect/index.js';
 
 export type UndiciConnect = UndiciConnector;
 
@@ -19,11 +19,15 @@ export interface OriginConnectorOptions {
 }
 
 export function createOriginConnector(
-  components: { clock: Clock; resolver?: Resolver },
+  components: { clock: Clock; resolver?: Resolver; dial?: Dial },
   options: OriginConnectorOptions,
 ): { connect: UndiciConnect; connector: SmartConnector; close(): void } {
   const connector = new SmartConnector(
-    { clock: components.clock, ...(components.resolver ? { resolver: components.resolver } : {}) },
+    {
+      clock: components.clock,
+      ...(components.resolver ? { resolver: components.resolver } : {}),
+      ...(components.dial ? { dial: components.dial } : {}),
+    },
     {
       allowPrivate: options.allowPrivateOrigins,
       timeoutMs: options.timeoutMs,

@@ -13,7 +13,7 @@ import { LRUCache } from 'lru-cache';
 import { systemClock } from '@coral/testkit';
 import type { Clock, TimerHandle } from '@coral/testkit';
 import type { ContentIndex, Holder } from '../content-index.js';
-import type { Resolver } from '../connect/index.js';
+import type { Dial, Resolver, SmartConnector } from '../connect/index.js';
 import {
   CACHE_NAME,
   CLOSE_TIMEOUT_MS,
@@ -103,6 +103,8 @@ export interface ProxyComponents {
   logger?: Logger;
   metrics?: ProxyMetrics;
   resolver?: Resolver;
+  /** How origin TCP connections are opened (default net.connect); tests record attempts with it. */
+  dial?: Dial;
 }
 
 export interface ProxyOptions {
@@ -214,7 +216,7 @@ export class CoralProxy {
   readonly #limiter: RateLimiter;
   readonly #origin: Upstream;
   readonly #peers: Upstream;
-  readonly #connector: { close(): void };
+  readonly #connector: { connector: SmartConnector; close(): void };
   #server: Server | undefined;
   #opened: Promise<void> | undefined;
   #closing = false;
@@ -264,7 +266,11 @@ export class CoralProxy {
       },
     );
     const connector = createOriginConnector(
-      { clock: this.#clock, resolver: components.resolver },
+      {
+        clock: this.#clock,
+        ...(components.resolver ? { resolver: components.resolver } : {}),
+        ...(components.dial ? { dial: components.dial } : {}),
+      },
       {
         allowPrivateOrigins: options.allowPrivateOrigins ?? false,
         ...(options.hosts ? { hosts: options.hosts } : {}),
@@ -283,6 +289,11 @@ export class CoralProxy {
     // Peers are fleet members on any address; their bounds come from the clock (racePeers).
     this.#peers = new Upstream({}, { headersTimeoutMs: 0, bodyTimeoutMs: 0, connections: 8 });
     this.handler = (req, res) => this.#onRequest(req, res);
+  }
+
+  /** The SmartConnect origin connector (its `stats()` and `cacheSnapshot()` feed the admin API). */
+  get originConnector(): SmartConnector {
+    return this.#connector.connector;
   }
 
   /** Open the store (done by `listen`; call it yourself when mounting `handler` elsewhere). */
