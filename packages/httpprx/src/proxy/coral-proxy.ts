@@ -185,6 +185,9 @@ interface HotEntry {
   lifetime: number;
   /** Precomputed header block without Age and Cache-Status. */
   headers: string[];
+  /** `headers` plus Age and Cache-Status for the age `blockAge` (reused within that second). */
+  block: string[];
+  blockAge: number;
   /** May be served by the fast path (no Vary, no Location, no no-cache). */
   fast: boolean;
 }
@@ -211,7 +214,7 @@ export class CoralProxy {
   readonly #reannounceMs: number;
   readonly #store: CacheStore;
   readonly #hot: LRUCache<string, HotEntry>;
-  readonly #routes = new Map<string, { primary: string; url: string }>();
+  readonly #routes = new Map<string, { hotKey: string }>();
   readonly #inflight = new Map<string, InFlight>();
   readonly #limiter: RateLimiter;
   readonly #origin: Upstream;
@@ -389,8 +392,6 @@ export class CoralProxy {
   // Request entry and the hot path
 
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
-    req.on('error', () => {});
-    res.on('error', () => {});
     const h = req.headers;
     const client = req.socket.remoteAddress ?? '';
     if (!this.#limiter.take(client)) {
@@ -415,18 +416,21 @@ export class CoralProxy {
         h.authorization === undefined &&
         h[PEER_HEADER] === undefined
       ) {
-        const hot = this.#hot.get(route.primary + '|');
+        const hot = this.#hot.get(route.hotKey);
         if (hot && hot.fast && this.#store.get(hot.meta.key) === hot.meta) {
           const age = currentAge(hot.meta.facts, this.#clock.now());
           if (age < hot.lifetime) {
-            const headers = hot.headers.slice();
-            headers.push(
-              'age',
-              String(age),
-              'cache-status',
-              `${CACHE_NAME}; hit; ttl=${hot.lifetime - age}`,
-            );
-            res.writeHead(hot.meta.status, headers);
+            // The whole header block is rebuilt only when the Age (whole seconds) changes.
+            if (hot.blockAge !== age) {
+              hot.block = hot.headers.concat(
+                'age',
+                String(age),
+                'cache-status',
+                `${CACHE_NAME}; hit; ttl=${hot.lifetime - age}`,
+              );
+              hot.blockAge = age;
+            }
+            res.writeHead(hot.meta.status, hot.block);
             if (method === 'HEAD') res.end();
             else res.end(hot.body);
             this.#metrics?.request('hit', method, hot.meta.status);
@@ -435,6 +439,8 @@ export class CoralProxy {
         }
       }
     }
+    req.on('error', () => {});
+    res.on('error', () => {});
     this.#active++;
     res.on('close', () => this.#active--);
     this.#handle(req, res).catch((e: unknown) => {
@@ -531,7 +537,7 @@ export class CoralProxy {
     };
     if (method !== 'GET' && method !== 'HEAD') return this.#forwardUnsafe(ctx);
     if (this.#routes.size > 50_000) this.#routes.clear();
-    this.#routes.set(hostHeader + (req.url ?? ''), { primary, url });
+    this.#routes.set(hostHeader + (req.url ?? ''), { hotKey: primary + '|' });
     return this.#lookup(ctx);
   }
 
@@ -816,7 +822,15 @@ export class CoralProxy {
       meta.vary.length === 0 &&
       meta.headers['location'] === undefined &&
       !staleRules(meta.headers).noCache;
-    this.#hot.set(meta.key, { meta, body, lifetime, headers: flatten(headers), fast });
+    this.#hot.set(meta.key, {
+      meta,
+      body,
+      lifetime,
+      headers: flatten(headers),
+      block: [],
+      blockAge: -1,
+      fast,
+    });
   }
 
   async #serveOutcome(ctx: Ctx, inf: InFlight, o: Outcome, collapsed: boolean): Promise<void> {
