@@ -57,6 +57,18 @@ export class InMemoryContentIndex implements ContentIndex {
     else this.#entries.get(key)?.delete(nodeId);
   }
 
+  /**
+   * This index as seen by one node: `withdraw(urlKey)` then removes only that node's
+   * announcement (what a per-node DSHT client does). Give each proxy of an in-process fleet its view.
+   */
+  forNode(nodeId: string): ContentIndex {
+    return {
+      lookup: (k, opts) => this.lookup(k, opts),
+      announce: (k, holder, ttl) => this.announce(k, holder, ttl),
+      withdraw: (k) => this.withdraw(k, nodeId),
+    };
+  }
+
   /** Put an announcement in directly (tests: a lying or dead holder). */
   set(urlKey: Uint8Array, holder: Holder, ttlSeconds = 60): void {
     void this.announce(urlKey, holder, ttlSeconds);

@@ -908,6 +908,7 @@ export class CoralProxy {
       'content-length': String(body.length),
       'cache-control': 'no-store',
       'x-coral-error': err.code,
+      ...(causeCode(err) ? { 'x-coral-cause': causeCode(err)! } : {}),
       via: this.#via,
       'cache-status': cacheStatus(CACHE_NAME, [`detail=${err.code}`]),
       ...extra,
@@ -1411,6 +1412,12 @@ export class CoralProxy {
     }
     return n;
   }
+}
+
+/** The `code` of an error's cause (e.g. the connector's EADDRNOTAVAIL), if any. */
+function causeCode(err: Error): string | undefined {
+  const c = (err.cause as { code?: unknown } | undefined)?.code;
+  return typeof c === 'string' ? c : undefined;
 }
 
 function escapeHtml(s: string): string {

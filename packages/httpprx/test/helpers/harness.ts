@@ -80,12 +80,14 @@ export async function startProxy(
   const clock = components.clock ?? new ManualClock(T0);
   const index =
     (components.index as InMemoryContentIndex | undefined) ?? new InMemoryContentIndex({ clock });
+  const self = options.self ?? { nodeId: 'a1'.repeat(20), ip, httpPort: 0 };
   const proxy = new CoralProxy(
-    { ...components, index, clock },
+    // Each proxy sees the shared index through its own node's view (withdraw is per node).
+    { ...components, index: index.forNode(self.nodeId), clock },
     {
       allowPrivateOrigins: true,
       hosts: { 'origin.test': ['127.0.0.2'], 'other.test': ['127.0.0.3'] },
-      self: { nodeId: 'a1'.repeat(20), ip, httpPort: 0 },
+      self,
       rateLimit: { perSecond: 0 },
       ...options,
     },
