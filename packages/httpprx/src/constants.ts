@@ -24,6 +24,8 @@ export const ORIGIN_TIMEOUT_MS = 15_000;
 export const ORIGIN_BODY_TIMEOUT_MS = 30_000;
 /** A peer must send response headers (and then each chunk) within this time (ms). */
 export const PEER_TIMEOUT_MS = 1_000;
+/** Bound on an index lookup before going to the origin (ms, injected clock). */
+export const INDEX_TIMEOUT_MS = 2_000;
 /** How many of the nearest holders are raced on a miss. */
 export const PEER_RACE = 3;
 /** TTL of a `fetching` announcement (s). */

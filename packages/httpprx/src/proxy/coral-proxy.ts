@@ -22,6 +22,7 @@ import {
   DISK_BUDGET_BYTES,
   FETCHING_TTL_SECONDS,
   HOT_OBJECT_MAX_BYTES,
+  INDEX_TIMEOUT_MS,
   MAX_OBJECT_BYTES,
   MEMORY_BUDGET_BYTES,
   NEGATIVE_TTL_MS,
@@ -134,6 +135,8 @@ export interface ProxyOptions {
   rateLimit?: { perSecond: number; burst?: number };
   /** Bound on waiting for a peer's answer and for each body chunk (ms, injected clock). Default {@link PEER_TIMEOUT_MS}. */
   peerTimeoutMs?: number;
+  /** Bound on an index lookup (ms, injected clock). Default {@link INDEX_TIMEOUT_MS}. */
+  indexTimeoutMs?: number;
   /** Holders raced at once. Default {@link PEER_RACE}. */
   peerRace?: number;
   /** Origin connect + header timeout (ms). Default {@link ORIGIN_TIMEOUT_MS}. */
@@ -210,6 +213,7 @@ export class CoralProxy {
   readonly #hotMax: number;
   readonly #peerTimeout: number;
   readonly #peerRace: number;
+  readonly #indexTimeout: number;
   readonly #closeTimeout: number;
   readonly #reannounceMs: number;
   readonly #store: CacheStore;
@@ -247,6 +251,7 @@ export class CoralProxy {
     this.#hotMax = options.hotObjectMaxBytes ?? HOT_OBJECT_MAX_BYTES;
     this.#peerTimeout = options.peerTimeoutMs ?? PEER_TIMEOUT_MS;
     this.#peerRace = options.peerRace ?? PEER_RACE;
+    this.#indexTimeout = options.indexTimeoutMs ?? INDEX_TIMEOUT_MS;
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;
     const memBudget = options.memoryBudgetBytes ?? MEMORY_BUDGET_BYTES;
@@ -979,7 +984,7 @@ export class CoralProxy {
     if (opts.allowPeers) {
       let holders: Holder[] = [];
       try {
-        holders = (await this.#index.lookup(ctx.keyBytes)).filter(
+        holders = (await this.#lookupHolders(ctx.keyBytes)).filter(
           (h) =>
             h.nodeId !== this.#self.nodeId &&
             !(h.ip === this.#self.ip && h.httpPort === this.#self.httpPort),
@@ -1063,6 +1068,28 @@ export class CoralProxy {
       responseTime,
       fwd: opts.fwd,
       source: 'origin',
+    });
+  }
+
+  /** `index.lookup`, bounded by `indexTimeoutMs` on the clock even if the index ignores the signal. */
+  #lookupHolders(keyBytes: Uint8Array): Promise<Holder[]> {
+    const ac = new AbortController();
+    return new Promise<Holder[]>((resolve, reject) => {
+      const timer = this.#clock.setTimeout(() => {
+        const err = new Error(`index lookup exceeded ${this.#indexTimeout} ms`);
+        ac.abort(err);
+        reject(err);
+      }, this.#indexTimeout);
+      this.#index.lookup(keyBytes, { signal: ac.signal }).then(
+        (h) => {
+          timer.cancel();
+          resolve(h);
+        },
+        (e: unknown) => {
+          timer.cancel();
+          reject(e instanceof Error ? e : new Error(String(e)));
+        },
+      );
     });
   }
 

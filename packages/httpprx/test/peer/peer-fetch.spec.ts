@@ -5,6 +5,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@coral/testkit';
 import { InMemoryContentIndex } from '../../src/memory-index.js';
+import { CoralProxy } from '../../src/proxy/coral-proxy.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { T0, get, startOrigin, startProxy, until } from '../helpers/harness.js';
 import type { Origin, ProxyHarness } from '../helpers/harness.js';
@@ -260,5 +261,43 @@ describe('cooperation through the ContentIndex', () => {
     expect(f.index.log.at(-1)!.op).toBe('withdraw');
     expect(await f.index.lookup(urlKey(f.url))).toEqual([]);
     expect(await f.a.proxy.purge(f.url)).toBe(false);
+  });
+
+  it('an index that never answers costs at most indexTimeoutMs of clock before the origin', async () => {
+    const clock = new ManualClock(T0);
+    let lookups = 0;
+    const stuck = {
+      lookup: () => {
+        lookups++;
+        return new Promise<never>(() => {});
+      },
+      announce: async () => {},
+    };
+    const origin = await startOrigin((_q, res) => {
+      res.writeHead(200, { 'cache-control': 'max-age=60' });
+      res.end('from origin');
+    });
+    const proxy = new CoralProxy(
+      { index: stuck, clock },
+      {
+        allowPrivateOrigins: true,
+        hosts: { 'origin.test': ['127.0.0.2'] },
+        self: { nodeId: 'ab'.repeat(20), ip: '127.0.0.1', httpPort: 0 },
+        indexTimeoutMs: 2_000,
+      },
+    );
+    const { port } = await proxy.listen(0, '127.0.0.1');
+    cleanups.push(
+      () => origin.close(),
+      () => proxy.close(),
+    );
+    let settled = false;
+    const p = get(port, origin.coralHost, '/').finally(() => (settled = true));
+    await until(() => lookups === 1, 'lookup started');
+    await clock.advance(1_999);
+    expect(settled).toBe(false);
+    expect(origin.hits).toHaveLength(0);
+    await clock.advance(1);
+    expect((await p).body.toString()).toBe('from origin');
   });
 });
