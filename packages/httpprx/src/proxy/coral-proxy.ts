@@ -483,7 +483,7 @@ export class CoralProxy {
     let url: string;
     let zone: string | undefined;
     let clientPort: number | undefined;
-    const path = req.url && req.url.startsWith('/') ? req.url : '/';
+    const path = requestPath(req.url);
     try {
       const split = splitHostHeader(hostHeader);
       clientPort = split.port;
@@ -1438,6 +1438,18 @@ export class CoralProxy {
       n++;
     }
     return n;
+  }
+}
+
+/** Path and query of a request target, origin-form or absolute-form (`GET http://h/p?q`). */
+function requestPath(target: string | undefined): string {
+  if (!target) return '/';
+  if (target.startsWith('/')) return target;
+  try {
+    const u = new URL(target);
+    return u.pathname + u.search;
+  } catch {
+    return '/';
   }
 }
 

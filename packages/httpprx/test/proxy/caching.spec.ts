@@ -621,3 +621,48 @@ describe('origin failures', () => {
     ]);
   });
 });
+
+describe('bad input gets an answer, never a crash', () => {
+  it('malformed client headers and request targets', async () => {
+    await setup({ '/ok': reply({ 'cache-control': 'max-age=60' }) });
+    await fetchP('/ok');
+    const weird: Array<Record<string, string>> = [
+      { 'cache-control': 'max-age=abc, =, "' },
+      { range: 'bytes=abc' },
+      { range: 'bytes=5-1' },
+      { 'if-modified-since': 'garbage' },
+      { 'if-none-match': '' },
+      { 'if-range': 'nonsense' },
+      { pragma: 'no-cache, junk' },
+    ];
+    for (const h of weird) {
+      const r = await fetchP('/ok', h);
+      expect(r.status).toBe(200);
+      expect(r.body.toString()).toMatch(/^hello/);
+    }
+    // absolute-form target: the path is taken from it
+    const abs = await get(px.port, origin.coralHost, `http://${origin.coralHost}/ok`);
+    expect(abs.status).toBe(200);
+    expect(abs.headers['cache-status']).toMatch(/hit/);
+  });
+
+  it('malformed origin headers', async () => {
+    await setup({
+      '/w': (_q, res, n) => {
+        res.writeHead(200, {
+          date: 'not a date',
+          'cache-control': 'max-age=-5, s-maxage=x',
+          expires: 'yesterday',
+          age: '-3',
+          'last-modified': 'whenever',
+          vary: ', ,',
+        });
+        res.end(`w${n}`);
+      },
+    });
+    const r1 = await fetchP('/w');
+    expect(r1.status).toBe(200);
+    const r2 = await fetchP('/w');
+    expect(r2.body.toString()).toBe('w2'); // nothing usable as freshness: not reused
+  });
+});
