@@ -27,7 +27,7 @@ export type {
   ProxyMetrics,
   ProxyOptions,
   Resolver,
-} from './proxy/coral-proxy.js';
+} from './proxy/types.js';
 export { coralize, normalizeUrl, originUrl, parseCoralHost, urlKey } from './mapping/coral-name.js';
 export type { CoralTarget } from './mapping/coral-name.js';
 export { ERROR_CODES, ProxyError, isProxyError } from './errors.js';

@@ -13,7 +13,7 @@ import { LRUCache } from 'lru-cache';
 import { systemClock } from '@coral/testkit';
 import type { Clock, TimerHandle } from '@coral/testkit';
 import type { ContentIndex, Holder } from '../content-index.js';
-import type { Dial, Resolver, SmartConnector } from '../connect/index.js';
+import type { SmartConnector } from '../connect/index.js';
 import {
   CACHE_NAME,
   CLOSE_TIMEOUT_MS,
@@ -77,92 +77,23 @@ import {
   toRecord,
 } from './headers.js';
 import { InFlight } from './inflight.js';
+import type {
+  CacheListEntry,
+  Logger,
+  ProxyComponents,
+  ProxyMetrics,
+  ProxyOptions,
+} from './types.js';
+export type {
+  CacheListEntry,
+  Logger,
+  ProxyComponents,
+  ProxyMetrics,
+  ProxyOptions,
+  Resolver,
+} from './types.js';
+import { errorPage, ifRangeOk, pipeToResponse, requestPath } from './respond.js';
 import type { Outcome, StreamHead } from './inflight.js';
-
-export interface Logger {
-  debug(obj: unknown, msg?: string): void;
-  info(obj: unknown, msg?: string): void;
-  warn(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-  child?(bindings: Record<string, unknown>): Logger;
-}
-
-/** Optional counters the node package maps onto Prometheus. */
-export interface ProxyMetrics {
-  /** One call per response: the Cache-Status kind (hit, miss, stale, peer, error...), method, status. */
-  request(cacheStatus: string, method: string, status: number): void;
-  originFetch(bytes: number, ok: boolean): void;
-  peerFetch(bytes: number, ok: boolean): void;
-  rateLimited(): void;
-}
-
-export type { Resolver } from '../connect/index.js';
-
-export interface ProxyComponents {
-  index: ContentIndex;
-  clock?: Clock;
-  logger?: Logger;
-  metrics?: ProxyMetrics;
-  resolver?: Resolver;
-  /** How origin TCP connections are opened (default net.connect); tests record attempts with it. */
-  dial?: Dial;
-}
-
-export interface ProxyOptions {
-  /** Zones whose subdomains are Coralized names. Default {@link DEFAULT_ZONES}. */
-  zones?: string[];
-  /** Site (accelerator) mode: host name → origin base URL (`http://origin.example:8080`). */
-  sites?: Record<string, string>;
-  /** Directory for the disk store; absent = memory-only store. */
-  dataDir?: string;
-  /** Disk byte budget. Default {@link DISK_BUDGET_BYTES}. */
-  diskBudgetBytes?: number;
-  /** Memory byte budget (hot objects, or the whole cache without dataDir). Default {@link MEMORY_BUDGET_BYTES}. */
-  memoryBudgetBytes?: number;
-  /** Objects up to this size are also kept in memory. Default {@link HOT_OBJECT_MAX_BYTES}. */
-  hotObjectMaxBytes?: number;
-  /** Largest object fetched and stored. Default {@link MAX_OBJECT_BYTES}. */
-  maxObjectBytes?: number;
-  /** Freshness for responses with neither explicit expiry nor Last-Modified (s). Default 0 = off. */
-  defaultTtlSeconds?: number;
-  /** Allow origins on loopback/private/link-local addresses. Default false. */
-  allowPrivateOrigins?: boolean;
-  /** Hosts-file style overrides for origin names. */
-  hosts?: Record<string, string[]>;
-  /** This node, as announced to the index. `httpPort` 0 is replaced by the listening port. */
-  self: { nodeId: string; ip: string; httpPort: number };
-  /** Per-client request rate; `perSecond: 0` disables. Default {@link RATE_LIMIT_PER_SECOND}/{@link RATE_LIMIT_BURST}. */
-  rateLimit?: { perSecond: number; burst?: number };
-  /** Bound on waiting for a peer's answer and for each body chunk (ms, injected clock). Default {@link PEER_TIMEOUT_MS}. */
-  peerTimeoutMs?: number;
-  /** Bound on an index lookup (ms, injected clock). Default {@link INDEX_TIMEOUT_MS}. */
-  indexTimeoutMs?: number;
-  /** Holders raced at once. Default {@link PEER_RACE}. */
-  peerRace?: number;
-  /** Origin connect + header timeout (ms). Default {@link ORIGIN_TIMEOUT_MS}. */
-  originTimeoutMs?: number;
-  /** Origin idle body timeout (ms). Default {@link ORIGIN_BODY_TIMEOUT_MS}. */
-  originBodyTimeoutMs?: number;
-  /** Origin failures remembered for (ms). Default {@link NEGATIVE_TTL_MS}. */
-  negativeTtlMs?: number;
-  /** Bound on finishing in-flight responses in `close()` (ms, real time). Default {@link CLOSE_TIMEOUT_MS}. */
-  closeTimeoutMs?: number;
-  /** Re-announcement sweep interval (ms). Default {@link REANNOUNCE_INTERVAL_MS}. */
-  reannounceIntervalMs?: number;
-}
-
-export interface CacheListEntry {
-  url: string;
-  key: string;
-  status: number;
-  size: number;
-  sha256: string;
-  storedAt: number;
-  /** Clock time the stored response becomes stale (ms). */
-  expiresAt: number;
-  contentType?: string;
-  vary: string[];
-}
 
 interface Ctx {
   req: IncomingMessage;
@@ -331,6 +262,8 @@ export class CoralProxy {
     });
     const a = server.address() as AddressInfo;
     if (this.#self.httpPort === 0) this.#self.httpPort = a.port;
+    // Objects kept on disk from a previous run are announced again right away.
+    this.reannounce();
     return { address: a.address, port: a.port };
   }
 
@@ -740,7 +673,7 @@ export class CoralProxy {
     if (
       meta.status === 200 &&
       reqHeaders['range'] !== undefined &&
-      this.#ifRangeOk(reqHeaders['if-range'], meta)
+      ifRangeOk(reqHeaders['if-range'], meta)
     ) {
       const r = parseRange(reqHeaders['range'], meta.size);
       if (r === 'unsatisfiable') {
@@ -797,25 +730,7 @@ export class CoralProxy {
       return;
     }
     const stream = this.#store.readStream(meta, start, end);
-    this.#pipe(stream, res);
-  }
-
-  /** `pipe()` with explicit error handling: on either side's failure, both are torn down. */
-  #pipe(stream: Readable, res: ServerResponse): void {
-    stream.on('error', () => res.destroy());
-    res.on('close', () => {
-      if (!stream.destroyed) stream.destroy();
-    });
-    stream.pipe(res);
-  }
-
-  #ifRangeOk(ifRange: string | undefined, meta: StoredMeta): boolean {
-    if (ifRange === undefined) return true;
-    const etag = meta.headers['etag'];
-    if (ifRange.startsWith('"') || ifRange.startsWith('W/'))
-      return !!etag && !etag.startsWith('W/') && etag === ifRange;
-    const lm = meta.headers['last-modified'];
-    return !!lm && Date.parse(lm) === Date.parse(ifRange);
+    pipeToResponse(stream, res);
   }
 
   #makeHot(meta: StoredMeta, body: Buffer): void {
@@ -904,20 +819,8 @@ export class CoralProxy {
       res.destroy();
       return;
     }
-    const body = Buffer.from(
-      `<!doctype html>\n<html><head><title>${err.status} ${err.code}</title></head>` +
-        `<body><h1>Coral: ${escapeHtml(err.code)}</h1><p>${escapeHtml(err.message)}</p></body></html>\n`,
-    );
-    res.writeHead(err.status, {
-      'content-type': 'text/html; charset=utf-8',
-      'content-length': String(body.length),
-      'cache-control': 'no-store',
-      'x-coral-error': err.code,
-      ...(causeCode(err) ? { 'x-coral-cause': causeCode(err)! } : {}),
-      via: this.#via,
-      'cache-status': cacheStatus(CACHE_NAME, [`detail=${err.code}`]),
-      ...extra,
-    });
+    const { headers, body } = errorPage(err, this.#via, extra);
+    res.writeHead(err.status, headers);
     res.end(method === 'HEAD' ? undefined : body);
     this.#metrics?.request('error', method, err.status);
   }
@@ -1398,7 +1301,7 @@ export class CoralProxy {
     );
     ctx.res.writeHead(res.status, out);
     this.#metrics?.request('bypass', ctx.method, res.status);
-    this.#pipe(res.body, ctx.res);
+    pipeToResponse(res.body, ctx.res);
   }
 
   async #invalidate(primary: string): Promise<number> {
@@ -1439,26 +1342,4 @@ export class CoralProxy {
     }
     return n;
   }
-}
-
-/** Path and query of a request target, origin-form or absolute-form (`GET http://h/p?q`). */
-function requestPath(target: string | undefined): string {
-  if (!target) return '/';
-  if (target.startsWith('/')) return target;
-  try {
-    const u = new URL(target);
-    return u.pathname + u.search;
-  } catch {
-    return '/';
-  }
-}
-
-/** The `code` of an error's cause (e.g. the connector's EADDRNOTAVAIL), if any. */
-function causeCode(err: Error): string | undefined {
-  const c = (err.cause as { code?: unknown } | undefined)?.code;
-  return typeof c === 'string' ? c : undefined;
-}
-
-function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

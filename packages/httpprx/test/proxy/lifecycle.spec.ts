@@ -40,8 +40,12 @@ describe('disk-backed proxy', () => {
     expect(r.status).toBe(206);
     expect(r.body.equals(big.subarray(1_000_000, 1_000_100))).toBe(true);
     await px.close();
+    const before = index.log.length;
     px = await startProxy(opts, { clock, index });
     cleanups.push(() => px.close());
+    // The restarted proxy announces what it kept on disk, on its new port.
+    const again0 = index.log.slice(before).find((e) => e.op === 'announce');
+    expect(again0?.holder).toMatchObject({ state: 'complete', httpPort: px.port, size: big.length });
     const again = await get(px.port, origin.coralHost, '/0');
     expect(again.headers['cache-status']).toMatch(/hit/);
     expect(again.body.equals(big)).toBe(true);
