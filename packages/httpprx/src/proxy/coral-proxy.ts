@@ -799,7 +799,11 @@ export class CoralProxy {
         res.destroy();
       },
     });
-    res.on('close', unsubscribe);
+    res.on('close', () => {
+      unsubscribe();
+      // Nobody else may use a response that is not shareable: when its client leaves, stop it.
+      if (!head.shareable && !inf.finished) inf.abandon?.();
+    });
   }
 
   #ttlOf(meta: StoredMeta): number {
@@ -1170,6 +1174,10 @@ export class CoralProxy {
       return;
     }
     const writer = store ? this.#store.begin() : undefined;
+    inf.abandon = () => {
+      res.body.on('error', () => {});
+      res.body.destroy(new Error('client gone'));
+    };
     const hash = createHash('sha256');
     let size = 0;
     await new Promise<void>((resolve) => {

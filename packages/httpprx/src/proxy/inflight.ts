@@ -52,6 +52,8 @@ export class InFlight {
   readonly #subs = new Set<Subscriber>();
   /** Number of clients that joined after the first (for Cache-Status `collapsed`). */
   joiners = 0;
+  /** Set by the fetch task: stops the upstream transfer (used when nobody is left to receive it). */
+  abandon: (() => void) | undefined;
 
   constructor(key: string) {
     this.key = key;

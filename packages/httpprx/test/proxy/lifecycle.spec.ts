@@ -45,7 +45,11 @@ describe('disk-backed proxy', () => {
     cleanups.push(() => px.close());
     // The restarted proxy announces what it kept on disk, on its new port.
     const again0 = index.log.slice(before).find((e) => e.op === 'announce');
-    expect(again0?.holder).toMatchObject({ state: 'complete', httpPort: px.port, size: big.length });
+    expect(again0?.holder).toMatchObject({
+      state: 'complete',
+      httpPort: px.port,
+      size: big.length,
+    });
     const again = await get(px.port, origin.coralHost, '/0');
     expect(again.headers['cache-status']).toMatch(/hit/);
     expect(again.body.equals(big)).toBe(true);
@@ -151,5 +155,33 @@ describe('lifecycle, metrics and mounting', () => {
     expect((await get(port, origin.coralHost, '/')).headers['cache-status']).toMatch(/uri-miss/);
     expect(origin.hits).toHaveLength(2);
     await expect(proxy.purge('ftp://nope/')).rejects.toMatchObject({ code: 'CORAL_BAD_URL' });
+  });
+
+  it('an uncacheable transfer whose only client leaves is stopped upstream', async () => {
+    let originSawClose = false;
+    const origin = await startOrigin((_q, res) => {
+      res.writeHead(200, { 'cache-control': 'private' });
+      res.write(Buffer.alloc(10_000, 1));
+      res.on('close', () => (originSawClose = true)); // never ends on its own
+    });
+    const px = await startProxy();
+    cleanups.push(
+      () => origin.close(),
+      () => px.close(),
+    );
+    await new Promise<void>((resolve) => {
+      const req = request(
+        { host: '127.0.0.1', port: px.port, headers: { host: origin.coralHost }, agent: false },
+        (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        },
+      );
+      req.on('error', () => {});
+      req.end();
+    });
+    await until(() => originSawClose, 'origin connection closed by the proxy');
   });
 });
