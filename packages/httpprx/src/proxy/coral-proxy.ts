@@ -1180,7 +1180,7 @@ export class CoralProxy {
     };
     const hash = createHash('sha256');
     let size = 0;
-    await new Promise<void>((resolve) => {
+    const complete = await new Promise<boolean>((resolve) => {
       let failed = false;
       const fail = (err: Error) => {
         if (failed) return;
@@ -1190,7 +1190,7 @@ export class CoralProxy {
         void writer?.abort();
         inf.fail(err);
         if (o.source === 'origin') this.#metrics?.originFetch(size, false);
-        resolve();
+        resolve(false);
       };
       res.body.on('data', (chunk: Buffer) => {
         if (failed) return;
@@ -1223,11 +1223,10 @@ export class CoralProxy {
         }
         if (o.source === 'origin') this.#metrics?.originFetch(size, true);
         inf.finish();
-        resolve();
+        resolve(true);
       });
     });
-    if (!writer || inf.received !== size || size > this.#maxObject) return;
-    if (!inf.finished) return;
+    if (!writer || !complete) return;
     // Commit: the body file is complete; make it visible with its metadata.
     const storedHeaders = { ...headers };
     delete storedHeaders['content-length'];
