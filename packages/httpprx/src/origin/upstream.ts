@@ -63,7 +63,7 @@ export class Upstream {
     await this.#agent.close().catch(() => {});
   }
 
-  destroy(): void {
-    void this.#agent.destroy().catch(() => {});
+  async destroy(): Promise<void> {
+    await this.#agent.destroy().catch(() => {});
   }
 }

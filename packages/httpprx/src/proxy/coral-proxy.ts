@@ -151,6 +151,8 @@ export class CoralProxy {
   readonly #hot: LRUCache<string, HotEntry>;
   readonly #routes = new Map<string, { hotKey: string }>();
   readonly #inflight = new Map<string, InFlight>();
+  /** Running fetch tasks (transfer + commit), awaited by close(). */
+  readonly #tasks = new Set<Promise<void>>();
   readonly #limiter: RateLimiter;
   readonly #origin: Upstream;
   readonly #peers: Upstream;
@@ -272,11 +274,11 @@ export class CoralProxy {
     if (this.#closing) return;
     this.#closing = true;
     this.#reannounceTimer?.cancel();
+    const deadline = Date.now() + this.#closeTimeout;
     const server = this.#server;
     if (server) {
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
-      const deadline = Date.now() + this.#closeTimeout;
       while (this.#active > 0 && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 20));
         server.closeIdleConnections();
@@ -285,11 +287,17 @@ export class CoralProxy {
       for (const s of this.#sockets) s.destroy();
       await closed;
     }
-    // Let stores in progress finish before the store closes.
-    const pending = [...this.#inflight.values()].map((f) => f.outcome);
-    await Promise.race([Promise.allSettled(pending), new Promise((r) => setTimeout(r, 200))]);
-    await this.#origin.close();
-    this.#peers.destroy();
+    // Let fetches and commits in progress finish within the same bound, then cut whatever is
+    // left (an unfinished body is never committed) and wait briefly for the tasks to unwind.
+    const settle = (ms: number) =>
+      Promise.race([
+        Promise.allSettled([...this.#tasks]),
+        new Promise((r) => setTimeout(r, Math.max(0, ms)).unref()),
+      ]);
+    await settle(deadline - Date.now());
+    await this.#origin.destroy();
+    await this.#peers.destroy();
+    await settle(1_000);
     this.#connector.close();
     if (this.#opened) await this.#opened.catch(() => {});
     await this.#store.close();
@@ -849,14 +857,18 @@ export class CoralProxy {
     const release = () => {
       if (this.#inflight.get(ctx.primary) === inf) this.#inflight.delete(ctx.primary);
     };
-    this.#runFetch(ctx, inf, opts)
+    const task = this.#runFetch(ctx, inf, opts)
       .catch((e: unknown) => {
         const err =
           e instanceof ProxyError ? e : new ProxyError('CORAL_ORIGIN_UNREACHABLE', String(e));
         inf.settle({ kind: 'error', error: err });
         inf.fail(err);
       })
-      .finally(release);
+      .finally(() => {
+        release();
+        this.#tasks.delete(task);
+      });
+    this.#tasks.add(task);
     return inf;
   }
 
