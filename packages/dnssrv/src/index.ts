@@ -1,4 +1,71 @@
 /**
- * @coral/dnssrv — Coral's authoritative DNS redirector (placeholder: the server lands with its issue).
+ * @coral/dnssrv — Coral's authoritative DNS redirector.
+ *
+ * Answers `www.example.com.nyud.net` (and `www.example.com.8080.nyud.net`) with the healthy
+ * proxies nearest the resolver, located by views, EDNS Client Subnet, measured RTT, locality
+ * hints or at random; answers a CNAME to the origin when no proxy is live. It only knows the
+ * fleet through the {@link NodeDirectory} interface.
+ *
+ * ```ts
+ * import { DnsServer, InMemoryNodeDirectory } from '@coral/dnssrv';
+ *
+ * const directory = new InMemoryNodeDirectory({}, { self: { id: 'a'.repeat(40), ipv4: '127.0.0.1', httpPort: 8090 } });
+ * const server = new DnsServer({ directory }, { zones: ['nyud.net'], nameservers: [{ name: 'ns1.nyud.net', ipv4: '127.0.0.1' }] });
+ * const { port } = await server.listen({ port: 5353, host: '127.0.0.1' });
+ * // dig @127.0.0.1 -p 5353 www.example.com.nyud.net A
+ * await server.close();
+ * ```
  */
 export type { NodeDirectory, NodeInfo, HintResult } from './node-directory.js';
+export {
+  InMemoryNodeDirectory,
+  DEFAULT_LEVEL_THRESHOLDS_MS,
+  type InMemoryNodeOptions,
+  type InMemoryNodeDirectoryOptions,
+} from './directory/in-memory.js';
+export { DnsServer, type DnsStats } from './server/dns-server.js';
+export * from './server/types.js';
+export { parseCoralName, normalizeZone, type CoralName } from './names/coral-name.js';
+export {
+  type Prober,
+  TcpConnectProber,
+  type TcpConnectProberOptions,
+  type TcpConnectProberComponents,
+  DEFAULT_PROBE_PORT,
+  DEFAULT_PROBE_TIMEOUT_MS,
+} from './probe/prober.js';
+export {
+  ResolverProbes,
+  type ProbeEntry,
+  type ResolverProbesOptions,
+  DEFAULT_PROBE_TTL_MS,
+  DEFAULT_PROBE_FAILURE_TTL_MS,
+  DEFAULT_PROBE_MAX_IN_FLIGHT,
+  DEFAULT_PROBE_MAX_ENTRIES,
+} from './probe/resolver-probes.js';
+export {
+  ResponseRateLimiter,
+  type RrlOptions,
+  type RrlKind,
+  type RrlVerdict,
+  DEFAULT_RRL_RESPONSES_PER_SECOND,
+  DEFAULT_RRL_SLIP,
+  DEFAULT_RRL_IPV4_PREFIX,
+  DEFAULT_RRL_IPV6_PREFIX,
+  DEFAULT_RRL_MAX_ACCOUNTS,
+} from './rrl/response-rate-limiter.js';
+export {
+  decodeQuery,
+  type Query,
+  type DecodeResult,
+  type EcsOption,
+  type OptRecord,
+} from './wire/query.js';
+export { TYPE, CLASS, RCODE, RCODE_NAME } from './wire/constants.js';
+export {
+  DnsError,
+  DnsConfigError,
+  DnsListenError,
+  DnsStateError,
+  DNS_ERROR_CODES,
+} from './errors.js';

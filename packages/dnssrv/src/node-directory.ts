@@ -51,4 +51,15 @@ export interface NodeDirectory {
   inRegion(region: string, count: number): NodeInfo[];
   /** RTT threshold in ms of each level (index = level; level 0 is Infinity): default [Infinity, 60, 20]. */
   readonly levelThresholdsMs: readonly number[];
+  /**
+   * Optional (added by dnssrv, compatible): is node `id` live right now? The DNS server checks the
+   * proxies of a cached answer with it, so a proxy that dies stops being served before the cached
+   * answer's TTL runs out. Without it, cached answers live for their full TTL.
+   */
+  isLive?(id: string): boolean;
+  /**
+   * Optional (added by dnssrv, compatible): the live node with this id, if known. Views that list
+   * node ids use it; without it they scan `random(...)` for the ids.
+   */
+  get?(id: string): NodeInfo | undefined;
 }

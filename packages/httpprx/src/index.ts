@@ -1,4 +1,38 @@
 /**
- * @coral/httpprx — Coral's cooperative caching HTTP proxy (placeholder: the proxy lands with its issue).
+ * @coral/httpprx — Coral's cooperative caching HTTP proxy.
+ *
+ * Clients ask for `http://www.example.com.nyud.net/a.jpg`; the proxy maps the name to the origin
+ * `http://www.example.com/a.jpg`, serves it from its RFC 9111 cache, from another proxy of the
+ * fleet that holds it (found through a `ContentIndex`), or from the origin — about once for the
+ * whole fleet — streaming to every waiting client while it stores.
+ *
+ * ```ts
+ * import { CoralProxy, InMemoryContentIndex } from '@coral/httpprx';
+ *
+ * const proxy = new CoralProxy(
+ *   { index: new InMemoryContentIndex() },
+ *   { zones: ['nyud.net'], dataDir: './data/http', self: { nodeId: 'ab'.repeat(20), ip: '127.0.0.1', httpPort: 8090 } },
+ * );
+ * await proxy.listen(8090);
+ * // curl -H 'Host: www.example.com.nyud.net' http://127.0.0.1:8090/
+ * ```
  */
 export type { ContentIndex, Holder } from './content-index.js';
+export { InMemoryContentIndex } from './memory-index.js';
+export { CoralProxy } from './proxy/coral-proxy.js';
+export type {
+  CacheListEntry,
+  Logger,
+  ProxyComponents,
+  ProxyMetrics,
+  ProxyOptions,
+  Resolver,
+} from './proxy/types.js';
+export { coralize, normalizeUrl, originUrl, parseCoralHost, urlKey } from './mapping/coral-name.js';
+export type { CoralTarget } from './mapping/coral-name.js';
+export { ERROR_CODES, ProxyError, isProxyError } from './errors.js';
+export type { ErrorCode } from './errors.js';
+export * from './constants.js';
+export type { CacheStore, StoredMeta } from './store/types.js';
+export { MemoryStore } from './store/memory-store.js';
+export { DiskStore } from './store/disk-store.js';

@@ -1,0 +1,126 @@
+// npm run bench:dns — load on the DNS redirector over real UDP on loopback.
+//
+// Phases (each bounded in time): (1) maximum rate with the encoded-answer cache disabled (every
+// answer built and encoded through dns2), (2) maximum rate with the cache, (3) a fixed 5,000 q/s
+// with the cache. The load generator runs in a worker thread (its own event loop); the server
+// runs on this thread. Prints a table and ends with ONE JSON line.
+//
+// Options: --seconds N (per measured phase, default 3), --names N (distinct names, default 1000).
+import os from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { DnsServer, InMemoryNodeDirectory } from '../packages/dnssrv/dist/index.js';
+
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+};
+const seconds = arg('seconds', 3);
+const nNames = arg('names', 1000);
+const names = Array.from({ length: nNames }, (_, i) => `www.site${i}.example.com.nyud.net`);
+
+function fleet() {
+  const hex = (i) => i.toString(16).padStart(40, '0');
+  const dir = new InMemoryNodeDirectory(
+    {},
+    { self: { id: hex(1), ipv4: '10.0.0.1', httpPort: 8090 } },
+  );
+  for (let i = 2; i <= 20; i++) {
+    dir.add(
+      { id: hex(i), ipv4: `10.0.0.${i}`, httpPort: 8090 },
+      { clusters: i < 6 ? [1, 2] : [1] },
+    );
+  }
+  return dir;
+}
+
+async function startServer(cache) {
+  const server = new DnsServer(
+    { directory: fleet() },
+    {
+      nameservers: [{ name: 'ns1.nyud.net', ipv4: '127.0.0.1' }],
+      rrl: { responsesPerSecond: 0 }, // one source sends everything: RRL would (rightly) drop it
+      answerCache: { enabled: cache },
+    },
+  );
+  const { port } = await server.listen({ port: 0, host: '127.0.0.1' });
+  return { server, port };
+}
+
+function load(port, mode, durationMs, extra = {}) {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(new URL('./dns-load-worker.mjs', import.meta.url), {
+      workerData: {
+        port,
+        host: '127.0.0.1',
+        mode,
+        durationMs,
+        rate: 5000,
+        window: 32,
+        sockets: 4,
+        names,
+        seed: 42,
+        ...extra,
+      },
+    });
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+}
+
+const load0 = os.loadavg();
+const rows = [];
+
+{
+  const { server, port } = await startServer(false);
+  await load(port, 'max', 500); // warm up the JIT
+  rows.push({ phase: 'max rate, no answer cache', ...(await load(port, 'max', seconds * 1000)) });
+  await server.close();
+}
+let stats;
+{
+  const { server, port } = await startServer(true);
+  await load(port, 'max', 500);
+  rows.push({ phase: 'max rate, answer cache', ...(await load(port, 'max', seconds * 1000)) });
+  rows.push({ phase: 'fixed 5,000 q/s, cache', ...(await load(port, 'rate', seconds * 1000)) });
+  stats = server.stats();
+  await server.close();
+}
+
+const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+console.log(
+  `DNS redirector load — ${os.cpus().length} CPUs, loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}, ${nNames} names, ${seconds}s per phase`,
+);
+console.log(
+  'phase                        |      q/s |     sent | lost | p50 ms | p90 ms | p99 ms | p99.9 ms',
+);
+console.log(
+  '-----------------------------+----------+----------+------+--------+--------+--------+---------',
+);
+for (const r of rows) {
+  console.log(
+    `${r.phase.padEnd(29)}| ${f(r.qps, 0).padStart(8)} | ${String(r.sent).padStart(8)} | ${String(r.lost).padStart(4)} | ${f(r.p50Ms).padStart(6)} | ${f(r.p90Ms).padStart(6)} | ${f(r.p99Ms).padStart(6)} | ${f(r.p999Ms).padStart(7)}`,
+  );
+}
+console.log(
+  `cache: ${stats.cache.hits} hits, ${stats.cache.misses} misses; loadavg after ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);
+const [noCache, max, at5k] = rows;
+console.log(
+  JSON.stringify({
+    bench: 'dns',
+    qps: Math.round(max.qps),
+    p50Ms: Number(f(max.p50Ms)),
+    p99Ms: Number(f(max.p99Ms)),
+    p99MsAt5k: Number(f(at5k.p99Ms)),
+    p50MsAt5k: Number(f(at5k.p50Ms)),
+    qpsAt5k: Math.round(at5k.qps),
+    lost: max.lost + at5k.lost,
+    qpsNoCache: Math.round(noCache.qps),
+    p99MsNoCache: Number(f(noCache.p99Ms)),
+    loadavgBefore: load0.map((x) => Number(x.toFixed(2))),
+    loadavgAfter: os.loadavg().map((x) => Number(x.toFixed(2))),
+  }),
+);

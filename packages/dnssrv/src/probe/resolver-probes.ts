@@ -1,0 +1,170 @@
+/**
+ * The cache of resolver RTTs, per /24 (IPv4) or /48 (IPv6), with a TTL. Looking up a resolver
+ * never waits: it returns what is known now and, when nothing fresh is known, starts a probe in
+ * the background — at most one in flight per prefix and a bounded number overall.
+ */
+import { type Clock, systemClock } from '@coral/testkit';
+import { parseIp, prefixKey } from '../net/ip.js';
+import type { Prober } from './prober.js';
+
+export const DEFAULT_PROBE_TTL_MS = 10 * 60_000;
+export const DEFAULT_PROBE_FAILURE_TTL_MS = 60_000;
+export const DEFAULT_PROBE_MAX_IN_FLIGHT = 32;
+export const DEFAULT_PROBE_MAX_ENTRIES = 10_000;
+
+/** One row of the probe cache, as the admin API shows it. */
+export interface ProbeEntry {
+  /** The prefix this result stands for (`203.0.113.0/24`). */
+  prefix: string;
+  /** The resolver address that was probed. */
+  target: string;
+  /** RTT in ms; null = unreachable; undefined = never measured yet. */
+  rttMs?: number | null;
+  measuredAt?: number;
+  expiresAt?: number;
+  inFlight: boolean;
+}
+
+export interface ResolverProbesOptions {
+  /** How long a measured RTT stays valid (default 10 min). */
+  ttlMs?: number;
+  /** How long "unreachable" stays valid (default 1 min). */
+  failureTtlMs?: number;
+  /** Probes in flight at once, overall (default 32). */
+  maxInFlight?: number;
+  /** Prefixes remembered (oldest dropped first; default 10,000). */
+  maxEntries?: number;
+  /** Set false to never probe (lookups then only return what `record()` put in). */
+  enabled?: boolean;
+}
+
+interface Row {
+  target: string;
+  rttMs?: number | null;
+  measuredAt?: number;
+  expiresAt?: number;
+  inFlight: boolean;
+}
+
+export class ResolverProbes {
+  readonly #prober: Prober | undefined;
+  readonly #clock: Clock;
+  readonly #rows = new Map<string, Row>();
+  readonly #ttl: number;
+  readonly #failureTtl: number;
+  readonly #maxInFlight: number;
+  readonly #maxEntries: number;
+  readonly #enabled: boolean;
+  readonly #abort = new AbortController();
+  #inFlight = 0;
+  /** Bumped whenever a result lands, so callers can key caches on the probe state. */
+  generation = 0;
+  /** Counters. */
+  readonly counters = { started: 0, measured: 0, unreachable: 0, skippedBusy: 0 };
+
+  constructor(components: { prober?: Prober; clock?: Clock }, options: ResolverProbesOptions = {}) {
+    this.#prober = components.prober;
+    this.#clock = components.clock ?? systemClock;
+    this.#ttl = options.ttlMs ?? DEFAULT_PROBE_TTL_MS;
+    this.#failureTtl = options.failureTtlMs ?? DEFAULT_PROBE_FAILURE_TTL_MS;
+    this.#maxInFlight = options.maxInFlight ?? DEFAULT_PROBE_MAX_IN_FLIGHT;
+    this.#maxEntries = options.maxEntries ?? DEFAULT_PROBE_MAX_ENTRIES;
+    this.#enabled = (options.enabled ?? true) && this.#prober !== undefined;
+  }
+
+  /** The prefix key a resolver address falls in. */
+  static keyOf(ip: Uint8Array): string {
+    return prefixKey(ip, ip.length === 4 ? 24 : 48);
+  }
+
+  /**
+   * RTT known for the resolver `ip` (its prefix): a number, null (unreachable), or undefined
+   * (unknown). Starts a background probe when nothing fresh is known. Never waits.
+   */
+  lookup(ip: string, key?: string): number | null | undefined {
+    let k = key;
+    if (k === undefined) {
+      const bytes = parseIp(ip);
+      if (!bytes) return undefined;
+      k = ResolverProbes.keyOf(bytes);
+    }
+    const row = this.#rows.get(k);
+    const now = this.#clock.now();
+    const fresh = row?.expiresAt !== undefined && row.expiresAt > now;
+    if (!fresh && !row?.inFlight) this.#start(k, ip, row);
+    return fresh ? row!.rttMs : undefined;
+  }
+
+  /** Put a result in by hand (tests, or RTTs learnt elsewhere). */
+  record(key: string, target: string, rttMs: number | null): void {
+    const now = this.#clock.now();
+    const row = this.#rows.get(key) ?? { target, inFlight: false };
+    row.target = target;
+    row.rttMs = rttMs;
+    row.measuredAt = now;
+    row.expiresAt = now + (rttMs === null ? this.#failureTtl : this.#ttl);
+    this.#rows.delete(key);
+    this.#rows.set(key, row);
+    this.#trim();
+    this.generation++;
+  }
+
+  entries(): ProbeEntry[] {
+    return [...this.#rows.entries()].map(([prefix, r]) => ({
+      prefix,
+      target: r.target,
+      ...(r.rttMs !== undefined ? { rttMs: r.rttMs } : {}),
+      ...(r.measuredAt !== undefined ? { measuredAt: r.measuredAt } : {}),
+      ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}),
+      inFlight: r.inFlight,
+    }));
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Abort every probe in flight (on server close). */
+  close(): void {
+    this.#abort.abort();
+  }
+
+  #start(key: string, ip: string, existing: Row | undefined): void {
+    if (!this.#enabled || this.#abort.signal.aborted) return;
+    if (this.#inFlight >= this.#maxInFlight) {
+      this.counters.skippedBusy++;
+      return;
+    }
+    const row = existing ?? { target: ip, inFlight: false };
+    row.target = ip;
+    row.inFlight = true;
+    if (!existing) {
+      this.#rows.set(key, row);
+      this.#trim();
+    }
+    this.#inFlight++;
+    this.counters.started++;
+    const done = (rtt: number | null) => {
+      this.#inFlight--;
+      row.inFlight = false;
+      if (this.#abort.signal.aborted) return;
+      if (rtt === null) this.counters.unreachable++;
+      else this.counters.measured++;
+      if (this.#rows.get(key) === row) this.record(key, ip, rtt);
+    };
+    let p: Promise<number | null>;
+    try {
+      p = this.#prober!.probe(ip, { signal: this.#abort.signal });
+    } catch {
+      p = Promise.resolve(null);
+    }
+    p.then(done, () => done(null));
+  }
+
+  #trim(): void {
+    while (this.#rows.size > this.#maxEntries) {
+      const oldest = this.#rows.keys().next().value as string;
+      this.#rows.delete(oldest);
+    }
+  }
+}

@@ -1,0 +1,175 @@
+/** Collaborator interfaces, option types and defaults of the DNS server. */
+import type { Clock, Random } from '@coral/testkit';
+import type { NodeDirectory } from '../node-directory.js';
+import type { Prober } from '../probe/prober.js';
+import type { RrlOptions } from '../rrl/response-rate-limiter.js';
+
+/** Logger shape (pino-compatible: an object of fields, then a message). */
+export interface DnsLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** Metrics hook: the node package maps these onto prom-client counters. */
+export interface DnsMetrics {
+  /** One response sent: how the client was located (`LocationMethod` or 'none') and its rcode. */
+  answer(method: string, rcode: string): void;
+  /** One UDP response dropped or slipped by response rate limiting. */
+  rateLimited(): void;
+}
+
+/** How the client was located, in the order tried. 'no-proxy' = nothing live (CNAME to origin). */
+export type LocationMethod = 'view' | 'ecs' | 'rtt' | 'hint' | 'random' | 'no-proxy';
+
+/** Why an answer was what it was (kept in a ring buffer for the admin API). */
+export interface Decision {
+  /** Clock time of the response. */
+  at: number;
+  transport: 'udp' | 'tcp';
+  /** Resolver address (the datagram's source). */
+  client: string;
+  /** Question name, lowercased ('' when the question could not be read). */
+  name: string;
+  /** Question type number (0 when unreadable). */
+  type: number;
+  rcode: string;
+  /** Location method, or 'none' for answers that do not depend on the client. */
+  method: LocationMethod | 'none';
+  /** Human-readable reason ("rtt 3.1 ms < level-2 20 ms", "view 10.0.0.0/8 → region north"). */
+  detail: string;
+  /** Ids of the proxies answered with. */
+  nodes: string[];
+  /** TTL of the answer records, when any. */
+  ttl?: number;
+  /** ECS option received (`1.2.3.0/24`) and the scope prefix echoed. */
+  ecs?: string;
+  scope?: number;
+  /** Served from the encoded-answer cache. */
+  cached: boolean;
+  /** 'sent' normally; 'truncated' (TC), 'rrl-drop' or 'rrl-slip' otherwise. */
+  outcome: 'sent' | 'truncated' | 'rrl-drop' | 'rrl-slip';
+}
+
+export interface DnsServerComponents {
+  directory: NodeDirectory;
+  clock?: Clock;
+  logger?: DnsLogger;
+  metrics?: DnsMetrics;
+  /** Resolver RTT prober (default: TCP connect to port 53). */
+  prober?: Prober;
+  random?: Random;
+}
+
+export interface NameserverConfig {
+  /** Name of the nameserver, normally under a served zone (`ns1.nyud.net`). */
+  name: string;
+  ipv4?: string;
+  ipv6?: string;
+}
+
+export interface ViewConfig {
+  /** Client network (`10.0.0.0/8`, `2001:db8::/32`). Matched against the ECS subnet, then the resolver. */
+  cidr: string;
+  /** Answer with these node ids (the live ones) ... */
+  nodes?: string[];
+  /** ... or with live nodes of this region. */
+  region?: string;
+}
+
+export interface SoaConfig {
+  /** Primary nameserver (default: the first nameserver's name). */
+  mname?: string;
+  /** Responsible mailbox as a name (default `hostmaster.<zone>`). */
+  rname?: string;
+  serial?: number;
+  refresh?: number;
+  retry?: number;
+  expire?: number;
+  /** Negative-caching TTL (RFC 2308), default 60 s. */
+  minimum?: number;
+  /** TTL of the SOA record itself (default 3600 s). */
+  ttl?: number;
+}
+
+export interface TcpLimits {
+  /** Close a connection idle this long (default 10 s). */
+  idleTimeoutMs?: number;
+  /** Largest query message accepted; a bigger length prefix closes the connection (default 4096). */
+  maxMessageBytes?: number;
+  /** Connections open at once (default 256). */
+  maxConnections?: number;
+  /** Queries answered per connection before it is closed (default 1000). */
+  maxQueriesPerConnection?: number;
+}
+
+export interface ProbeSettings {
+  /** Probe resolvers at all (default true). */
+  enabled?: boolean;
+  /** Cache lifetime of a measured RTT (default 10 min) and of "unreachable" (default 1 min). */
+  ttlMs?: number;
+  failureTtlMs?: number;
+  /** Probes in flight at once (default 32). */
+  maxInFlight?: number;
+  /** For the default prober: connect timeout (default 1000 ms) and port (default 53). */
+  timeoutMs?: number;
+  port?: number;
+}
+
+export interface DnsServerOptions {
+  /** Zones served (default `['nyud.net']`). */
+  zones?: string[];
+  /** Proxies per answer (default 2). */
+  answerCount?: number;
+  /** TTL of proxy answers (default 30 s) ... */
+  ttl?: number;
+  /** ... and when they are in the resolver's level-2 cluster (default 60 s). */
+  localTtl?: number;
+  /** TTL of the CNAME to the origin when no proxy is live (default 10 s). */
+  cnameTtl?: number;
+  /** The fleet's nameservers (default: `ns.<first zone>` at this node's addresses). */
+  nameservers?: NameserverConfig[];
+  /** TTL of NS records and glue (default 86400 s). */
+  nsTtl?: number;
+  soa?: SoaConfig;
+  views?: ViewConfig[];
+  /** Response rate limiting (BIND-style); `{ responsesPerSecond: 0 }` disables it. */
+  rrl?: Omit<RrlOptions, 'exempt'> & { exempt?: string[] };
+  tcp?: TcpLimits;
+  probe?: ProbeSettings;
+  /** SO_RCVBUF of the UDP socket, to absorb bursts (default 1 MiB; capped by the OS). */
+  udpReceiveBufferBytes?: number;
+  /** Largest UDP answer we send and advertise in our OPT (default 1232, the 2020 flag-day value). */
+  udpMaxPayload?: number;
+  /** The encoded-answer cache (default on, 10,000 entries). */
+  answerCache?: { enabled?: boolean; maxEntries?: number };
+  /** Longest wait for `NodeDirectory.hinted()` before falling through (default 250 ms). */
+  hintTimeoutMs?: number;
+  /** Size of the recent-decisions ring buffer (default 256). */
+  decisionBufferSize?: number;
+}
+
+export const DEFAULT_ZONES: readonly string[] = Object.freeze(['nyud.net']);
+export const DEFAULT_ANSWER_COUNT = 2;
+export const DEFAULT_TTL = 30;
+export const DEFAULT_LOCAL_TTL = 60;
+export const DEFAULT_CNAME_TTL = 10;
+export const DEFAULT_NS_TTL = 86_400;
+export const DEFAULT_SOA = Object.freeze({
+  serial: 1,
+  refresh: 3600,
+  retry: 600,
+  expire: 604_800,
+  minimum: 60,
+  ttl: 3600,
+});
+export const DEFAULT_TCP_IDLE_TIMEOUT_MS = 10_000;
+export const DEFAULT_TCP_MAX_MESSAGE_BYTES = 4096;
+export const DEFAULT_TCP_MAX_CONNECTIONS = 256;
+export const DEFAULT_TCP_MAX_QUERIES_PER_CONNECTION = 1000;
+export const DEFAULT_UDP_MAX_PAYLOAD = 1232;
+export const DEFAULT_UDP_RECEIVE_BUFFER_BYTES = 1024 * 1024;
+export const DEFAULT_ANSWER_CACHE_ENTRIES = 10_000;
+export const DEFAULT_HINT_TIMEOUT_MS = 250;
+export const DEFAULT_DECISION_BUFFER_SIZE = 256;

@@ -1,0 +1,190 @@
+/**
+ * Response encoding.
+ *
+ * - {@link encodeResponse}: the general path, built on dns2's `Packet` codec (records, name
+ *   compression, the OPT record and its ECS option). dns2 encodes bit by bit, which is correct but
+ *   slow; the server therefore caches its output (see `cache/answer-cache.ts`).
+ * - {@link encodeBare}: a hand-written header + question (+ OPT) encoder for answers without
+ *   records (REFUSED, FORMERR, NOTIMP, truncated TC answers, rate-limit slips). It copies the
+ *   question's wire bytes, so odd names (a '.' inside a label, any byte) are echoed exactly.
+ * - {@link patchCached}: per-query patch of a cached encoded answer: transaction id, RD/CD, and the
+ *   question name's bytes as sent (0x20 case echo).
+ */
+import dns2 from 'dns2';
+import { formatIp } from '../net/ip.js';
+import { HEADER_SIZE, OPTION_ECS, TYPE } from './constants.js';
+import type { Query } from './query.js';
+import type { ResourceRecord, ResponseOpt, ResponseSpec } from './records.js';
+
+const { Packet } = dns2;
+
+interface Dns2Record {
+  name: string;
+  type: number;
+  class: number;
+  ttl: number;
+  [k: string]: unknown;
+}
+
+function toDns2(rr: ResourceRecord): Dns2Record {
+  const base = { name: rr.name, class: 1, ttl: rr.ttl };
+  switch (rr.type) {
+    case 'A':
+      return { ...base, type: TYPE.A, address: rr.address };
+    case 'AAAA':
+      return { ...base, type: TYPE.AAAA, address: rr.address };
+    case 'CNAME':
+      return { ...base, type: TYPE.CNAME, domain: rr.target };
+    case 'NS':
+      return { ...base, type: TYPE.NS, ns: rr.host };
+    case 'SOA':
+      return {
+        ...base,
+        type: TYPE.SOA,
+        primary: rr.mname,
+        admin: rr.rname,
+        serial: rr.serial,
+        refresh: rr.refresh,
+        retry: rr.retry,
+        expiration: rr.expire,
+        minimum: rr.minimum,
+      };
+  }
+}
+
+function optToDns2(opt: ResponseOpt, rcode: number): Dns2Record {
+  const rdata = opt.ecs
+    ? [
+        {
+          ednsCode: OPTION_ECS,
+          family: opt.ecs.family,
+          sourcePrefixLength: opt.ecs.sourcePrefix,
+          scopePrefixLength: opt.ecs.scopePrefix,
+          ip: formatIp(opt.ecs.address),
+        },
+      ]
+    : [];
+  const rec = Packet.Resource.EDNS(rdata) as unknown as Dns2Record;
+  rec.name = '';
+  rec.class = opt.udpSize;
+  rec.ttl = optTtl(rcode, opt.dnssecOk);
+  return rec;
+}
+
+function optTtl(rcode: number, dnssecOk: boolean): number {
+  return (((rcode >> 4) & 0xff) << 24) + (dnssecOk ? 0x8000 : 0);
+}
+
+/** Encode a full response with dns2's codec. */
+export function encodeResponse(spec: ResponseSpec): Buffer {
+  const packet = new Packet();
+  const header = packet.header as unknown as Record<string, number>;
+  header.id = spec.id;
+  header.qr = 1;
+  header.opcode = 0;
+  header.aa = spec.aa ? 1 : 0;
+  header.tc = 0;
+  header.rd = spec.rd ? 1 : 0;
+  header.ra = 0;
+  header.z = 0;
+  header.ad = 0;
+  header.cd = spec.cd ? 1 : 0;
+  header.rcode = spec.rcode & 0xf;
+  packet.questions = [spec.question as never];
+  packet.answers = spec.answers.map(toDns2) as never[];
+  packet.authorities = spec.authorities.map(toDns2) as never[];
+  const additionals = spec.additionals.map(toDns2);
+  if (spec.opt) additionals.push(optToDns2(spec.opt, spec.rcode));
+  packet.additionals = additionals as never[];
+  return packet.toBuffer();
+}
+
+export interface BareSpec {
+  id: number;
+  /** Flags word of the query (RD and CD are copied from it). */
+  queryFlags: number;
+  aa: boolean;
+  tc: boolean;
+  rcode: number;
+  /** The query bytes and its decoded question, to echo; omit for no question. */
+  question?: { msg: Uint8Array; query: Query };
+  opt?: ResponseOpt;
+}
+
+/** Header + question (+ OPT) — no records. */
+export function encodeBare(spec: BareSpec): Buffer {
+  const q = spec.question;
+  let qbytes: Uint8Array | undefined;
+  if (q) {
+    if (q.query.qnameContiguous) {
+      qbytes = q.msg.subarray(q.query.questionStart, q.query.questionEnd);
+    } else {
+      qbytes = encodeQuestionFromLabels(q.query);
+    }
+  }
+  const optLen = spec.opt
+    ? 11 + (spec.opt.ecs ? 8 + Math.ceil(spec.opt.ecs.sourcePrefix / 8) : 0)
+    : 0;
+  const out = Buffer.alloc(HEADER_SIZE + (qbytes?.length ?? 0) + optLen);
+  out.writeUInt16BE(spec.id, 0);
+  out[2] = 0x80 | (spec.aa ? 0x04 : 0) | (spec.tc ? 0x02 : 0) | ((spec.queryFlags >> 8) & 0x01);
+  out[3] = (spec.queryFlags & 0x10) | (spec.rcode & 0x0f);
+  out.writeUInt16BE(qbytes ? 1 : 0, 4);
+  out.writeUInt16BE(spec.opt ? 1 : 0, 10);
+  let p = HEADER_SIZE;
+  if (qbytes) {
+    out.set(qbytes, p);
+    p += qbytes.length;
+  }
+  if (spec.opt) {
+    const o = spec.opt;
+    out[p] = 0; // root owner
+    out.writeUInt16BE(TYPE.OPT, p + 1);
+    out.writeUInt16BE(o.udpSize, p + 3);
+    out.writeUInt32BE(optTtl(spec.rcode, o.dnssecOk) >>> 0, p + 5);
+    out.writeUInt16BE(optLen - 11, p + 9);
+    p += 11;
+    if (o.ecs) {
+      const n = Math.ceil(o.ecs.sourcePrefix / 8);
+      out.writeUInt16BE(OPTION_ECS, p);
+      out.writeUInt16BE(4 + n, p + 2);
+      out.writeUInt16BE(o.ecs.family, p + 4);
+      out[p + 6] = o.ecs.sourcePrefix;
+      out[p + 7] = o.ecs.scopePrefix;
+      out.set(o.ecs.address.subarray(0, n), p + 8);
+    }
+  }
+  return out;
+}
+
+function encodeQuestionFromLabels(query: Query): Uint8Array {
+  let len = 1 + 4;
+  for (const l of query.labels) len += 1 + l.length;
+  const out = new Uint8Array(len);
+  let p = 0;
+  for (const l of query.labels) {
+    out[p++] = l.length;
+    for (let i = 0; i < l.length; i++) out[p++] = l.charCodeAt(i);
+  }
+  out[p++] = 0;
+  out[p++] = query.qtype >> 8;
+  out[p++] = query.qtype & 0xff;
+  out[p++] = query.qclass >> 8;
+  out[p] = query.qclass & 0xff;
+  return out;
+}
+
+/**
+ * Copy a cached answer for a new query: its id, its RD and CD bits and its question name bytes
+ * (same name up to case, so same length: only the letters' case changes).
+ */
+export function patchCached(cached: Uint8Array, msg: Uint8Array, query: Query): Buffer {
+  const out = Buffer.allocUnsafe(cached.length);
+  out.set(cached);
+  out[0] = msg[0]!;
+  out[1] = msg[1]!;
+  out[2] = (out[2]! & 0xfe) | (msg[2]! & 0x01);
+  out[3] = (out[3]! & 0xef) | (msg[3]! & 0x10);
+  out.set(msg.subarray(query.questionStart, query.questionEnd - 4), HEADER_SIZE);
+  return out;
+}

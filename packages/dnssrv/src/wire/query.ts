@@ -1,0 +1,305 @@
+/**
+ * A strict decoder for incoming DNS queries. Pure, allocation-light and total: it never throws,
+ * whatever the bytes. Every problem is reported as a result the server turns into FORMERR,
+ * NOTIMP or a silent drop:
+ *
+ * - fewer than 12 bytes, or the QR bit set (a response, possibly reflected) → drop;
+ * - opcode other than QUERY → NOTIMP;
+ * - QDCOUNT ≠ 1, labels with reserved length bits, names over 255 bytes, compression pointers
+ *   that do not point strictly backwards (which also rules out loops), records or counts that run
+ *   past the end, trailing bytes, several OPT records, a malformed OPT or ECS option → FORMERR.
+ */
+import { CLASSIC_UDP_LIMIT, HEADER_SIZE, OPTION_ECS, TYPE } from './constants.js';
+
+/** EDNS Client Subnet as sent by the resolver (RFC 7871 §6). */
+export interface EcsOption {
+  /** 1 = IPv4, 2 = IPv6. */
+  family: 1 | 2;
+  sourcePrefix: number;
+  scopePrefix: number;
+  /** The address, zero-padded to 4 or 16 bytes. */
+  address: Uint8Array;
+  /** The option data exactly as sent (family .. address), for keys and echoing. */
+  raw: Uint8Array;
+}
+
+export interface OptRecord {
+  /** Requestor's UDP payload size as sent (clamped to ≥ 512 when used). */
+  udpSize: number;
+  version: number;
+  dnssecOk: boolean;
+  ecs?: EcsOption;
+}
+
+export interface Query {
+  id: number;
+  /** The second header word (flags) as sent. */
+  flags: number;
+  rd: boolean;
+  cd: boolean;
+  /** Labels as sent (latin1 strings, case preserved). */
+  labels: string[];
+  /**
+   * Lowercased presentation form without the trailing dot ('' = root). Bytes other than letters,
+   * digits, '-' and '_' are escaped as \DDD, so a '.' inside a label cannot fake a zone suffix.
+   */
+  qname: string;
+  /** True when some label needed escaping (such a name is never a Coralized origin). */
+  escaped: boolean;
+  qtype: number;
+  qclass: number;
+  /** Offset of the question name and the byte after the question's class. */
+  questionStart: number;
+  questionEnd: number;
+  /** The question name is stored without compression (its wire form can be copied as is). */
+  qnameContiguous: boolean;
+  opt?: OptRecord;
+}
+
+export type DecodeResult =
+  | { ok: true; query: Query }
+  | {
+      ok: false;
+      /** 'drop' = no answer at all; otherwise answer with this rcode. */
+      action: 'drop' | 'formerr' | 'notimp';
+      reason: string;
+      id?: number;
+      flags?: number;
+      /** Set when the question itself decoded, so the error answer can echo it. */
+      query?: Query;
+    };
+
+interface NameOut {
+  end: number;
+  labels: string[];
+  contiguous: boolean;
+}
+
+/** Decode one name at `offset`; a string is an error reason. */
+function readName(msg: Uint8Array, offset: number): NameOut | string {
+  const labels: string[] = [];
+  let pos = offset;
+  let end = -1;
+  let total = 1;
+  let lowest = offset; // pointers must go strictly below every position visited so far
+  for (;;) {
+    if (pos >= msg.length) return 'name runs past the end';
+    const len = msg[pos]!;
+    if (len === 0) {
+      if (end < 0) end = pos + 1;
+      return { end, labels, contiguous: end === pos + 1 && lowest === offset };
+    }
+    const kind = len & 0xc0;
+    if (kind === 0xc0) {
+      if (pos + 1 >= msg.length) return 'compression pointer runs past the end';
+      const target = ((len & 0x3f) << 8) | msg[pos + 1]!;
+      if (end < 0) end = pos + 2;
+      if (target >= lowest || target < HEADER_SIZE) return 'compression pointer not backwards';
+      lowest = target;
+      pos = target;
+      continue;
+    }
+    if (kind !== 0) return 'reserved label type';
+    total += len + 1;
+    if (total > 255) return 'name longer than 255 bytes';
+    if (pos + 1 + len > msg.length) return 'label runs past the end';
+    labels.push(
+      String.fromCharCode.apply(null, msg.subarray(pos + 1, pos + 1 + len) as unknown as number[]),
+    );
+    pos += 1 + len;
+  }
+}
+
+/** Presentation form, lowercased, with \DDD escapes; `escaped` tells whether any were needed. */
+function presentation(labels: readonly string[]): { qname: string; escaped: boolean } {
+  if (labels.every(isSimple)) return { qname: labels.join('.').toLowerCase(), escaped: false };
+  let escaped = false;
+  const parts: string[] = [];
+  for (const l of labels) {
+    let simple = true;
+    for (let i = 0; i < l.length; i++) {
+      const c = l.charCodeAt(i);
+      if (!(
+        (c >= 97 && c <= 122) ||
+        (c >= 65 && c <= 90) ||
+        (c >= 48 && c <= 57) ||
+        c === 45 ||
+        c === 95
+      )) {
+        simple = false;
+        break;
+      }
+    }
+    if (simple) {
+      parts.push(l.toLowerCase());
+      continue;
+    }
+    escaped = true;
+    let out = '';
+    for (let i = 0; i < l.length; i++) {
+      let c = l.charCodeAt(i);
+      if (c >= 65 && c <= 90) c += 32;
+      if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45 || c === 95) {
+        out += String.fromCharCode(c);
+      } else {
+        out += `\\${String(c).padStart(3, '0')}`;
+      }
+    }
+    parts.push(out);
+  }
+  return { qname: parts.join('.'), escaped };
+}
+
+function isSimple(l: string): boolean {
+  for (let i = 0; i < l.length; i++) {
+    const c = l.charCodeAt(i);
+    if (!(
+      (c >= 97 && c <= 122) ||
+      (c >= 65 && c <= 90) ||
+      (c >= 48 && c <= 57) ||
+      c === 45 ||
+      c === 95
+    )) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** Skip one resource record; returns its end or an error reason. */
+function skipRecord(msg: Uint8Array, offset: number): number | string {
+  const name = readName(msg, offset);
+  if (typeof name === 'string') return name;
+  const p = name.end;
+  if (p + 10 > msg.length) return 'record header runs past the end';
+  const rdlen = (msg[p + 8]! << 8) | msg[p + 9]!;
+  if (p + 10 + rdlen > msg.length) return 'record data runs past the end';
+  return p + 10 + rdlen;
+}
+
+function readOpt(msg: Uint8Array, offset: number): { end: number; opt: OptRecord } | string {
+  // OPT owner must be the root name (a single zero byte).
+  if (msg[offset] !== 0) return 'OPT owner is not the root';
+  const p = offset + 1;
+  if (p + 10 > msg.length) return 'OPT header runs past the end';
+  const udpSize = (msg[p + 2]! << 8) | msg[p + 3]!;
+  const version = msg[p + 5]!;
+  const dnssecOk = (msg[p + 6]! & 0x80) !== 0;
+  const rdlen = (msg[p + 8]! << 8) | msg[p + 9]!;
+  const end = p + 10 + rdlen;
+  if (end > msg.length) return 'OPT data runs past the end';
+  const opt: OptRecord = { udpSize, version, dnssecOk };
+  let q = p + 10;
+  while (q < end) {
+    if (q + 4 > end) return 'EDNS option header runs past OPT';
+    const code = (msg[q]! << 8) | msg[q + 1]!;
+    const len = (msg[q + 2]! << 8) | msg[q + 3]!;
+    const data = q + 4;
+    if (data + len > end) return 'EDNS option runs past OPT';
+    if (code === OPTION_ECS) {
+      if (opt.ecs) return 'two ECS options';
+      const ecs = readEcs(msg.subarray(data, data + len));
+      if (typeof ecs === 'string') return ecs;
+      opt.ecs = ecs;
+    }
+    q = data + len;
+  }
+  return { end, opt };
+}
+
+/** RFC 7871 §6 and §7.1.1: a malformed ECS option is a FORMERR. */
+function readEcs(d: Uint8Array): EcsOption | string {
+  if (d.length < 4) return 'ECS option too short';
+  const family = (d[0]! << 8) | d[1]!;
+  if (family !== 1 && family !== 2) return 'ECS family not IPv4/IPv6';
+  const sourcePrefix = d[2]!;
+  const scopePrefix = d[3]!;
+  const size = family === 1 ? 4 : 16;
+  if (sourcePrefix > size * 8) return 'ECS source prefix too long';
+  const need = Math.ceil(sourcePrefix / 8);
+  if (d.length - 4 !== need) return 'ECS address length does not match the source prefix';
+  const address = new Uint8Array(size);
+  address.set(d.subarray(4));
+  const rest = sourcePrefix & 7;
+  if (rest !== 0 && (address[need - 1]! & (0xff >> rest)) !== 0) {
+    return 'ECS address has bits beyond the source prefix';
+  }
+  return {
+    family,
+    sourcePrefix,
+    scopePrefix,
+    address,
+    raw: d.slice(),
+  };
+}
+
+/** Decode a query. Never throws. */
+export function decodeQuery(msg: Uint8Array): DecodeResult {
+  if (msg.length < HEADER_SIZE) return { ok: false, action: 'drop', reason: 'short header' };
+  const id = (msg[0]! << 8) | msg[1]!;
+  const flags = (msg[2]! << 8) | msg[3]!;
+  if (flags & 0x8000) return { ok: false, action: 'drop', reason: 'QR set', id, flags };
+  const opcode = (flags >> 11) & 0xf;
+  if (opcode !== 0) return { ok: false, action: 'notimp', reason: `opcode ${opcode}`, id, flags };
+  const qd = (msg[4]! << 8) | msg[5]!;
+  const an = (msg[6]! << 8) | msg[7]!;
+  const ns = (msg[8]! << 8) | msg[9]!;
+  const ar = (msg[10]! << 8) | msg[11]!;
+  const fail = (reason: string, query?: Query): DecodeResult =>
+    query
+      ? { ok: false, action: 'formerr', reason, id, flags, query }
+      : { ok: false, action: 'formerr', reason, id, flags };
+  if (qd !== 1) return fail(`QDCOUNT ${qd}`);
+  const name = readName(msg, HEADER_SIZE);
+  if (typeof name === 'string') return fail(name);
+  if (name.end + 4 > msg.length) return fail('question runs past the end');
+  const { qname, escaped } = presentation(name.labels);
+  const query: Query = {
+    id,
+    flags,
+    rd: (flags & 0x0100) !== 0,
+    cd: (flags & 0x0010) !== 0,
+    labels: name.labels,
+    qname,
+    escaped,
+    qtype: (msg[name.end]! << 8) | msg[name.end + 1]!,
+    qclass: (msg[name.end + 2]! << 8) | msg[name.end + 3]!,
+    questionStart: HEADER_SIZE,
+    questionEnd: name.end + 4,
+    qnameContiguous: name.contiguous,
+  };
+  let pos = query.questionEnd;
+  // Answer and authority sections of a query are unusual but legal; skip them strictly.
+  for (let i = 0; i < an + ns; i++) {
+    const next = skipRecord(msg, pos);
+    if (typeof next === 'string') return fail(next, query);
+    pos = next;
+  }
+  for (let i = 0; i < ar; i++) {
+    // Peek at the type: an OPT is parsed, anything else skipped.
+    const owner = readName(msg, pos);
+    if (typeof owner === 'string') return fail(owner, query);
+    if (
+      owner.end + 2 <= msg.length &&
+      ((msg[owner.end]! << 8) | msg[owner.end + 1]!) === TYPE.OPT
+    ) {
+      if (query.opt) return fail('more than one OPT', query);
+      const opt = readOpt(msg, pos);
+      if (typeof opt === 'string') return fail(opt, query);
+      query.opt = opt.opt;
+      pos = opt.end;
+    } else {
+      const next = skipRecord(msg, pos);
+      if (typeof next === 'string') return fail(next, query);
+      pos = next;
+    }
+  }
+  if (pos !== msg.length) return fail(`${msg.length - pos} trailing bytes`, query);
+  return { ok: true, query };
+}
+
+/** The UDP payload limit this query allows for its answer. */
+export function udpLimit(query: Query | undefined, serverMax: number): number {
+  if (!query?.opt) return CLASSIC_UDP_LIMIT;
+  return Math.max(CLASSIC_UDP_LIMIT, Math.min(query.opt.udpSize, serverMax));
+}

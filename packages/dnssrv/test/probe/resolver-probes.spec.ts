@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '@coral/testkit';
+import { ResolverProbes } from '../../src/index.js';
+import { ControlledProber } from '../server/support.js';
+
+describe('ResolverProbes', () => {
+  it('never waits, probes in the background, one probe per /24 in flight, caches with a TTL', async () => {
+    const clock = new ManualClock();
+    const prober = new ControlledProber();
+    const probes = new ResolverProbes({ prober, clock }, { ttlMs: 1000, failureTtlMs: 100 });
+    expect(probes.lookup('192.0.2.1')).toBeUndefined(); // answered at once: unknown
+    expect(probes.lookup('192.0.2.77')).toBeUndefined(); // same /24: no second probe
+    expect(prober.calls).toEqual(['192.0.2.1']);
+    expect(probes.entries()).toEqual([
+      { prefix: '192.0.2.0/24', target: '192.0.2.1', inFlight: true },
+    ]);
+    prober.settle(12.5);
+    await clock.advance(0);
+    expect(probes.lookup('192.0.2.200')).toBe(12.5);
+    expect(prober.calls).toHaveLength(1);
+    await clock.advance(1000);
+    expect(probes.lookup('192.0.2.200')).toBeUndefined(); // expired: re-probe, answer unknown
+    expect(prober.calls).toEqual(['192.0.2.1', '192.0.2.200']);
+    prober.settle(null); // unreachable, cached for the shorter failure TTL
+    await clock.advance(0);
+    expect(probes.lookup('192.0.2.1')).toBeNull();
+    await clock.advance(100);
+    probes.lookup('192.0.2.1');
+    expect(prober.calls).toHaveLength(3);
+    expect(probes.counters).toMatchObject({ started: 3, measured: 1, unreachable: 1 });
+  });
+
+  it('bounds probes in flight overall and the number of prefixes kept', () => {
+    const prober = new ControlledProber();
+    const probes = new ResolverProbes(
+      { prober, clock: new ManualClock() },
+      { maxInFlight: 2, maxEntries: 3 },
+    );
+    for (let i = 0; i < 5; i++) probes.lookup(`198.51.${i}.1`);
+    expect(prober.calls).toHaveLength(2);
+    expect(probes.counters.skippedBusy).toBe(3);
+    for (let i = 0; i < 10; i++) probes.record(`203.0.${i}.0/24`, `203.0.${i}.1`, 1);
+    expect(probes.entries().length).toBeLessThanOrEqual(3);
+  });
+
+  it('a prober that throws or rejects counts as unreachable; disabled probing starts nothing', async () => {
+    const clock = new ManualClock();
+    const probes = new ResolverProbes(
+      { clock, prober: { probe: () => Promise.reject(new Error('boom')) } },
+      {},
+    );
+    probes.lookup('192.0.2.1');
+    await clock.advance(0);
+    expect(probes.lookup('192.0.2.1')).toBeNull();
+    const prober = new ControlledProber();
+    const off = new ResolverProbes({ prober, clock }, { enabled: false });
+    expect(off.lookup('192.0.2.1')).toBeUndefined();
+    expect(prober.calls).toHaveLength(0);
+  });
+});

@@ -1,0 +1,48 @@
+/** Defaults for every proxy option, exported so callers and docs can refer to them. */
+
+/** Zones whose subdomains are Coralized names. */
+export const DEFAULT_ZONES: readonly string[] = ['nyud.net'];
+/** Largest object the proxy fetches and stores (bytes). */
+export const MAX_OBJECT_BYTES = 50 * 1024 * 1024;
+/** Disk byte budget for stored bodies. */
+export const DISK_BUDGET_BYTES = 1024 * 1024 * 1024;
+/** Memory byte budget (hot objects; the whole cache when no dataDir is given). */
+export const MEMORY_BUDGET_BYTES = 64 * 1024 * 1024;
+/** Objects up to this size are kept in memory as hot objects too. */
+export const HOT_OBJECT_MAX_BYTES = 1024 * 1024;
+/** Heuristic freshness: this fraction of the time since Last-Modified ... */
+export const HEURISTIC_FRACTION = 0.1;
+/** ... capped at this many seconds. */
+export const HEURISTIC_CAP_SECONDS = 24 * 3600;
+/** Serve a stale copy when the origin fails, for this long past expiry, unless the response says otherwise. */
+export const STALE_ON_ERROR_SECONDS = 3600;
+/** How long a failed origin (DNS or connect failure) is negatively cached (ms). */
+export const NEGATIVE_TTL_MS = 5_000;
+/** Connect + response-header timeout for an origin (ms). */
+export const ORIGIN_TIMEOUT_MS = 15_000;
+/** Idle timeout between body chunks from the origin (ms). */
+export const ORIGIN_BODY_TIMEOUT_MS = 30_000;
+/** A peer must send response headers (and then each chunk) within this time (ms). */
+export const PEER_TIMEOUT_MS = 1_000;
+/** Bound on an index lookup before going to the origin (ms, injected clock). */
+export const INDEX_TIMEOUT_MS = 2_000;
+/** How many of the nearest holders are raced on a miss. */
+export const PEER_RACE = 3;
+/** TTL of a `fetching` announcement (s). */
+export const FETCHING_TTL_SECONDS = 20;
+/** Maximum TTL of a `complete` announcement (s); also capped by the object's freshness. */
+export const COMPLETE_TTL_SECONDS = 3600;
+/** Interval of the re-announcement sweep (ms). */
+export const REANNOUNCE_INTERVAL_MS = 10 * 60_000;
+/** Per-client request rate (requests per second); 0 disables the limiter. */
+export const RATE_LIMIT_PER_SECOND = 200;
+/** Per-client burst (bucket size). */
+export const RATE_LIMIT_BURST = 400;
+/** Upper bound for finishing in-flight responses on close (ms). */
+export const CLOSE_TIMEOUT_MS = 5_000;
+/** Request header marking a peer request: served only from cache or an in-flight fetch. */
+export const PEER_HEADER = 'x-coral-peer';
+/** Response header a peer uses to state the body's SHA-256 when it knows it. */
+export const SHA256_HEADER = 'x-coral-sha256';
+/** Name this cache uses in Cache-Status. */
+export const CACHE_NAME = 'Coral';

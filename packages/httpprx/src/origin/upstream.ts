@@ -1,0 +1,69 @@
+/** HTTP/1.1 client for origins and peers: one undici Agent, a keep-alive Pool per origin. */
+import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { Readable } from 'node:stream';
+import type { UndiciConnect } from './connector.js';
+
+export interface UpstreamRequest {
+  /** Absolute http URL. */
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body?: Readable;
+  signal?: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
+}
+
+export interface UpstreamOptions {
+  /** Time to receive response headers (ms). */
+  headersTimeoutMs: number;
+  /** Idle time allowed between body chunks (ms). */
+  bodyTimeoutMs: number;
+  /** Connections per origin. */
+  connections?: number;
+}
+
+export class Upstream {
+  readonly #agent: Agent;
+
+  constructor(components: { connect?: UndiciConnect }, options: UpstreamOptions) {
+    this.#agent = new Agent({
+      ...(components.connect ? { connect: components.connect } : {}),
+      headersTimeout: options.headersTimeoutMs,
+      bodyTimeout: options.bodyTimeoutMs,
+      connections: options.connections ?? 32,
+      keepAliveTimeout: 4_000,
+    });
+  }
+
+  async request(r: UpstreamRequest): Promise<UpstreamResponse> {
+    const u = new URL(r.url);
+    const opts: Dispatcher.RequestOptions = {
+      origin: u.origin,
+      path: u.pathname + u.search,
+      method: r.method as Dispatcher.HttpMethod,
+      headers: r.headers,
+      ...(r.signal ? { signal: r.signal } : {}),
+      ...(r.body ? { body: r.body } : {}),
+    };
+    const res = await this.#agent.request(opts);
+    return {
+      status: res.statusCode,
+      headers: res.headers as Record<string, string | string[] | undefined>,
+      body: res.body as unknown as Readable,
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close().catch(() => {});
+  }
+
+  async destroy(): Promise<void> {
+    await this.#agent.destroy().catch(() => {});
+  }
+}

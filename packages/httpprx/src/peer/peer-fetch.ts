@@ -1,0 +1,163 @@
+/**
+ * Fetching an object from other proxies that announced it. The nearest few holders are raced: a
+ * request goes to each at once, the first to answer 200 wins and the others are aborted. Every
+ * wait is bounded on the injected clock (`timeoutMs` for the answer, then for each body chunk), so
+ * a refusing, stalled or dead peer costs at most that before the caller falls back to the origin.
+ * A peer request carries the peer header and `Cache-Control: only-if-cached`: the peer answers from
+ * its cache or an in-flight fetch, or 504, and never fetches on our behalf.
+ */
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Clock } from '@coral/testkit';
+import type { Holder } from '../content-index.js';
+import { PEER_HEADER } from '../constants.js';
+import type { Upstream, UpstreamResponse } from '../origin/upstream.js';
+
+export interface PeerRequest {
+  /** Path and query of the object. */
+  path: string;
+  /** Host header the client used (the Coralized or site name): the peer maps it the same way. */
+  host: string;
+  /** End-to-end request headers to pass (Accept-Encoding etc., for Vary). */
+  headers: Record<string, string>;
+  /** Our node ID, sent in the peer header. */
+  nodeId: string;
+  via: string;
+}
+
+export interface PeerWinner {
+  holder: Holder;
+  response: UpstreamResponse;
+  requestTime: number;
+  responseTime: number;
+  /** Abort the transfer (and the socket). */
+  abort(): void;
+}
+
+export type PeerEvent =
+  | { type: 'peer-error'; holder: Holder; error: string }
+  | { type: 'peer-refused'; holder: Holder; status: number }
+  | { type: 'peer-timeout'; holders: Holder[] };
+
+/** Race `holders` (already the nearest few); resolves to the first 200, or undefined. */
+export function racePeers(
+  deps: { upstream: Upstream; clock: Clock; onEvent?: (e: PeerEvent) => void },
+  holders: readonly Holder[],
+  req: PeerRequest,
+  timeoutMs: number,
+): Promise<PeerWinner | undefined> {
+  if (holders.length === 0) return Promise.resolve(undefined);
+  const { clock } = deps;
+  const requestTime = clock.now();
+  return new Promise((resolve) => {
+    let pending = holders.length;
+    let done = false;
+    const controllers = holders.map(() => new AbortController());
+    const timer = clock.setTimeout(() => {
+      if (done) return;
+      done = true;
+      deps.onEvent?.({ type: 'peer-timeout', holders: [...holders] });
+      for (const c of controllers) c.abort(new Error('peer timeout'));
+      resolve(undefined);
+    }, timeoutMs);
+    const lose = () => {
+      if (--pending === 0 && !done) {
+        done = true;
+        timer.cancel();
+        resolve(undefined);
+      }
+    };
+    holders.forEach((holder, i) => {
+      const ac = controllers[i]!;
+      const host = holder.ip.includes(':') ? `[${holder.ip}]` : holder.ip;
+      deps.upstream
+        .request({
+          url: `http://${host}:${holder.httpPort}${req.path}`,
+          method: 'GET',
+          headers: {
+            ...req.headers,
+            host: req.host,
+            [PEER_HEADER]: req.nodeId,
+            'cache-control': 'only-if-cached',
+            via: req.via,
+          },
+          signal: ac.signal,
+        })
+        .then(
+          (response) => {
+            if (done || response.status !== 200) {
+              if (!done) deps.onEvent?.({ type: 'peer-refused', holder, status: response.status });
+              response.body.on('error', () => {});
+              response.body.destroy();
+              lose();
+              return;
+            }
+            done = true;
+            timer.cancel();
+            controllers.forEach((c, j) => {
+              if (j !== i) c.abort(new Error('another peer won'));
+            });
+            resolve({
+              holder,
+              response,
+              requestTime,
+              responseTime: clock.now(),
+              abort: () => ac.abort(new Error('peer transfer aborted')),
+            });
+          },
+          (err: unknown) => {
+            if (!done) {
+              deps.onEvent?.({
+                type: 'peer-error',
+                holder,
+                error: (err as { code?: string }).code ?? String(err),
+              });
+            }
+            lose();
+          },
+        );
+    });
+  });
+}
+
+/**
+ * Read a whole body with a per-chunk idle bound on the clock and a size cap; resolves to the bytes
+ * and their SHA-256, or rejects (idle, too large, stream error).
+ */
+export function readAllBounded(
+  body: Readable,
+  deps: { clock: Clock },
+  opts: { idleMs: number; maxBytes: number; abort: () => void },
+): Promise<{ data: Buffer; sha256: string }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const hash = createHash('sha256');
+    let size = 0;
+    let settled = false;
+    let timer = deps.clock.setTimeout(() => fail(new Error('peer body stalled')), opts.idleMs);
+    const fail = (e: Error) => {
+      if (settled) return;
+      settled = true;
+      timer.cancel();
+      opts.abort();
+      body.destroy();
+      reject(e);
+    };
+    body.on('data', (c: Buffer) => {
+      if (settled) return;
+      size += c.length;
+      if (size > opts.maxBytes) return fail(new Error('peer body too large'));
+      chunks.push(c);
+      hash.update(c);
+      timer.cancel();
+      timer = deps.clock.setTimeout(() => fail(new Error('peer body stalled')), opts.idleMs);
+    });
+    body.on('error', (e) => fail(e));
+    body.on('end', () => {
+      if (settled) return;
+      settled = true;
+      timer.cancel();
+      resolve({ data: Buffer.concat(chunks), sha256: hash.digest('hex') });
+    });
+  });
+}

@@ -1,0 +1,89 @@
+/** The public types of the proxy: its components, options, metrics sink and cache listing. */
+import type { Clock } from '@coral/testkit';
+import type { Dial, Resolver } from '../connect/index.js';
+import type { ContentIndex } from '../content-index.js';
+
+export interface Logger {
+  debug(obj: unknown, msg?: string): void;
+  info(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
+  error(obj: unknown, msg?: string): void;
+  child?(bindings: Record<string, unknown>): Logger;
+}
+
+/** Optional counters the node package maps onto Prometheus. */
+export interface ProxyMetrics {
+  /** One call per response: the Cache-Status kind (hit, miss, stale, peer, error...), method, status. */
+  request(cacheStatus: string, method: string, status: number): void;
+  originFetch(bytes: number, ok: boolean): void;
+  peerFetch(bytes: number, ok: boolean): void;
+  rateLimited(): void;
+}
+
+export type { Resolver } from '../connect/index.js';
+
+export interface ProxyComponents {
+  index: ContentIndex;
+  clock?: Clock;
+  logger?: Logger;
+  metrics?: ProxyMetrics;
+  resolver?: Resolver;
+  /** How origin TCP connections are opened (default net.connect); tests record attempts with it. */
+  dial?: Dial;
+}
+
+export interface ProxyOptions {
+  /** Zones whose subdomains are Coralized names. Default `DEFAULT_ZONES` (src/constants.ts). */
+  zones?: string[];
+  /** Site (accelerator) mode: host name → origin base URL (`http://origin.example:8080`). */
+  sites?: Record<string, string>;
+  /** Directory for the disk store; absent = memory-only store. */
+  dataDir?: string;
+  /** Disk byte budget. Default `DISK_BUDGET_BYTES` (src/constants.ts). */
+  diskBudgetBytes?: number;
+  /** Memory byte budget (hot objects, or the whole cache without dataDir). Default `MEMORY_BUDGET_BYTES` (src/constants.ts). */
+  memoryBudgetBytes?: number;
+  /** Objects up to this size are also kept in memory. Default `HOT_OBJECT_MAX_BYTES` (src/constants.ts). */
+  hotObjectMaxBytes?: number;
+  /** Largest object fetched and stored. Default `MAX_OBJECT_BYTES` (src/constants.ts). */
+  maxObjectBytes?: number;
+  /** Freshness for responses with neither explicit expiry nor Last-Modified (s). Default 0 = off. */
+  defaultTtlSeconds?: number;
+  /** Allow origins on loopback/private/link-local addresses. Default false. */
+  allowPrivateOrigins?: boolean;
+  /** Hosts-file style overrides for origin names. */
+  hosts?: Record<string, string[]>;
+  /** This node, as announced to the index. `httpPort` 0 is replaced by the listening port. */
+  self: { nodeId: string; ip: string; httpPort: number };
+  /** Per-client request rate; `perSecond: 0` disables. Default `RATE_LIMIT_PER_SECOND` (src/constants.ts)/`RATE_LIMIT_BURST` (src/constants.ts). */
+  rateLimit?: { perSecond: number; burst?: number };
+  /** Bound on waiting for a peer's answer and for each body chunk (ms, injected clock). Default `PEER_TIMEOUT_MS` (src/constants.ts). */
+  peerTimeoutMs?: number;
+  /** Bound on an index lookup (ms, injected clock). Default `INDEX_TIMEOUT_MS` (src/constants.ts). */
+  indexTimeoutMs?: number;
+  /** Holders raced at once. Default `PEER_RACE` (src/constants.ts). */
+  peerRace?: number;
+  /** Origin connect + header timeout (ms). Default `ORIGIN_TIMEOUT_MS` (src/constants.ts). */
+  originTimeoutMs?: number;
+  /** Origin idle body timeout (ms). Default `ORIGIN_BODY_TIMEOUT_MS` (src/constants.ts). */
+  originBodyTimeoutMs?: number;
+  /** Origin failures remembered for (ms). Default `NEGATIVE_TTL_MS` (src/constants.ts). */
+  negativeTtlMs?: number;
+  /** Bound on finishing in-flight responses in `close()` (ms, real time). Default `CLOSE_TIMEOUT_MS` (src/constants.ts). */
+  closeTimeoutMs?: number;
+  /** Re-announcement sweep interval (ms). Default `REANNOUNCE_INTERVAL_MS` (src/constants.ts). */
+  reannounceIntervalMs?: number;
+}
+
+export interface CacheListEntry {
+  url: string;
+  key: string;
+  status: number;
+  size: number;
+  sha256: string;
+  storedAt: number;
+  /** Clock time the stored response becomes stale (ms). */
+  expiresAt: number;
+  contentType?: string;
+  vary: string[];
+}
