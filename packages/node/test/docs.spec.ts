@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ENV_FIELDS, envName } from '../src/config/index.js';
+import { ERROR_CODES as PROXY_ERROR_CODES } from '@coral/httpprx';
 import { ERROR_CODES } from '../src/errors.js';
+import { CONNECT_ERROR_CODES } from '../../httpprx/src/connect/index.js';
+import { DNS_ERROR_CODES } from '../../dnssrv/src/errors.js';
 
 const doc = (name: string) =>
   readFileSync(new URL(`../../../docs/${name}`, import.meta.url), 'utf8');
@@ -14,6 +17,12 @@ describe('docs', () => {
       expect(node, code).toContain(`\`${code}\``);
       expect(index, code).toContain(`\`${code}\``);
     }
+  });
+
+  it('indexes every code of the other packages in docs/errors.md', () => {
+    const index = doc('errors.md');
+    const codes = [...Object.keys(PROXY_ERROR_CODES), ...CONNECT_ERROR_CODES, ...DNS_ERROR_CODES];
+    for (const code of codes) expect(index, code).toContain(`\`${code}\``);
   });
 
   it('documents every configuration field and its environment variable', () => {
