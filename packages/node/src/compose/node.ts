@@ -205,7 +205,8 @@ export class CoralNode implements AdminBackend {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       this.#retry?.cancel();
-      const grace = this.config.shutdownGraceMs;
+      // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
+      const grace = this.config.shutdownGraceMs + 1_000;
       const bounded = async (name: string, fn: () => Promise<unknown>) => {
         let timer: NodeJS.Timeout | undefined;
         const timeout = new Promise<void>((resolve) => {
