@@ -9,7 +9,6 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { LRUCache } from 'lru-cache';
 import { systemClock } from '@coral/testkit';
 import type { Clock, TimerHandle } from '@coral/testkit';
 import type { ContentIndex, Holder } from '../content-index.js';
@@ -76,6 +75,7 @@ import {
   flatten,
   toRecord,
 } from './headers.js';
+import { HotCache } from './hot-cache.js';
 import { InFlight } from './inflight.js';
 import type {
   CacheListEntry,
@@ -113,19 +113,6 @@ interface Ctx {
   peer: boolean;
 }
 
-interface HotEntry {
-  meta: StoredMeta;
-  body: Buffer;
-  lifetime: number;
-  /** Precomputed header block without Age and Cache-Status. */
-  headers: string[];
-  /** `headers` plus Age and Cache-Status for the age `blockAge` (reused within that second). */
-  block: string[];
-  blockAge: number;
-  /** May be served by the fast path (no Vary, no Location, no no-cache). */
-  fast: boolean;
-}
-
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 const SERVER_ERROR_STATUSES = new Set([500, 502, 503, 504]);
@@ -148,7 +135,7 @@ export class CoralProxy {
   readonly #closeTimeout: number;
   readonly #reannounceMs: number;
   readonly #store: CacheStore;
-  readonly #hot: LRUCache<string, HotEntry>;
+  readonly #hot: HotCache;
   readonly #routes = new Map<string, { hotKey: string }>();
   readonly #inflight = new Map<string, InFlight>();
   /** Running fetch tasks (transfer + commit), awaited by close(). */
@@ -195,10 +182,7 @@ export class CoralProxy {
           { dir: options.dataDir, budgetBytes: options.diskBudgetBytes ?? DISK_BUDGET_BYTES },
         )
       : new MemoryStore({ onEvict }, { budgetBytes: memBudget });
-    this.#hot = new LRUCache<string, HotEntry>({
-      maxSize: Math.max(1, memBudget),
-      sizeCalculation: (e) => e.body.length + 256,
-    });
+    this.#hot = new HotCache({ budgetBytes: memBudget, maxObjectBytes: this.#hotMax });
     this.#limiter = new RateLimiter(
       { clock: this.#clock },
       {
@@ -366,17 +350,7 @@ export class CoralProxy {
         if (hot && hot.fast && this.#store.get(hot.meta.key) === hot.meta) {
           const age = currentAge(hot.meta.facts, this.#clock.now());
           if (age < hot.lifetime) {
-            // The whole header block is rebuilt only when the Age (whole seconds) changes.
-            if (hot.blockAge !== age) {
-              hot.block = hot.headers.concat(
-                'age',
-                String(age),
-                'cache-status',
-                `${CACHE_NAME}; hit; ttl=${hot.lifetime - age}`,
-              );
-              hot.blockAge = age;
-            }
-            res.writeHead(hot.meta.status, hot.block);
+            res.writeHead(hot.meta.status, HotCache.block(hot, age));
             if (method === 'HEAD') res.end();
             else res.end(hot.body);
             this.#metrics?.request('hit', method, hot.meta.status);
@@ -750,15 +724,7 @@ export class CoralProxy {
       meta.vary.length === 0 &&
       meta.headers['location'] === undefined &&
       !staleRules(meta.headers).noCache;
-    this.#hot.set(meta.key, {
-      meta,
-      body,
-      lifetime,
-      headers: flatten(headers),
-      block: [],
-      blockAge: -1,
-      fast,
-    });
+    this.#hot.put(meta, body, { lifetime, fast, headers: flatten(headers) });
   }
 
   async #serveOutcome(ctx: Ctx, inf: InFlight, o: Outcome, collapsed: boolean): Promise<void> {
