@@ -28,6 +28,7 @@ import {
   ORIGIN_BODY_TIMEOUT_MS,
   ORIGIN_TIMEOUT_MS,
   PEER_HEADER,
+  PEER_FETCHING_TIMEOUT_MS,
   PEER_RACE,
   PEER_TIMEOUT_MS,
   RATE_LIMIT_BURST,
@@ -131,6 +132,7 @@ export class CoralProxy {
   readonly #hotMax: number;
   readonly #peerTimeout: number;
   readonly #peerRace: number;
+  readonly #peerFetchingTimeout: number;
   readonly #indexTimeout: number;
   readonly #closeTimeout: number;
   readonly #reannounceMs: number;
@@ -171,6 +173,7 @@ export class CoralProxy {
     this.#hotMax = options.hotObjectMaxBytes ?? HOT_OBJECT_MAX_BYTES;
     this.#peerTimeout = options.peerTimeoutMs ?? PEER_TIMEOUT_MS;
     this.#peerRace = options.peerRace ?? PEER_RACE;
+    this.#peerFetchingTimeout = options.peerFetchingTimeoutMs ?? PEER_FETCHING_TIMEOUT_MS;
     this.#indexTimeout = options.indexTimeoutMs ?? INDEX_TIMEOUT_MS;
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;
@@ -1040,7 +1043,7 @@ export class CoralProxy {
         nodeId: this.#self.nodeId,
         via: headers['via'] ?? this.#via,
       },
-      this.#peerTimeout,
+      (h) => (h.state === 'fetching' ? this.#peerFetchingTimeout : this.#peerTimeout),
     );
     if (!winner) return false;
     const declared = Number(winner.response.headers['content-length']);
@@ -1051,7 +1054,8 @@ export class CoralProxy {
         winner.response.body,
         { clock: this.#clock },
         {
-          idleMs: this.#peerTimeout,
+          idleMs:
+            winner.holder.state === 'fetching' ? this.#peerFetchingTimeout : this.#peerTimeout,
           maxBytes: this.#maxObject,
           abort: winner.abort,
         },
