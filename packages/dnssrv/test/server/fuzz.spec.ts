@@ -91,7 +91,7 @@ function fuzzPacket(rng: SeededRandom): Buffer {
 
 describe('fuzz', () => {
   it('100,000 random and mutated packets over UDP (+50,000 direct), then still answers correctly', async () => {
-    s = await start({}, fleet().add(node(2)));
+    s = await start({ rrl: {} }, fleet().add(node(2))); // production rate-limiting defaults
     const rng = new SeededRandom(20261129);
 
     const sock = dgram.createSocket('udp4');
