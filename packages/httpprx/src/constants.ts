@@ -24,6 +24,11 @@ export const ORIGIN_TIMEOUT_MS = 15_000;
 export const ORIGIN_BODY_TIMEOUT_MS = 30_000;
 /** A peer must send response headers (and then each chunk) within this time (ms). */
 export const PEER_TIMEOUT_MS = 1_000;
+/**
+ * Patience for a holder that announced `fetching`: it answers only once its own upstream response
+ * headers arrive, so it gets longer than a `complete` holder (ms, injected clock).
+ */
+export const PEER_FETCHING_TIMEOUT_MS = 3_000;
 /** Bound on an index lookup before going to the origin (ms, injected clock). */
 export const INDEX_TIMEOUT_MS = 2_000;
 /** How many of the nearest holders are raced on a miss. */

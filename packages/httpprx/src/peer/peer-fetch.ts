@@ -1,8 +1,9 @@
 /**
  * Fetching an object from other proxies that announced it. The nearest few holders are raced: a
  * request goes to each at once, the first to answer 200 wins and the others are aborted. Every
- * wait is bounded on the injected clock (`timeoutMs` for the answer, then for each body chunk), so
- * a refusing, stalled or dead peer costs at most that before the caller falls back to the origin.
+ * wait is bounded on the injected clock (a per-holder patience for the answer, then an idle bound
+ * for each body chunk), so a refusing, stalled or dead peer costs at most that before the caller
+ * falls back to the origin.
  * A peer request carries the peer header and `Cache-Control: only-if-cached`: the peer answers from
  * its cache or an in-flight fetch, or 504, and never fetches on our behalf.
  */
@@ -39,12 +40,15 @@ export type PeerEvent =
   | { type: 'peer-refused'; holder: Holder; status: number }
   | { type: 'peer-timeout'; holders: Holder[] };
 
-/** Race `holders` (already the nearest few); resolves to the first 200, or undefined. */
+/**
+ * Race `holders` (already the nearest few); resolves to the first 200, or undefined once every
+ * holder has failed or run out of its patience (`patienceMs(holder)` on the clock).
+ */
 export function racePeers(
   deps: { upstream: Upstream; clock: Clock; onEvent?: (e: PeerEvent) => void },
   holders: readonly Holder[],
   req: PeerRequest,
-  timeoutMs: number,
+  patienceMs: (h: Holder) => number,
 ): Promise<PeerWinner | undefined> {
   if (holders.length === 0) return Promise.resolve(undefined);
   const { clock } = deps;
@@ -53,17 +57,21 @@ export function racePeers(
     let pending = holders.length;
     let done = false;
     const controllers = holders.map(() => new AbortController());
-    const timer = clock.setTimeout(() => {
-      if (done) return;
-      done = true;
-      deps.onEvent?.({ type: 'peer-timeout', holders: [...holders] });
-      for (const c of controllers) c.abort(new Error('peer timeout'));
-      resolve(undefined);
-    }, timeoutMs);
-    const lose = () => {
+    const lost = holders.map(() => false);
+    const timers = holders.map((holder, i) =>
+      clock.setTimeout(() => {
+        if (done || lost[i]) return;
+        deps.onEvent?.({ type: 'peer-timeout', holders: [holder] });
+        controllers[i]!.abort(new Error('peer timeout'));
+        lose(i);
+      }, patienceMs(holder)),
+    );
+    const lose = (i: number) => {
+      if (lost[i]) return;
+      lost[i] = true;
+      timers[i]!.cancel();
       if (--pending === 0 && !done) {
         done = true;
-        timer.cancel();
         resolve(undefined);
       }
     };
@@ -85,15 +93,17 @@ export function racePeers(
         })
         .then(
           (response) => {
-            if (done || response.status !== 200) {
-              if (!done) deps.onEvent?.({ type: 'peer-refused', holder, status: response.status });
+            if (done || lost[i] || response.status !== 200) {
+              if (!done && !lost[i]) {
+                deps.onEvent?.({ type: 'peer-refused', holder, status: response.status });
+              }
               response.body.on('error', () => {});
               response.body.destroy();
-              lose();
+              lose(i);
               return;
             }
             done = true;
-            timer.cancel();
+            for (const t of timers) t.cancel();
             controllers.forEach((c, j) => {
               if (j !== i) c.abort(new Error('another peer won'));
             });
@@ -106,14 +116,14 @@ export function racePeers(
             });
           },
           (err: unknown) => {
-            if (!done) {
+            if (!done && !lost[i]) {
               deps.onEvent?.({
                 type: 'peer-error',
                 holder,
                 error: (err as { code?: string }).code ?? String(err),
               });
             }
-            lose();
+            lose(i);
           },
         );
     });

@@ -9,7 +9,6 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { LRUCache } from 'lru-cache';
 import { systemClock } from '@coral/testkit';
 import type { Clock, TimerHandle } from '@coral/testkit';
 import type { ContentIndex, Holder } from '../content-index.js';
@@ -29,6 +28,7 @@ import {
   ORIGIN_BODY_TIMEOUT_MS,
   ORIGIN_TIMEOUT_MS,
   PEER_HEADER,
+  PEER_FETCHING_TIMEOUT_MS,
   PEER_RACE,
   PEER_TIMEOUT_MS,
   RATE_LIMIT_BURST,
@@ -76,6 +76,7 @@ import {
   flatten,
   toRecord,
 } from './headers.js';
+import { HotCache } from './hot-cache.js';
 import { InFlight } from './inflight.js';
 import type {
   CacheListEntry,
@@ -113,19 +114,6 @@ interface Ctx {
   peer: boolean;
 }
 
-interface HotEntry {
-  meta: StoredMeta;
-  body: Buffer;
-  lifetime: number;
-  /** Precomputed header block without Age and Cache-Status. */
-  headers: string[];
-  /** `headers` plus Age and Cache-Status for the age `blockAge` (reused within that second). */
-  block: string[];
-  blockAge: number;
-  /** May be served by the fast path (no Vary, no Location, no no-cache). */
-  fast: boolean;
-}
-
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 const SERVER_ERROR_STATUSES = new Set([500, 502, 503, 504]);
@@ -144,11 +132,12 @@ export class CoralProxy {
   readonly #hotMax: number;
   readonly #peerTimeout: number;
   readonly #peerRace: number;
+  readonly #peerFetchingTimeout: number;
   readonly #indexTimeout: number;
   readonly #closeTimeout: number;
   readonly #reannounceMs: number;
   readonly #store: CacheStore;
-  readonly #hot: LRUCache<string, HotEntry>;
+  readonly #hot: HotCache;
   readonly #routes = new Map<string, { hotKey: string }>();
   readonly #inflight = new Map<string, InFlight>();
   /** Running fetch tasks (transfer + commit), awaited by close(). */
@@ -184,6 +173,7 @@ export class CoralProxy {
     this.#hotMax = options.hotObjectMaxBytes ?? HOT_OBJECT_MAX_BYTES;
     this.#peerTimeout = options.peerTimeoutMs ?? PEER_TIMEOUT_MS;
     this.#peerRace = options.peerRace ?? PEER_RACE;
+    this.#peerFetchingTimeout = options.peerFetchingTimeoutMs ?? PEER_FETCHING_TIMEOUT_MS;
     this.#indexTimeout = options.indexTimeoutMs ?? INDEX_TIMEOUT_MS;
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;
@@ -195,10 +185,7 @@ export class CoralProxy {
           { dir: options.dataDir, budgetBytes: options.diskBudgetBytes ?? DISK_BUDGET_BYTES },
         )
       : new MemoryStore({ onEvict }, { budgetBytes: memBudget });
-    this.#hot = new LRUCache<string, HotEntry>({
-      maxSize: Math.max(1, memBudget),
-      sizeCalculation: (e) => e.body.length + 256,
-    });
+    this.#hot = new HotCache({ budgetBytes: memBudget, maxObjectBytes: this.#hotMax });
     this.#limiter = new RateLimiter(
       { clock: this.#clock },
       {
@@ -366,17 +353,7 @@ export class CoralProxy {
         if (hot && hot.fast && this.#store.get(hot.meta.key) === hot.meta) {
           const age = currentAge(hot.meta.facts, this.#clock.now());
           if (age < hot.lifetime) {
-            // The whole header block is rebuilt only when the Age (whole seconds) changes.
-            if (hot.blockAge !== age) {
-              hot.block = hot.headers.concat(
-                'age',
-                String(age),
-                'cache-status',
-                `${CACHE_NAME}; hit; ttl=${hot.lifetime - age}`,
-              );
-              hot.blockAge = age;
-            }
-            res.writeHead(hot.meta.status, hot.block);
+            res.writeHead(hot.meta.status, HotCache.block(hot, age));
             if (method === 'HEAD') res.end();
             else res.end(hot.body);
             this.#metrics?.request('hit', method, hot.meta.status);
@@ -750,15 +727,7 @@ export class CoralProxy {
       meta.vary.length === 0 &&
       meta.headers['location'] === undefined &&
       !staleRules(meta.headers).noCache;
-    this.#hot.set(meta.key, {
-      meta,
-      body,
-      lifetime,
-      headers: flatten(headers),
-      block: [],
-      blockAge: -1,
-      fast,
-    });
+    this.#hot.put(meta, body, { lifetime, fast, headers: flatten(headers) });
   }
 
   async #serveOutcome(ctx: Ctx, inf: InFlight, o: Outcome, collapsed: boolean): Promise<void> {
@@ -1074,7 +1043,7 @@ export class CoralProxy {
         nodeId: this.#self.nodeId,
         via: headers['via'] ?? this.#via,
       },
-      this.#peerTimeout,
+      (h) => (h.state === 'fetching' ? this.#peerFetchingTimeout : this.#peerTimeout),
     );
     if (!winner) return false;
     const declared = Number(winner.response.headers['content-length']);
@@ -1085,7 +1054,8 @@ export class CoralProxy {
         winner.response.body,
         { clock: this.#clock },
         {
-          idleMs: this.#peerTimeout,
+          idleMs:
+            winner.holder.state === 'fetching' ? this.#peerFetchingTimeout : this.#peerTimeout,
           maxBytes: this.#maxObject,
           abort: winner.abort,
         },

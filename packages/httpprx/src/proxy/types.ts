@@ -61,6 +61,8 @@ export interface ProxyOptions {
   peerTimeoutMs?: number;
   /** Bound on an index lookup (ms, injected clock). Default `INDEX_TIMEOUT_MS` (src/constants.ts). */
   indexTimeoutMs?: number;
+  /** Patience for holders that announced `fetching` (ms, injected clock). Default `PEER_FETCHING_TIMEOUT_MS` (src/constants.ts). */
+  peerFetchingTimeoutMs?: number;
   /** Holders raced at once. Default `PEER_RACE` (src/constants.ts). */
   peerRace?: number;
   /** Origin connect + header timeout (ms). Default `ORIGIN_TIMEOUT_MS` (src/constants.ts). */

@@ -32,6 +32,7 @@ export class DiskStore implements CacheStore {
   readonly #byPrimary = new Map<string, Set<string>>();
   #db: Level<string, StoredMeta> | undefined;
   #used = 0;
+  #chain: Promise<unknown> = Promise.resolve();
 
   constructor(components: StoreComponents, options: DiskStoreOptions) {
     this.#dir = options.dir;
@@ -158,14 +159,21 @@ export class DiskStore implements CacheStore {
           const rel = join('bodies', sub, name);
           await rename(tmp, join(this.#dir, rel));
           const stored: StoredMeta = { ...meta, file: rel };
-          const db = this.#db;
-          if (!db) throw new Error('store closed');
-          await db.put(meta.key, stored);
-          const old = this.#unindex(meta.key);
-          this.#index(stored);
-          if (old?.file) await unlink(join(this.#dir, old.file)).catch(() => {});
-          await this.#evict(meta.key);
-          return stored;
+          // Metadata changes are serialized, so the record and the in-memory index always name
+          // the same file even when two commits for one key race.
+          return await this.#serial(async () => {
+            const db = this.#db;
+            if (!db) {
+              await unlink(join(this.#dir, rel)).catch(() => {});
+              throw new Error('store closed');
+            }
+            await db.put(meta.key, stored);
+            const old = this.#unindex(meta.key);
+            this.#index(stored);
+            if (old?.file) await unlink(join(this.#dir, old.file)).catch(() => {});
+            await this.#evict(meta.key);
+            return stored;
+          });
         } catch (e) {
           await cleanup();
           throw e;
@@ -178,7 +186,11 @@ export class DiskStore implements CacheStore {
     };
   }
 
-  async update(meta: StoredMeta): Promise<void> {
+  update(meta: StoredMeta): Promise<void> {
+    return this.#serial(() => this.#update(meta));
+  }
+
+  async #update(meta: StoredMeta): Promise<void> {
     const cur = this.#entries.get(meta.key);
     if (!cur || !this.#db) return;
     const next = { ...meta, size: cur.size, sha256: cur.sha256, file: cur.file };
@@ -194,6 +206,12 @@ export class DiskStore implements CacheStore {
     this.#unindex(key);
     if (meta.file) await unlink(join(this.#dir, meta.file)).catch(() => {});
     return true;
+  }
+
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#chain.then(fn, fn);
+    this.#chain = run.catch(() => {});
+    return run;
   }
 
   async #sizeOf(rel: string): Promise<number> {

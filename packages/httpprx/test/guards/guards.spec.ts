@@ -55,6 +55,16 @@ describe('SSRF guard (through the SmartConnect connector)', () => {
     expect(local.hits).toHaveLength(0);
   });
 
+  it('a name without addresses is a clear 502 with the connector code as cause', async () => {
+    const resolver = new MapResolver({});
+    const px = await startProxy({ hosts: {} }, { resolver });
+    cleanups.push(() => px.close());
+    const r = await get(px.port, 'nowhere.test.nyud.net', '/');
+    expect(r.status).toBe(502);
+    expect(r.headers['x-coral-error']).toBe('CORAL_ORIGIN_UNREACHABLE');
+    expect(r.headers['x-coral-cause']).toBe('EADDRNOTAVAIL');
+  });
+
   it('the same loopback origin is fetched when allowPrivateOrigins is set', async () => {
     const local = await startOrigin((_q, res) => res.end('allowed'), '127.0.0.1');
     cleanups.push(() => local.close());

@@ -300,4 +300,73 @@ describe('cooperation through the ContentIndex', () => {
     await clock.advance(1);
     expect((await p).body.toString()).toBe('from origin');
   });
+
+  it('a holder that announced `fetching` gets peerFetchingTimeoutMs to answer (its origin is slow), a complete one peerTimeoutMs', async () => {
+    const clock = new ManualClock(T0);
+    const index = new InMemoryContentIndex({ clock });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const origin = await startOrigin((_q, res) => {
+      // Response headers only after the release: A's fetch is "in flight" for a while.
+      void released.then(() => {
+        res.writeHead(200, {
+          'cache-control': 'max-age=600',
+          'content-length': String(BODY.length),
+        });
+        res.end(BODY);
+      });
+    });
+    const opts = { peerTimeoutMs: 1_000, peerFetchingTimeoutMs: 3_000 };
+    const a = await startProxy(
+      { ...opts, self: { nodeId: 'aa'.repeat(20), ip: '127.0.0.1', httpPort: 0 } },
+      { clock, index },
+      '127.0.0.1',
+    );
+    const b = await startProxy(
+      { ...opts, self: { nodeId: 'bb'.repeat(20), ip: '127.0.0.4', httpPort: 0 } },
+      { clock, index },
+      '127.0.0.4',
+    );
+    cleanups.push(
+      () => origin.close(),
+      () => a.close(),
+      () => b.close(),
+    );
+    const pa = get(a.port, origin.coralHost, '/obj', {}, 'GET', '127.0.0.1');
+    await until(() => origin.hits.length === 1, 'A fetching');
+    await until(
+      () => index.log.some((e) => e.op === 'announce' && e.holder?.state === 'fetching'),
+      'announced',
+    );
+    const pb = get(b.port, origin.coralHost, '/obj', {}, 'GET', '127.0.0.4');
+    await until(() => index.log.filter((e) => e.op === 'lookup').length === 2, 'B looked up A');
+    await clock.advance(2_999); // longer than peerTimeoutMs: B still waits for A
+    expect(origin.hits).toHaveLength(1);
+    release();
+    const [ra, rb] = await Promise.all([pa, pb]);
+    expect(ra.body.equals(BODY)).toBe(true);
+    expect(rb.body.equals(BODY)).toBe(true);
+    expect(rb.headers['cache-status']).toMatch(/fwd=peer/);
+    expect(origin.hits).toHaveLength(1);
+  });
+
+  it('a stalled `fetching` holder costs exactly peerFetchingTimeoutMs (3000 ms of clock)', async () => {
+    const f = await fleet(undefined, 1_000);
+    const slow = await fakePeer('stall');
+    f.index.set(urlKey(f.url), {
+      nodeId: 'ff'.repeat(20),
+      ip: '127.0.0.5',
+      httpPort: slow.port,
+      state: 'fetching',
+    });
+    let settled = false;
+    const pb = fromB(f).finally(() => (settled = true));
+    await until(() => slow.requests.length === 1, 'peer request arrived');
+    await f.clock.advance(2_999);
+    expect(settled).toBe(false);
+    expect(f.origin.hits).toHaveLength(0);
+    await f.clock.advance(1);
+    expect((await pb).body.equals(BODY)).toBe(true);
+    expect(f.origin.hits).toHaveLength(1);
+  });
 });

@@ -100,6 +100,25 @@ export function storeContract(name: string, h: StoreHarness): void {
       expect(s.list()).toHaveLength(1);
     });
 
+    it('two concurrent commits for one key leave one consistent entry', async () => {
+      const s = await make();
+      const a = Buffer.alloc(3000, 1);
+      const b = Buffer.alloc(5000, 2);
+      await Promise.all([put(s, 'same', a), put(s, 'same', b)]);
+      const m = s.get('same')!;
+      const body = await s.readBody(m);
+      expect(body.length).toBe(m.size);
+      expect([a.length, b.length]).toContain(m.size);
+      expect(s.usedBytes).toBe(m.size);
+      expect(s.list()).toHaveLength(1);
+      if (h.reopen) {
+        const r = await h.reopen(s, 1 << 20);
+        open.push(r);
+        expect(r.get('same')?.size).toBe(m.size);
+        expect((await r.readBody(r.get('same')!)).equals(body)).toBe(true);
+      }
+    });
+
     it('update replaces metadata but keeps the body facts', async () => {
       const s = await make();
       await put(s, 'u', Buffer.from('body'));
