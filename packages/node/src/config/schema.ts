@@ -61,6 +61,8 @@ const proxySchema = z.strictObject({
   defaultTtlSeconds: z.number().int().positive().optional(),
   /** Bound on waiting for a peer's answer and each body chunk; 0 = the proxy's default (1 s). */
   peerTimeoutMs: z.number().int().nonnegative().default(0),
+  /** Bound on waiting for a peer that announced `fetching` (it waits on its origin); 0 = proxy default (3 s). */
+  peerFetchingTimeoutMs: z.number().int().nonnegative().default(0),
   /** Per-client request rate limit (requests per second); 0 = the proxy's default. */
   clientRateLimitPerSecond: z.number().int().nonnegative().default(0),
   /** Site (accelerator) mode: host name → origin URL, e.g. www.school.example → http://origin:8080. */
