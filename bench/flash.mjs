@@ -59,6 +59,7 @@ const fleet = new Fleet({
     CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
     CORAL_HOSTS: 'www.origin.test=127.0.0.1',
     CORAL_PROXY_PEER_TIMEOUT_MS: String(peerTimeoutMs),
+    CORAL_PROXY_PEER_FETCHING_TIMEOUT_MS: String(peerTimeoutMs),
   },
 });
 const name = `www.origin.test.${port}.${values.zone}`;

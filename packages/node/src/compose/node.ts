@@ -126,7 +126,12 @@ export class CoralNode implements AdminBackend {
         metrics: metrics.index,
         rank: (key) => rendezvousRank(nodeId, key, this.directory?.live() ?? []),
       },
-      { self, claimOnMiss: true },
+      {
+        self,
+        claimOnMiss: config.index.claims,
+        claimStepMs: config.index.claimStepMs,
+        claimRankCap: config.index.claimRankCap,
+      },
     );
     this.proxy = await step('proxy', () =>
       services.proxy({

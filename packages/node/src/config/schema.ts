@@ -6,6 +6,7 @@
  */
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { DEFAULT_CLAIM_RANK_CAP, DEFAULT_CLAIM_STEP_MS } from '../adapters/content-index.js';
 
 export const DEFAULT_DATA_DIR = './data';
 export const DEFAULT_ZONE = 'nyud.net';
@@ -79,6 +80,15 @@ const dshtSchema = z.strictObject({
     .default([...DEFAULT_LEVEL_THRESHOLDS_MS]),
 });
 
+const indexSchema = z.strictObject({
+  /** Claim cold misses in the DSHT so one node fetches each object for the fleet (docs/node.md). */
+  claims: z.boolean().default(true),
+  /** Head start per rank before a lower-ranked node claims, in ms. */
+  claimStepMs: z.number().int().nonnegative().default(DEFAULT_CLAIM_STEP_MS),
+  /** Ranks beyond this one wait no longer (0 disables the head start). */
+  claimRankCap: z.number().int().nonnegative().max(64).default(DEFAULT_CLAIM_RANK_CAP),
+});
+
 const viewSchema = z
   .strictObject({
     cidr,
@@ -132,6 +142,7 @@ export const configSchema = z.strictObject({
   proxy: proxySchema.default(proxySchema.parse({})),
   dsht: dshtSchema.default(dshtSchema.parse({})),
   dns: dnsSchema.default(dnsSchema.parse({})),
+  index: indexSchema.default(indexSchema.parse({})),
   admin: adminSchema.default(adminSchema.parse({})),
   log: z
     .strictObject({
