@@ -32,7 +32,7 @@ export interface DshtValueStore {
     key: Uint8Array,
     value: Uint8Array,
     ttlSeconds: number,
-    opts?: { signal?: AbortSignal },
+    opts?: { signal?: AbortSignal; level?: number },
   ): Promise<unknown>;
 }
 
@@ -124,7 +124,8 @@ export class DshtContentIndex implements ContentIndex {
     // Still nobody: claim it, then see who else did.
     const at = Math.floor(this.#clock.now());
     const mine: HolderRecord = { ...this.#self, state: 'fetching', at };
-    await this.#dsht.put(urlKey, encodeHolder(mine), this.#claimTtl, opts);
+    // Claims go to the global level only: one root per key, so claimers see each other.
+    await this.#dsht.put(urlKey, encodeHolder(mine), this.#claimTtl, { ...opts, level: 0 });
     this.claims++;
     this.#remember(urlKey, at);
     // Claims started at about the same time finish their puts at about the same time: wait as
