@@ -8,11 +8,11 @@ import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
+import type { NodeDirectory, NodeInfo } from '@coral/dnssrv';
 import type { Logger } from 'pino';
 import type { AdminBackend, DshtGetView, NodeInfoView, ReadinessView } from '../admin/backend.js';
 import { AdminApi } from '../admin/server.js';
 import { DshtContentIndex } from '../adapters/content-index.js';
-import { DshtNodeDirectory } from '../adapters/node-directory.js';
 import { resolveAddresses, type NameLookup, type ResolvedAddresses } from '../config/resolve.js';
 import type { CoralConfig } from '../config/schema.js';
 import { StartError } from '../errors.js';
@@ -45,7 +45,7 @@ export class CoralNode implements AdminBackend {
   readonly #startedAt: number;
   dsht!: DshtPort;
   index!: DshtContentIndex;
-  directory!: DshtNodeDirectory;
+  directory!: NodeDirectory;
   proxy!: ProxyPort;
   dns: DnsPort | undefined;
   admin!: AdminApi;
@@ -124,7 +124,7 @@ export class CoralNode implements AdminBackend {
         clock: this.#clock,
         logger: log('index'),
         metrics: metrics.index,
-        rank: (key) => rendezvousRank(nodeId, key, this.directory?.live() ?? []),
+        rank: (key) => rendezvousRank(nodeId, key, this.#liveProxies()),
       },
       {
         self,
@@ -145,19 +145,7 @@ export class CoralNode implements AdminBackend {
     await step('proxy', () => this.proxy.listen(config.proxy.port, addresses.bind.proxy));
     this.listening.proxy = { host: addresses.bind.proxy, port: config.proxy.port };
 
-    const selfInfo = {
-      id: nodeId,
-      httpPort: config.proxy.port,
-      ...(addresses.advertiseIp.includes(':')
-        ? { ipv6: addresses.advertiseIp }
-        : { ipv4: addresses.advertiseIp }),
-      ...(config.region ? { region: config.region } : {}),
-    };
-    this.directory = new DshtNodeDirectory(
-      { dsht: this.dsht, clock: this.#clock, logger: log('directory') },
-      { self: selfInfo, levelThresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] },
-    );
-    this.directory.start();
+    this.directory = services.directory({ config, dsht: this.dsht });
 
     if (config.dns.enabled) {
       this.dns = await step('dns', () =>
@@ -195,7 +183,6 @@ export class CoralNode implements AdminBackend {
           await this.dsht.join().catch(() => undefined);
           this.#joined = true;
           this.logger.info({ contacts: this.dsht.routes(0).length }, 'joined the fleet');
-          void this.directory?.publishHints();
         } else {
           this.#scheduleBootstrapRetry(Math.min(delayMs * 2, BOOTSTRAP_RETRY_MAX_MS));
         }
@@ -230,7 +217,6 @@ export class CoralNode implements AdminBackend {
       };
       if (this.dns) await bounded('dns', () => this.dns!.close());
       if (this.proxy) await bounded('proxy', () => this.proxy.close());
-      this.directory?.stop();
       if (this.dsht) await bounded('dsht', () => this.dsht.stop());
       if (this.admin) await bounded('admin', () => this.admin.close());
       this.logger.info('coral node stopped');
@@ -264,6 +250,13 @@ export class CoralNode implements AdminBackend {
       lines.push(`  dig @${reachable(l.dns.host, '127.0.0.1')} -p ${l.dns.port} ${coralName} A`);
     }
     return lines.join('\n') + '\n';
+  }
+
+  /** Live proxies as the DNS server sees them (this node included). */
+  #liveProxies(): NodeInfo[] {
+    if (!this.directory) return [];
+    const self = this.directory.self();
+    return [self, ...this.directory.random(1024).filter((n) => n.id !== self.id)];
   }
 
   // ---- AdminBackend -------------------------------------------------------------------------
@@ -307,7 +300,7 @@ export class CoralNode implements AdminBackend {
     return {
       levels: snapshot.levels ?? [],
       clusters: this.dsht.clusters?.() ?? null,
-      liveProxies: this.directory.live(),
+      liveProxies: this.#liveProxies(),
     };
   }
 

@@ -6,11 +6,14 @@
 import type { ContentIndex } from '@coral/httpprx';
 import type { NodeDirectory } from '@coral/dnssrv';
 import type { Logger } from 'pino';
-import type { DirectorySource } from '../adapters/node-directory.js';
+import type { DshtValueStore } from '../adapters/content-index.js';
 import type { CoralConfig } from '../config/schema.js';
 import type { CoralMetrics } from '../metrics/metrics.js';
 
-export interface DshtPort extends DirectorySource {
+export interface DshtPort extends DshtValueStore {
+  readonly levels: number;
+  routes(level?: number): { id: Uint8Array; ip: string; port: number }[];
+  ping(to: { ip: string; port: number }, opts?: { signal?: AbortSignal }): Promise<number>;
   start(opts: { bootstrap?: string[]; signal?: AbortSignal }): Promise<void>;
   join(opts?: { signal?: AbortSignal }): Promise<void>;
   stop(): Promise<void>;
@@ -59,6 +62,8 @@ export interface ServiceFactory {
       dataDir: string;
     },
   ): Promise<ProxyPort> | ProxyPort;
+  /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */
+  directory(args: { config: CoralConfig; dsht: DshtPort }): NodeDirectory;
   dns(args: ServiceArgs & { directory: NodeDirectory }): Promise<DnsPort> | DnsPort;
   /** The DSHT key of a URL exactly as the proxy computes it (SHA-1 of `url:` + normalized URL). */
   urlKey(url: string): Uint8Array;
