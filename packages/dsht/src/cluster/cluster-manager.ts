@@ -183,6 +183,8 @@ interface PeerInfo {
 
 interface LevelState {
   clusterId: string;
+  /** `clusterId` as bytes, for advertisements. */
+  idBytes: Uint8Array;
   createdAt: number;
   joinedAt: number;
   pending?: { target: string; ticks: number };
@@ -215,6 +217,10 @@ export class ClusterManager {
   readonly #levels: LevelState[];
   /** Insertion order = least recently heard first. */
   readonly #peers = new Map<string, PeerInfo>();
+  /** Per level: peers whose latest ad names this node's cluster (index 0 unused). */
+  readonly #memberSets: Set<string>[];
+  /** Per level: peers grouped by advertised cluster, rebuilt after a change (undefined = stale). */
+  readonly #groupCache: (Map<string, string[]> | undefined)[];
   readonly #listeners = new Set<ChangeListener>();
   readonly #zeroId: Uint8Array;
   #changes = 0;
@@ -245,11 +251,12 @@ export class ClusterManager {
     validateOptions(this.thresholdsMs, this.#o);
     this.#zeroId = new Uint8Array(this.#o.clusterIdBytes);
     const now = this.#clock.now();
-    this.#levels = this.thresholdsMs.map((_, level) => ({
-      clusterId: level === 0 ? toHex(this.#zeroId) : this.#newId(),
-      createdAt: now,
-      joinedAt: now,
-    }));
+    this.#levels = this.thresholdsMs.map((_, level) => {
+      const clusterId = level === 0 ? toHex(this.#zeroId) : this.#newId();
+      return { clusterId, idBytes: fromHex(clusterId), createdAt: now, joinedAt: now };
+    });
+    this.#memberSets = this.#levels.map(() => new Set<string>());
+    this.#groupCache = this.#levels.map(() => undefined);
   }
 
   /** Number of levels (including level 0). */
@@ -291,11 +298,15 @@ export class ClusterManager {
         size: ad.size,
         createdAt: now - ad.age * 1000,
       };
+      if (info.ads[ad.level]?.clusterId !== entry.clusterId) this.#groupCache[ad.level] = undefined;
       info.ads[ad.level] = entry;
-      // A member that knows an older founding time of my cluster: take it on.
       const mine = this.#levels[ad.level]!;
-      if (ad.level > 0 && entry.clusterId === mine.clusterId && entry.createdAt < mine.createdAt) {
-        mine.createdAt = entry.createdAt;
+      if (ad.level > 0 && entry.clusterId === mine.clusterId) {
+        this.#memberSets[ad.level]!.add(peerId);
+        // A member that knows an older founding time of my cluster: take it on.
+        if (entry.createdAt < mine.createdAt) mine.createdAt = entry.createdAt;
+      } else {
+        this.#memberSets[ad.level]!.delete(peerId);
       }
       accepted++;
     }
@@ -304,7 +315,7 @@ export class ClusterManager {
 
   /** `peerId` is gone (failed RPCs, evicted): forget its membership and RTT. */
   onPeerGone(peerId: string): void {
-    this.#peers.delete(peerId);
+    this.#drop(peerId);
     this.rtt.forget(peerId);
   }
 
@@ -355,8 +366,8 @@ export class ClusterManager {
     const now = this.#clock.now();
     return this.#levels.map((s, level) => ({
       level,
-      clusterId: level === 0 ? this.#zeroId : fromHex(s.clusterId),
-      size: this.#members(level).length + 1,
+      clusterId: s.idBytes,
+      size: this.#memberCount(level) + 1,
       age: Math.max(0, Math.floor((now - s.createdAt) / 1000)),
     }));
   }
@@ -498,6 +509,8 @@ export class ClusterManager {
       s.clusterId = target;
       s.createdAt = best!.createdAt;
     }
+    s.idBytes = fromHex(s.clusterId);
+    this.#rebuildMembers(level);
     this.#changes++;
     return {
       level,
@@ -546,11 +559,16 @@ export class ClusterManager {
 
   // ---- bookkeeping ---------------------------------------------------------------------------
 
-  /** Live peers grouped by the cluster they advertise at `level`. */
+  /**
+   * Known peers grouped by the cluster they advertise at `level` (silent peers are pruned at every
+   * tick). Cached until an advertised cluster changes or a peer is dropped; do not mutate.
+   */
   #groups(level: number): Map<string, string[]> {
+    const cached = this.#groupCache[level];
+    if (cached) return cached;
     const groups = new Map<string, string[]>();
+    this.#groupCache[level] = groups;
     for (const [peerId, info] of this.#peers) {
-      if (!this.#live(info)) continue;
       const ad = info.ads[level];
       if (!ad) continue;
       let g = groups.get(ad.clusterId);
@@ -560,11 +578,32 @@ export class ClusterManager {
     return groups;
   }
 
+  /** Known members (pruned of silent peers at every tick). */
   #members(level: number): string[] {
-    if (level === 0) {
-      return [...this.#peers].filter(([, i]) => this.#live(i)).map(([p]) => p);
-    }
-    return this.#groups(level).get(this.#levels[level]!.clusterId) ?? [];
+    return level === 0 ? [...this.#peers.keys()] : [...this.#memberSets[level]!];
+  }
+
+  #memberCount(level: number): number {
+    return level === 0 ? this.#peers.size : this.#memberSets[level]!.size;
+  }
+
+  #drop(peerId: string): void {
+    const info = this.#peers.get(peerId);
+    if (!info) return;
+    this.#peers.delete(peerId);
+    for (const set of this.#memberSets) set.delete(peerId);
+    info.ads.forEach((ad, level) => {
+      if (ad) this.#groupCache[level] = undefined;
+    });
+  }
+
+  /** Recompute the member set of `level` after this node changed cluster there. */
+  #rebuildMembers(level: number): void {
+    const set = this.#memberSets[level]!;
+    const id = this.#levels[level]!.clusterId;
+    set.clear();
+    for (const [peerId, info] of this.#peers)
+      if (info.ads[level]?.clusterId === id) set.add(peerId);
   }
 
   #heard(peerId: string): PeerInfo {
@@ -574,8 +613,7 @@ export class ClusterManager {
     info.lastHeard = this.#clock.now();
     this.#peers.set(peerId, info);
     while (this.#peers.size > this.#o.maxPeers) {
-      const oldest = this.#peers.keys().next().value as string;
-      this.#peers.delete(oldest);
+      this.#drop(this.#peers.keys().next().value as string);
     }
     return info;
   }
@@ -587,7 +625,7 @@ export class ClusterManager {
   #prune(): void {
     for (const [peerId, info] of this.#peers) {
       if (this.#live(info)) break; // least recently heard first: the rest are live too
-      this.#peers.delete(peerId);
+      this.#drop(peerId);
     }
     this.rtt.prune();
   }
@@ -681,10 +719,12 @@ function isValidAd(ad: unknown): ad is ClusterAd {
   );
 }
 
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
 /** Lower-case hex of a byte array. */
 export function toHex(bytes: Uint8Array): string {
   let s = '';
-  for (const b of bytes) s += b.toString(16).padStart(2, '0');
+  for (const b of bytes) s += HEX[b]!;
   return s;
 }
 

@@ -42,9 +42,11 @@ export interface RttEstimate {
 }
 
 interface Samples {
-  /** Ring of [value, at] pairs, oldest first. */
+  /** Sample values and times, oldest first. */
   values: number[];
   ats: number[];
+  /** Median of all of `values`, computed on demand (undefined = stale). */
+  median?: number | undefined;
 }
 
 export class RttEstimator {
@@ -97,6 +99,7 @@ export class RttEstimator {
     }
     s.values.push(rttMs);
     s.ats.push(now);
+    s.median = undefined;
     if (s.values.length > this.window) {
       s.values.shift();
       s.ats.shift();
@@ -110,6 +113,13 @@ export class RttEstimator {
 
   /** Median of the live samples, or undefined when there are none (or fewer than `minSamples`). */
   median(peerId: string, minSamples = 1): number | undefined {
+    const s = this.#peers.get(peerId);
+    if (!s) return undefined;
+    if (s.ats[0]! >= this.#clock.now() - this.maxAgeMs) {
+      // Fast path: nothing aged out, the cached median (if any) is still the median.
+      if (s.values.length < minSamples) return undefined;
+      return (s.median ??= medianOf(s.values));
+    }
     const live = this.#live(peerId);
     if (live.length === 0 || live.length < minSamples) return undefined;
     return medianOf(live);
@@ -117,7 +127,12 @@ export class RttEstimator {
 
   /** Number of live (not aged-out) samples for `peerId`. */
   sampleCount(peerId: string): number {
-    return this.#live(peerId).length;
+    const s = this.#peers.get(peerId);
+    if (!s) return 0;
+    const cutoff = this.#clock.now() - this.maxAgeMs;
+    let i = 0;
+    while (i < s.ats.length && s.ats[i]! < cutoff) i++;
+    return s.ats.length - i;
   }
 
   /** Clock time of the newest live sample, or undefined. */
@@ -143,6 +158,7 @@ export class RttEstimator {
       if (i > 0) {
         s.values.splice(0, i);
         s.ats.splice(0, i);
+        s.median = undefined;
       }
       if (s.values.length === 0) {
         this.#peers.delete(peerId);

@@ -1,0 +1,261 @@
+/**
+ * Kademlia routing table for one cluster level: 160 k-buckets indexed by the length of the prefix a
+ * contact shares with this node. A pure data structure: no I/O. Liveness checks come in through the
+ * `ping` callback, time through the injected clock.
+ *
+ * - A contact heard from moves to the tail of its bucket (most recently seen).
+ * - A full bucket asks `ping(leastRecentlySeen)`; only when that ping fails is the old contact
+ *   evicted for the newcomer. Otherwise the newcomer waits in the bucket's replacement cache.
+ * - Contacts that fail RPCs repeatedly (`recordFailure`) leave and are replaced from the cache.
+ * - `staleBuckets()` names buckets untouched for the refresh interval, for the owner to refresh.
+ */
+import type { Clock } from '@coral/testkit';
+import type { Contact } from '../contact.js';
+import {
+  BUCKET_REFRESH_MS,
+  CONTACT_MAX_FAILURES,
+  ID_BYTES,
+  KBUCKET_SIZE,
+  PING_STALE_MS,
+} from '../constants.js';
+import { commonPrefixLength, compareDistance, idEquals, toHex, type Id } from '../id/id.js';
+
+export interface RoutingEntry {
+  contact: Contact;
+  /** Clock time the contact was last heard from (a request or an answer from it). */
+  lastSeen: number;
+  /** Consecutive failed RPCs. */
+  failures: number;
+}
+
+interface Bucket {
+  entries: RoutingEntry[];
+  replacements: RoutingEntry[];
+  lastChanged: number;
+  pinging: boolean;
+}
+
+export interface RoutingTableComponents {
+  clock: Clock;
+  /** Liveness check of the least-recently-seen contact of a full bucket; resolve true when alive. */
+  ping?: (contact: Contact) => Promise<boolean>;
+}
+
+export interface RoutingTableOptions {
+  selfId: Id;
+  /** Cluster level this table serves. Default 0. */
+  level?: number;
+  /** Bucket size. Default KBUCKET_SIZE (20). */
+  k?: number;
+  /** Failures after which a contact is dropped. Default CONTACT_MAX_FAILURES. */
+  maxFailures?: number;
+  /** Idle time after which a bucket is stale. Default BUCKET_REFRESH_MS. */
+  refreshMs?: number;
+  /**
+   * A full bucket's least recently seen contact is pinged only when it was last heard from longer
+   * ago than this; a fresher one is kept without a ping (the newcomer waits as a replacement).
+   * Default PING_STALE_MS (60 s).
+   */
+  pingStaleMs?: number;
+}
+
+export type AddOutcome = 'added' | 'updated' | 'pending' | 'self';
+
+export class RoutingTable {
+  readonly selfId: Id;
+  readonly level: number;
+  readonly k: number;
+  #clock: Clock;
+  #ping: ((contact: Contact) => Promise<boolean>) | undefined;
+  #maxFailures: number;
+  #refreshMs: number;
+  #pingStaleMs: number;
+  #buckets: Bucket[];
+  #index = new Map<string, RoutingEntry>();
+
+  constructor(components: RoutingTableComponents, options: RoutingTableOptions) {
+    this.#clock = components.clock;
+    this.#ping = components.ping;
+    this.selfId = options.selfId;
+    this.level = options.level ?? 0;
+    this.k = options.k ?? KBUCKET_SIZE;
+    this.#maxFailures = options.maxFailures ?? CONTACT_MAX_FAILURES;
+    this.#refreshMs = options.refreshMs ?? BUCKET_REFRESH_MS;
+    this.#pingStaleMs = options.pingStaleMs ?? PING_STALE_MS;
+    const now = this.#clock.now();
+    this.#buckets = Array.from({ length: ID_BYTES * 8 }, () => ({
+      entries: [],
+      replacements: [],
+      lastChanged: now,
+      pinging: false,
+    }));
+  }
+
+  get size(): number {
+    return this.#index.size;
+  }
+
+  /** Bucket index of an id: the number of leading bits it shares with this node. */
+  bucketIndex(id: Id): number {
+    return commonPrefixLength(this.selfId, id);
+  }
+
+  /** Sizes of the non-empty buckets, by index (for tests and snapshots). */
+  shape(): Record<number, number> {
+    const out: Record<number, number> = {};
+    this.#buckets.forEach((b, i) => {
+      if (b.entries.length > 0) out[i] = b.entries.length;
+    });
+    return out;
+  }
+
+  get(id: Id): RoutingEntry | undefined {
+    return this.#index.get(toHex(id));
+  }
+
+  has(id: Id): boolean {
+    return this.#index.has(toHex(id));
+  }
+
+  /**
+   * Record that `contact` was heard from now. Adds it, refreshes it, or — when its bucket is full —
+   * pings the least recently seen contact and evicts it only if the ping fails.
+   */
+  add(contact: Contact): AddOutcome {
+    if (idEquals(contact.id, this.selfId)) return 'self';
+    const now = this.#clock.now();
+    const hex = toHex(contact.id);
+    const bucket = this.#buckets[this.bucketIndex(contact.id)]!;
+    const existing = this.#index.get(hex);
+    if (existing) {
+      existing.contact = mergeContact(existing.contact, contact);
+      existing.lastSeen = now;
+      existing.failures = 0;
+      const i = bucket.entries.indexOf(existing);
+      bucket.entries.splice(i, 1);
+      bucket.entries.push(existing);
+      bucket.lastChanged = now;
+      return 'updated';
+    }
+    const entry: RoutingEntry = { contact, lastSeen: now, failures: 0 };
+    if (bucket.entries.length < this.k) {
+      bucket.entries.push(entry);
+      this.#index.set(hex, entry);
+      bucket.lastChanged = now;
+      return 'added';
+    }
+    this.#addReplacement(bucket, entry);
+    this.#checkOldest(bucket);
+    return 'pending';
+  }
+
+  /** Note a failed RPC to `id`; drop the contact after `maxFailures` in a row. */
+  recordFailure(id: Id): void {
+    const entry = this.#index.get(toHex(id));
+    if (!entry) return;
+    entry.failures++;
+    if (entry.failures >= this.#maxFailures) this.remove(id);
+  }
+
+  /** Remove a contact, promoting the freshest replacement in its place. */
+  remove(id: Id): boolean {
+    const hex = toHex(id);
+    const entry = this.#index.get(hex);
+    if (!entry) return false;
+    const bucket = this.#buckets[this.bucketIndex(id)]!;
+    bucket.entries.splice(bucket.entries.indexOf(entry), 1);
+    this.#index.delete(hex);
+    const repl = bucket.replacements.pop();
+    if (repl) {
+      bucket.entries.push(repl);
+      this.#index.set(toHex(repl.contact.id), repl);
+    }
+    bucket.lastChanged = this.#clock.now();
+    return true;
+  }
+
+  /** The `count` contacts closest to `target`, closest first. */
+  closest(target: Id, count = this.k, exclude?: (c: Contact) => boolean): Contact[] {
+    // Walk buckets outward from the target's bucket; enough candidates are then sorted.
+    const start = this.bucketIndex(target);
+    const picked: Contact[] = [];
+    const take = (i: number): void => {
+      for (const e of this.#buckets[i]!.entries)
+        if (!exclude || !exclude(e.contact)) picked.push(e.contact);
+    };
+    if (start < this.#buckets.length) take(start);
+    for (let i = start + 1; i < this.#buckets.length; i++) take(i);
+    for (let i = start - 1; i >= 0 && picked.length < count; i--) take(i);
+    picked.sort((a, b) => compareDistance(a.id, b.id, target));
+    return picked.slice(0, count);
+  }
+
+  /** Every contact, bucket by bucket. */
+  all(): RoutingEntry[] {
+    return this.#buckets.flatMap((b) => b.entries);
+  }
+
+  /** Bucket indexes, up to the deepest non-empty one, not changed for the refresh interval. */
+  staleBuckets(): number[] {
+    const now = this.#clock.now();
+    let deepest = -1;
+    this.#buckets.forEach((b, i) => {
+      if (b.entries.length > 0) deepest = i;
+    });
+    const out: number[] = [];
+    for (let i = 0; i <= deepest; i++) {
+      if (now - this.#buckets[i]!.lastChanged >= this.#refreshMs) out.push(i);
+    }
+    return out;
+  }
+
+  /** Mark a bucket refreshed (a lookup into its range was started). */
+  touchBucket(index: number): void {
+    const b = this.#buckets[index];
+    if (b) b.lastChanged = this.#clock.now();
+  }
+
+  #addReplacement(bucket: Bucket, entry: RoutingEntry): void {
+    const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, entry.contact.id));
+    if (i >= 0) bucket.replacements.splice(i, 1);
+    bucket.replacements.push(entry);
+    if (bucket.replacements.length > this.k) bucket.replacements.shift();
+  }
+
+  #checkOldest(bucket: Bucket): void {
+    if (bucket.pinging || !this.#ping) return;
+    const oldest = bucket.entries[0];
+    if (!oldest || this.#clock.now() - oldest.lastSeen < this.#pingStaleMs) return;
+    bucket.pinging = true;
+    this.#ping(oldest.contact).then(
+      (alive) => this.#afterPing(bucket, oldest, alive),
+      () => this.#afterPing(bucket, oldest, false),
+    );
+  }
+
+  #afterPing(bucket: Bucket, oldest: RoutingEntry, alive: boolean): void {
+    bucket.pinging = false;
+    if (!bucket.entries.includes(oldest)) return;
+    if (alive) {
+      oldest.lastSeen = this.#clock.now();
+      oldest.failures = 0;
+      bucket.entries.splice(bucket.entries.indexOf(oldest), 1);
+      bucket.entries.push(oldest);
+    } else {
+      this.remove(oldest.contact.id);
+    }
+  }
+}
+
+/** Keep what we knew, updated with what the newer sighting says. */
+function mergeContact(old: Contact, fresh: Contact): Contact {
+  if (old === fresh) return old;
+  return {
+    ...old,
+    ...fresh,
+    clusters: fresh.clusters ?? old.clusters,
+    httpPort: fresh.httpPort ?? old.httpPort,
+    dnsPort: fresh.dnsPort ?? old.dnsPort,
+    region: fresh.region ?? old.region,
+  };
+}
