@@ -92,13 +92,17 @@ export function parseRttMatrix(input: unknown): RttMatrix {
     row.forEach((v: unknown, j) => {
       if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MATRIX_MAX_RTT_MS) {
         problems.push(
-          `rttMs[${i}][${j}] must be a number in [0, ${MATRIX_MAX_RTT_MS}], got ${JSON.stringify(v)}`,
+          `rttMs[${i}][${j}] must be a number in [0, ${MATRIX_MAX_RTT_MS}], got ${show(v)}`,
         );
       }
     });
   });
   if (problems.length > 0) throw new TopologyError(ERR_TOPOLOGY_MATRIX, problems);
   return { sites: s as string[], rttMs: rows as number[][] };
+}
+
+function show(v: unknown): string {
+  return typeof v === 'number' ? String(v) : JSON.stringify(v);
 }
 
 /** A topology from a validated (or raw, or JSON-text) RTT matrix and an assignment of nodes to sites. */
