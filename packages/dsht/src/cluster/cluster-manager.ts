@@ -65,7 +65,7 @@ export const CLUSTER_AGE_TIE_MS = 2_000;
 /** Interval of the self-scheduled tick after `start()`. */
 export const CLUSTER_TICK_MS = 5_000;
 /** A member's estimate older than this makes it a probe target again (ms). */
-export const CLUSTER_REPROBE_MS = 60_000;
+export const CLUSTER_REPROBE_MS = 120_000;
 /** Largest advertised size accepted (larger entries are dropped as malformed). */
 export const CLUSTER_MAX_ADVERTISED_SIZE = 2 ** 31 - 1;
 /** Largest advertised age accepted, in seconds (about 100 years). */
@@ -404,8 +404,9 @@ export class ClusterManager {
   }
 
   /**
-   * Peers worth a PING now so decisions have data: members of this node's clusters and of other
-   * clusters it has too few estimates for, then members whose estimate is older than `reprobeMs`.
+   * Peers worth a PING now so decisions have data: members of clusters (its own or others) it has
+   * too few estimates for, then, per cluster, up to `minMembersSampled` members whose estimate is
+   * older than `reprobeMs`.
    * The core should ping a few of these on every tick (their answers feed `onRttSample`).
    */
   probeTargets(max: number): string[] {
@@ -416,17 +417,22 @@ export class ClusterManager {
       for (const members of this.#groups(level).values()) {
         let sampled = 0;
         const unsampled: string[] = [];
+        const staleHere: string[] = [];
         for (const p of members) {
           if (this.rtt.sampleCount(p) >= this.#o.minPeerSamples) {
             sampled++;
             const last = this.rtt.lastSampleAt(p);
-            if (last === undefined || now - last >= this.#o.reprobeMs) stale.add(p);
+            if (last === undefined || now - last >= this.#o.reprobeMs) staleHere.push(p);
           } else {
             unsampled.push(p);
           }
         }
         const need = Math.min(this.#o.minMembersSampled, members.length) - sampled;
         for (const p of shuffle(unsampled, this.#random).slice(0, Math.max(0, need))) urgent.add(p);
+        // Refresh a few stale estimates per cluster (enough to judge it), not every member's.
+        for (const p of shuffle(staleHere, this.#random).slice(0, this.#o.minMembersSampled)) {
+          stale.add(p);
+        }
       }
     }
     for (const p of urgent) stale.delete(p);

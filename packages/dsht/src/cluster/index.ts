@@ -1,6 +1,14 @@
 /**
  * Coral's epidemic clustering: robust per-peer RTT estimates and the per-level cluster decisions
- * built on them. Wiring into a DSHT node:
+ * built on them. `DshtClusterBinding` wires a manager into a `Dsht` node:
+ *
+ * ```ts
+ * const binding = new DshtClusterBinding();
+ * const node = new Dsht({ transport, clock, random, cluster: binding }, { levels: 3 });
+ * binding.attach(node); // then node.start(...)
+ * ```
+ *
+ * What the binding does, for another host:
  *
  * ```ts
  * const clusters = new ClusterManager({ clock, random }, { selfId: myId });
@@ -36,9 +44,14 @@ export {
   CLUSTER_REPROBE_MS,
   CLUSTER_MAX_ADVERTISED_SIZE,
   CLUSTER_MAX_ADVERTISED_AGE_S,
-  toHex,
-  fromHex,
 } from './cluster-manager.js';
+export {
+  type DshtClusterBindingComponents,
+  type DshtClusterBindingOptions,
+  DshtClusterBinding,
+  CLUSTER_PROBES_PER_TICK,
+  peerKey,
+} from './dsht-binding.js';
 export {
   type RttEstimatorOptions,
   type RttEstimatorComponents,

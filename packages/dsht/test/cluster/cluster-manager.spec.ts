@@ -6,12 +6,11 @@ import {
   CLUSTER_MIN_DWELL_MS,
   CLUSTER_PEER_TTL_MS,
   CLUSTER_TICK_MS,
-  fromHex,
-  toHex,
   type ClusterAd,
   type ClusterChange,
   type ClusterManagerOptions,
 } from '../../src/cluster/index.js';
+import { fromHex, toHex } from '../../src/cluster/cluster-manager.js';
 import { ERR_BAD_LEVEL, ERR_BAD_RTT, ERR_CLUSTER_OPTIONS } from '../../src/cluster/errors.js';
 
 const ZERO = '0000000000000000';
