@@ -378,6 +378,13 @@ export class Dsht extends EventEmitter<DshtEvents> {
     this.#logger.info({ id: this.#id ? toHex(this.#id) : undefined }, 'dsht stopped');
   }
 
+  /** Write pending contacts and values to the database now (no-op without one). */
+  async flush(): Promise<void> {
+    if (!this.#persistence) return;
+    this.#saveContacts();
+    await this.#persistence.flush();
+  }
+
   /** Ping an address; resolves with the RTT in ms, rejects on timeout. */
   async ping(to: Address, opts: { signal?: AbortSignal; retries?: number } = {}): Promise<number> {
     const r = await this.rpc.request(to, { type: 'PING' }, opts);

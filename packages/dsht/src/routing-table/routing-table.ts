@@ -128,7 +128,16 @@ export class RoutingTable {
     const bucket = this.#buckets[this.bucketIndex(contact.id)]!;
     const existing = this.#index.get(hex);
     if (existing) {
-      existing.contact = mergeContact(existing.contact, contact);
+      const old = existing.contact;
+      if (
+        old !== contact &&
+        (contact.clusters !== undefined ||
+          contact.httpPort !== old.httpPort ||
+          contact.dnsPort !== old.dnsPort ||
+          contact.region !== old.region)
+      ) {
+        existing.contact = mergeContact(old, contact);
+      }
       existing.lastSeen = now;
       existing.failures = 0;
       const i = bucket.entries.indexOf(existing);
@@ -176,18 +185,17 @@ export class RoutingTable {
 
   /** The `count` contacts closest to `target`, closest first. */
   closest(target: Id, count = this.k, exclude?: (c: Contact) => boolean): Contact[] {
-    // Walk buckets outward from the target's bucket; enough candidates are then sorted.
-    const start = this.bucketIndex(target);
+    // Buckets at and below the target's bucket hold every contact closer than the rest; each
+    // shallower bucket is farther than the one below it, so they are taken in order until enough.
+    const start = Math.min(this.bucketIndex(target), this.#buckets.length - 1);
     const picked: Contact[] = [];
     const take = (i: number): void => {
       for (const e of this.#buckets[i]!.entries)
         if (!exclude || !exclude(e.contact)) picked.push(e.contact);
     };
-    if (start < this.#buckets.length) take(start);
-    for (let i = start + 1; i < this.#buckets.length; i++) take(i);
+    for (let i = start; i < this.#buckets.length; i++) take(i);
     for (let i = start - 1; i >= 0 && picked.length < count; i--) take(i);
-    picked.sort((a, b) => compareDistance(a.id, b.id, target));
-    return picked.slice(0, count);
+    return sortByDistance(picked, target).slice(0, count);
   }
 
   /** Every contact, bucket by bucket. */
@@ -245,6 +253,21 @@ export class RoutingTable {
       this.remove(oldest.contact.id);
     }
   }
+}
+
+/**
+ * Sort contacts by XOR distance to `target`. The leading 32 bits of each distance are compared as
+ * numbers (computed once per contact); only equal prefixes fall back to the full comparison.
+ */
+export function sortByDistance(list: Contact[], target: Id): Contact[] {
+  if (list.length < 2) return list;
+  const t0 = ((target[0]! << 24) | (target[1]! << 16) | (target[2]! << 8) | target[3]!) >>> 0;
+  const keyed = list.map((c) => {
+    const id = c.id;
+    return { c, d: (((id[0]! << 24) | (id[1]! << 16) | (id[2]! << 8) | id[3]!) ^ t0) >>> 0 };
+  });
+  keyed.sort((x, y) => x.d - y.d || compareDistance(x.c.id, y.c.id, target));
+  return keyed.map((x) => x.c);
 }
 
 /** Keep what we knew, updated with what the newer sighting says. */
