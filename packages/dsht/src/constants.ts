@@ -7,6 +7,8 @@
 export const ID_BYTES = 20;
 /** Contacts per k-bucket, and contacts returned by FIND_NODE / GET / STORE_PROBE. */
 export const KBUCKET_SIZE = 20;
+/** Contacts in a GET / STORE_PROBE answer (FIND_NODE answers carry k). */
+export const WALK_CONTACTS = 8;
 /** Queries in flight per lookup. */
 export const ALPHA = 3;
 /** Cluster levels: 0 global, 1 regional (< 60 ms), 2 metro (< 20 ms). */

@@ -13,6 +13,7 @@ import {
 import type { Address, ClusterAdvert, Contact, ServiceInfo } from './contact.js';
 import {
   ALPHA,
+  WALK_CONTACTS,
   EXPIRY_SWEEP_MS,
   GET_MAX_VALUES,
   ID_BYTES,
@@ -71,6 +72,8 @@ export interface DshtOptions {
   levels?: number;
   /** k. Default KBUCKET_SIZE (20). */
   k?: number;
+  /** Contacts per GET / STORE_PROBE answer. Default WALK_CONTACTS (8). */
+  walkContacts?: number;
   /** α. Default ALPHA (3). */
   alpha?: number;
   /** Coral's halving walk (true) or closest-first Kademlia (false). Default true. */
@@ -304,6 +307,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
       table: (l: number) => this.#tables[l],
       store: this.store,
       k: this.options.k ?? KBUCKET_SIZE,
+      walkContacts: this.options.walkContacts ?? WALK_CONTACTS,
     };
     rpc.onRequest = (req, sender) => dispatch(ctx, req, sender, this.clock.now());
     rpc.onSeen = (sender) => this.#learn(sender);
@@ -324,8 +328,19 @@ export class Dsht extends EventEmitter<DshtEvents> {
           seen.add(hex);
           return true;
         });
-      this.store.onChange = (ch) =>
-        ch.kind === 'put' ? p.putValue(ch.value) : p.deleteValue(ch.value);
+      // Values are written through: each change is queued and flushed right away (batched per turn).
+      let scheduled = false;
+      this.store.onChange = (ch) => {
+        if (ch.kind === 'put') p.putValue(ch.value);
+        else p.deleteValue(ch.value);
+        if (!scheduled) {
+          scheduled = true;
+          queueMicrotask(() => {
+            scheduled = false;
+            void p.flush().catch((err: unknown) => this.#logger.warn({ err }, 'persist failed'));
+          });
+        }
+      };
     }
 
     if (this.options.timers ?? true) this.#startTimers();

@@ -13,7 +13,7 @@
 import type { Contact } from '../contact.js';
 import { ALPHA } from '../constants.js';
 import { AbortedError } from '../errors.js';
-import { compareBytes, idEquals, logDistance, toHex, xor, type Id } from '../id/id.js';
+import { compareDistance, idEquals, logDistance, toHex, type Id } from '../id/id.js';
 
 export interface QueryOutcome<R> {
   /** Contacts the peer offered as closer to the target. */
@@ -77,7 +77,6 @@ export interface LookupOptions<R> {
 interface Candidate<R> {
   contact: Contact;
   hex: string;
-  dist: Uint8Array;
   log: number;
   hop: number;
   state: 'new' | 'inflight' | 'done' | 'failed';
@@ -111,27 +110,28 @@ export async function* lookup<R>(
   let stoppedAt: Visit<R> | undefined;
 
   const add = (c: Contact, hop: number): void => {
-    if (idEquals(c.id, opts.selfId)) return;
+    if (
+      cands.length >= maxCandidates &&
+      compareDistance(c.id, cands[cands.length - 1]!.contact.id, target) >= 0
+    )
+      return;
     const hex = toHex(c.id);
-    if (byHex.has(hex) || opts.skip?.has(hex)) return;
-    const dist = xor(c.id, target);
-    const cand: Candidate<R> = {
-      contact: c,
-      hex,
-      dist,
-      log: logDistance(c.id, target),
-      hop,
-      state: 'new',
-    };
+    if (byHex.has(hex) || opts.skip?.has(hex) || idEquals(c.id, opts.selfId)) return;
     // Insert sorted by distance.
     let lo = 0;
     let hi = cands.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (compareBytes(cands[mid]!.dist, dist) < 0) lo = mid + 1;
+      if (compareDistance(cands[mid]!.contact.id, c.id, target) < 0) lo = mid + 1;
       else hi = mid;
     }
-    if (lo >= maxCandidates) return;
+    const cand: Candidate<R> = {
+      contact: c,
+      hex,
+      log: logDistance(c.id, target),
+      hop,
+      state: 'new',
+    };
     cands.splice(lo, 0, cand);
     byHex.set(hex, cand);
     if (cands.length > maxCandidates) {

@@ -72,6 +72,7 @@ export class RoutingTable {
   #pingStaleMs: number;
   #buckets: Bucket[];
   #index = new Map<string, RoutingEntry>();
+  #deep = -1;
 
   constructor(components: RoutingTableComponents, options: RoutingTableOptions) {
     this.#clock = components.clock;
@@ -149,6 +150,7 @@ export class RoutingTable {
     const entry: RoutingEntry = { contact, lastSeen: now, failures: 0 };
     if (bucket.entries.length < this.k) {
       bucket.entries.push(entry);
+      this.#deep = Math.max(this.#deep, this.bucketIndex(contact.id));
       this.#index.set(hex, entry);
       bucket.lastChanged = now;
       return 'added';
@@ -180,6 +182,7 @@ export class RoutingTable {
       this.#index.set(toHex(repl.contact.id), repl);
     }
     bucket.lastChanged = this.#clock.now();
+    while (this.#deep >= 0 && this.#buckets[this.#deep]!.entries.length === 0) this.#deep--;
     return true;
   }
 
@@ -187,15 +190,25 @@ export class RoutingTable {
   closest(target: Id, count = this.k, exclude?: (c: Contact) => boolean): Contact[] {
     // Buckets at and below the target's bucket hold every contact closer than the rest; each
     // shallower bucket is farther than the one below it, so they are taken in order until enough.
-    const start = Math.min(this.bucketIndex(target), this.#buckets.length - 1);
+    const buckets = this.#buckets;
+    const deepest = this.#deepest();
+    if (deepest < 0) return [];
+    const start = Math.min(this.bucketIndex(target), deepest);
     const picked: Contact[] = [];
-    const take = (i: number): void => {
-      for (const e of this.#buckets[i]!.entries)
+    for (let i = start; i <= deepest; i++) {
+      for (const e of buckets[i]!.entries)
         if (!exclude || !exclude(e.contact)) picked.push(e.contact);
-    };
-    for (let i = start; i < this.#buckets.length; i++) take(i);
-    for (let i = start - 1; i >= 0 && picked.length < count; i--) take(i);
+    }
+    for (let i = start - 1; i >= 0 && picked.length < count; i--) {
+      for (const e of buckets[i]!.entries)
+        if (!exclude || !exclude(e.contact)) picked.push(e.contact);
+    }
     return sortByDistance(picked, target).slice(0, count);
+  }
+
+  /** Index of the deepest non-empty bucket (-1 when empty), kept up to date by add/remove. */
+  #deepest(): number {
+    return this.#deep;
   }
 
   /** Every contact, bucket by bucket. */

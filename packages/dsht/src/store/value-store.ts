@@ -77,8 +77,10 @@ export class ValueStore {
   #count = 0;
   /** Called on every accepted store and every removal (persistence listens). */
   onChange: ((change: StoreChange) => void) | undefined;
-  /** Accepted stores, by slot key (for the hot-key measurement). */
+  /** Accepted stores, by slot key `level:keyhex` (for the hot-key measurement). */
   readonly accepted = new Map<string, number>();
+  /** Store requests (accepted or refused), by slot key. */
+  readonly requests = new Map<string, number>();
 
   constructor(components: ValueStoreComponents, options: ValueStoreOptions = {}) {
     this.#clock = components.clock;
@@ -145,6 +147,7 @@ export class ValueStore {
   /** Try to store; returns the wire status (ACCEPTED or why not). */
   store(level: number, key: Id, publisher: Id, value: Uint8Array, ttlSeconds: number): StoreStatus {
     const sk = ValueStore.slotKey(level, key);
+    this.requests.set(sk, (this.requests.get(sk) ?? 0) + 1);
     let slot = this.#slots.get(sk);
     if (!slot) {
       slot = { level, key, values: new Map(), bucket: 0, bucketAt: this.#clock.now() };
@@ -249,7 +252,11 @@ export class ValueStore {
         }
       }
       this.#drain(slot);
-      if (slot.values.size === 0 && slot.bucket <= 0) this.#slots.delete(sk);
+      if (slot.values.size === 0 && slot.bucket <= 0) {
+        this.#slots.delete(sk);
+        this.accepted.delete(sk);
+        this.requests.delete(sk);
+      }
     }
     return removed;
   }

@@ -59,11 +59,13 @@ describe('200-node simulated fleet', () => {
     const owners = shuffle([...Array(N).keys()], rng).slice(0, 5);
     for (const owner of owners) for (let g = 0; g < N; g++) if (g !== owner) pairs.push([g, owner]);
     for (let g = 0; g < N; g++) {
+      // The next node's key (so every key is asked for), plus four at random.
+      const next = (g + 1) % N;
       const others = shuffle(
-        [...Array(N).keys()].filter((o) => o !== g),
+        [...Array(N).keys()].filter((o) => o !== g && o !== next),
         rng,
-      ).slice(0, 5);
-      for (const o of others) pairs.push([g, o]);
+      ).slice(0, 4);
+      for (const o of [next, ...others]) pairs.push([g, o]);
     }
     // Every key gets asked for by someone.
     expect(new Set(pairs.map((p) => p[1])).size).toBe(N);

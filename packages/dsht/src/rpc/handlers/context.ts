@@ -8,8 +8,10 @@ export interface HandlerContext {
   /** The routing table of a level, undefined when this node does not run that level. */
   table(level: number): RoutingTable | undefined;
   store: ValueStore;
-  /** Contacts per answer. */
+  /** Contacts per FIND_NODE answer. */
   k: number;
+  /** Contacts per GET / STORE_PROBE answer (the data-path walks). */
+  walkContacts: number;
 }
 
 export function badLevel(level: number): Response {

@@ -26,5 +26,9 @@ export function handleGet(
       contacts: [],
     };
   }
-  return { type: 'VALUES', values: [], contacts: closerContacts(table, req.key, sender, ctx.k) };
+  return {
+    type: 'VALUES',
+    values: [],
+    contacts: closerContacts(table, req.key, sender, ctx.walkContacts),
+  };
 }

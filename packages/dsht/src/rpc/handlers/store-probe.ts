@@ -18,6 +18,6 @@ export function handleStoreProbe(
     type: 'PROBE_RESULT',
     full,
     loaded,
-    contacts: closerContacts(table, req.key, sender, ctx.k),
+    contacts: closerContacts(table, req.key, sender, ctx.walkContacts),
   };
 }
