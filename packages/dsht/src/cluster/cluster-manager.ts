@@ -404,23 +404,37 @@ export class ClusterManager {
   }
 
   /**
-   * Peers worth a PING now so decisions have data: members of clusters (its own or others) it has
-   * too few estimates for, then, per cluster, up to `minMembersSampled` members whose estimate is
-   * older than `reprobeMs`.
-   * The core should ping a few of these on every tick (their answers feed `onRttSample`).
+   * Peers worth a PING now so decisions have data. Only clusters that matter are considered: its
+   * own, and others that rank above it (or any, while its own no longer fits). For those it first
+   * wants members it has too few estimates for (up to `minMembersSampled` per cluster), then, for
+   * its own cluster and for clusters that look near (a sampled member under T·(1+m)), up to
+   * `minMembersSampled` members whose newest sample is older than `reprobeMs`. Far clusters and
+   * smaller ones cost no probes.
    */
   probeTargets(max: number): string[] {
     const now = this.#clock.now();
     const urgent = new Set<string>();
     const stale = new Set<string>();
     for (let level = 1; level < this.#levels.length; level++) {
-      for (const members of this.#groups(level).values()) {
+      const s = this.#levels[level]!;
+      const nearBelow = this.thresholdsMs[level]! * (1 + this.#o.leaveMargin);
+      const groups = this.#groups(level);
+      const ownMembers = groups.get(s.clusterId) ?? [];
+      const ownRank = this.#rankOf(level, s.clusterId, ownMembers);
+      const own = this.#fitness(ownMembers, this.thresholdsMs[level]!);
+      const misfit = own.sampled > 0 && own.over / own.sampled > this.#o.leaveFraction;
+      for (const [id, members] of groups) {
+        const isOwn = id === s.clusterId;
+        if (!isOwn && !misfit && !this.#better(this.#rankOf(level, id, members), ownRank)) continue;
         let sampled = 0;
+        let near = false;
         const unsampled: string[] = [];
         const staleHere: string[] = [];
         for (const p of members) {
-          if (this.rtt.sampleCount(p) >= this.#o.minPeerSamples) {
+          const median = this.rtt.median(p, this.#o.minPeerSamples);
+          if (median !== undefined) {
             sampled++;
+            if (median <= nearBelow) near = true;
             const last = this.rtt.lastSampleAt(p);
             if (last === undefined || now - last >= this.#o.reprobeMs) staleHere.push(p);
           } else {
@@ -429,7 +443,7 @@ export class ClusterManager {
         }
         const need = Math.min(this.#o.minMembersSampled, members.length) - sampled;
         for (const p of shuffle(unsampled, this.#random).slice(0, Math.max(0, need))) urgent.add(p);
-        // Refresh a few stale estimates per cluster (enough to judge it), not every member's.
+        if (!isOwn && !near) continue;
         for (const p of shuffle(staleHere, this.#random).slice(0, this.#o.minMembersSampled)) {
           stale.add(p);
         }

@@ -17,6 +17,7 @@
  * ```
  */
 import type { TimerHandle } from '@coral/testkit';
+import { ID_BYTES } from '../constants.js';
 import type { Contact } from '../contact.js';
 import type { ClusterPolicy, Dsht } from '../dsht.js';
 import {
@@ -31,6 +32,10 @@ import {
 
 /** Probe pings sent per tick. */
 export const CLUSTER_PROBES_PER_TICK = 2;
+/** Interval of exploration lookups while the node is alone in a cluster at some level (ms). */
+export const CLUSTER_EXPLORE_ALONE_MS = 15_000;
+/** Interval of exploration lookups otherwise (ms). */
+export const CLUSTER_EXPLORE_MS = 300_000;
 
 export interface DshtClusterBindingComponents {
   /** A manager to use; by default `attach()` builds one on the node's clock and random source. */
@@ -44,6 +49,10 @@ export interface DshtClusterBindingOptions {
   probesPerTick?: number;
   /** Tick interval; default the manager's `tickMs` option or {@link CLUSTER_TICK_MS}. */
   tickMs?: number;
+  /** Default {@link CLUSTER_EXPLORE_ALONE_MS}. */
+  exploreAloneMs?: number;
+  /** Default {@link CLUSTER_EXPLORE_MS}; 0 turns exploration off. */
+  exploreMs?: number;
 }
 
 /** The key a peer has in the manager: its `ip:port` (from which its node id is derived). */
@@ -60,6 +69,8 @@ export class DshtClusterBinding implements ClusterPolicy {
   #timer: TimerHandle | undefined;
   #detach: (() => void) | undefined;
   #probes = 0;
+  #explores = 0;
+  #lastExplore = -Infinity;
 
   constructor(
     components: DshtClusterBindingComponents = {},
@@ -78,6 +89,11 @@ export class DshtClusterBinding implements ClusterPolicy {
   /** Probe pings sent so far. */
   get probesSent(): number {
     return this.#probes;
+  }
+
+  /** Exploration lookups started so far. */
+  get explorations(): number {
+    return this.#explores;
   }
 
   // ---- ClusterPolicy -------------------------------------------------------------------------
@@ -166,6 +182,28 @@ export class DshtClusterBinding implements ClusterPolicy {
         this.#contacts.delete(key);
       });
     }
+    this.#explore(node, m);
+  }
+
+  /**
+   * Meet more of the fleet: a level-0 lookup of a random id reaches nodes this node has never heard
+   * from, and every answer carries the answering node's clusters. Frequent while the node is alone
+   * in a cluster at some level (it has not found its neighbours yet), rare otherwise.
+   */
+  #explore(node: Dsht, m: ClusterManager): void {
+    const rare = this.#options.exploreMs ?? CLUSTER_EXPLORE_MS;
+    if (rare <= 0) return;
+    let alone = false;
+    for (let level = 1; level < Math.min(m.levels, node.levels); level++) {
+      if (m.sizeEstimate(level) <= 1) alone = true;
+    }
+    const every = alone ? (this.#options.exploreAloneMs ?? CLUSTER_EXPLORE_ALONE_MS) : rare;
+    const now = node.clock.now();
+    if (now - this.#lastExplore < every) return;
+    this.#lastExplore = now;
+    this.#explores++;
+    const target = node.random.bytes(new Uint8Array(ID_BYTES));
+    node.findNode(target, { level: 0 }).catch(() => undefined);
   }
 
   /** The cluster at `level` changed: rebuild that routing table from the members known. */

@@ -50,6 +50,8 @@ export {
   type DshtClusterBindingOptions,
   DshtClusterBinding,
   CLUSTER_PROBES_PER_TICK,
+  CLUSTER_EXPLORE_ALONE_MS,
+  CLUSTER_EXPLORE_MS,
   peerKey,
 } from './dsht-binding.js';
 export {

@@ -76,6 +76,11 @@ describe('clustering inside a DSHT fleet on a geo topology', () => {
     // The binding reports peers under their ip:port.
     expect(bindings[0]!.manager.members(2).every((k) => /^10\.1\.1\.\d+:4000$/.test(k))).toBe(true);
     expect(peerKey({ ip: '::1', port: 1 })).toBe('[::1]:1');
+    // Probes and explorations happened, and the probes stayed within their budget.
+    for (const b of bindings) {
+      expect(b.explorations).toBeGreaterThan(0);
+      expect(b.probesSent).toBeLessThanOrEqual(((6 * MINUTE) / 5_000) * 2 + 10);
+    }
   });
 
   it('answers a get at level 2 in the same metro, level 1 in the same region, level 0 elsewhere', async () => {
