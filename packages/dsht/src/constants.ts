@@ -78,3 +78,10 @@ export const PUT_REVERSE_TRIES = 8;
 export const PERSIST_INTERVAL_MS = 1_000;
 /** Contacts written per level. */
 export const PERSIST_MAX_CONTACTS = 200;
+
+/** Lifetime of a locality hint record (a node re-puts it every HINT_REFRESH_MS). */
+export const HINT_TTL_SECONDS = 600;
+/** How often a node re-publishes its hints. */
+export const HINT_REFRESH_MS = 300_000;
+/** A node counts as live when heard from within this window (NodeDirectory). */
+export const LIVE_WINDOW_MS = 120_000;

@@ -16,6 +16,8 @@ import {
   WALK_CONTACTS,
   EXPIRY_SWEEP_MS,
   GET_MAX_VALUES,
+  HINT_REFRESH_MS,
+  HINT_TTL_SECONDS,
   ID_BYTES,
   KBUCKET_SIZE,
   LEVEL_COUNT,
@@ -39,6 +41,12 @@ import {
 import { compareDistance, idEquals, nodeIdFor, randomIdInBucket, toHex, type Id } from './id/id.js';
 import { lookup, type LookupEvent, type QueryOutcome, type Visit } from './lookup/lookup.js';
 import { Persistence, type KeyValueDb } from './persistence/persistence.js';
+import {
+  decodeNodeRecord,
+  encodeNodeRecord,
+  hintKeysFor,
+  type HintKey,
+} from './directory/hints.js';
 import { RoutingTable, type RoutingEntry } from './routing-table/routing-table.js';
 import { dispatch } from './rpc/handlers/index.js';
 import { Rpc, type DshtMetrics, type Logger, type RpcCounters } from './rpc/rpc.js';
@@ -53,6 +61,8 @@ export interface ClusterPolicy {
   adverts(): ClusterAdvert[];
   /** Whether `contact` belongs in this node's routing table at `level` (> 0). */
   admits(level: number, contact: Contact): boolean;
+  /** A JSON-able view of the clusters, included in `Dsht.snapshot()`. */
+  snapshot?(): unknown;
 }
 
 export interface DshtComponents {
@@ -100,6 +110,11 @@ export interface DshtOptions {
   persistIntervalMs?: number;
   /** Run periodic timers (sweep, refresh, persist). Default true. */
   timers?: boolean;
+  /**
+   * Locality hints: at join, look up the nodes under this node's /24, /16 and region keys and ping
+   * them; then put this node there (level 0) and refresh it every HINT_REFRESH_MS. Default false.
+   */
+  hints?: boolean;
 }
 
 export interface LookupStats {
@@ -142,6 +157,8 @@ export interface DshtSnapshot {
   rpc: RpcCounters & { pending: number; rttPeers: number };
   malformed: number;
   spoofed: number;
+  /** The cluster policy's own snapshot (clusters per level), when it has one. */
+  clusters?: unknown;
 }
 
 type DshtEvents = {
@@ -189,6 +206,8 @@ export class Dsht extends EventEmitter<DshtEvents> {
   #timers: TimerHandle[] = [];
   #shortcuts = new Map<string, { contact: Contact; level: number; expiresAt: number }>();
   #contactsDirty = false;
+  #heard = new Map<string, number>();
+  #failed = new Map<string, number>();
 
   constructor(components: DshtComponents, options: DshtOptions = {}) {
     super();
@@ -352,6 +371,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
       contacts.map((a) => this.ping(a, { signal: opts.signal }).catch(() => undefined)),
     );
     if (this.#tables[0]!.size > 0) await this.join({ signal: opts.signal });
+    if (this.options.hints) await this.#useHints(opts.signal);
     this.#logger.info(
       { id: toHex(this.#id), address: addr, contacts: this.#tables[0]!.size },
       'dsht started',
@@ -683,6 +703,108 @@ export class Dsht extends EventEmitter<DshtEvents> {
     return { messages };
   }
 
+  /** Clock time this node last heard from `id` (any verified datagram), or undefined. */
+  lastHeard(id: Id): number | undefined {
+    return this.#heard.get(toHex(id));
+  }
+
+  /** Heard from within `windowMs` and no failed RPC to it since. */
+  isLive(id: Id, windowMs: number): boolean {
+    const hex = toHex(id);
+    const heard = this.#heard.get(hex);
+    if (heard === undefined || this.clock.now() - heard > windowMs) return false;
+    const failed = this.#failed.get(hex);
+    return failed === undefined || failed < heard;
+  }
+
+  /** Did the last RPC to `id` fail after the last time it was heard from? */
+  isSuspect(id: Id): boolean {
+    const hex = toHex(id);
+    const failed = this.#failed.get(hex);
+    if (failed === undefined) return false;
+    return failed >= (this.#heard.get(hex) ?? -Infinity);
+  }
+
+  /** The hint keys this node publishes under (/24, /16, region). */
+  hintKeys(): HintKey[] {
+    return hintKeysFor(this.contact);
+  }
+
+  /** Put this node's record under its hint keys (level 0). Failures are ignored. */
+  async publishHints(opts: { signal?: AbortSignal } = {}): Promise<number> {
+    const record = encodeNodeRecord(this.contact);
+    let ok = 0;
+    for (const h of this.hintKeys()) {
+      try {
+        await this.put(h.key, record, HINT_TTL_SECONDS, { signal: opts.signal, level: 0 });
+        ok++;
+      } catch (err) {
+        if (err instanceof AbortedError) throw err;
+      }
+    }
+    return ok;
+  }
+
+  /** The nodes recorded under a hint key (level-0 get; invalid records dropped). */
+  async lookupHint(key: Id, opts: { signal?: AbortSignal } = {}): Promise<Contact[]> {
+    const r = await this.#getAtLevel0(key, opts.signal);
+    const out: Contact[] = [];
+    for (const v of r) {
+      const c = decodeNodeRecord(v);
+      if (c && !out.some((o) => idEquals(o.id, c.id))) out.push(c);
+    }
+    return out;
+  }
+
+  /**
+   * Collect values for a key at level 0 from several holders: the walk goes on past the first holder
+   * (sloppy storage spreads a popular key's values over the nodes near it) until `want` are found.
+   */
+  async #getAtLevel0(key: Id, signal?: AbortSignal, want = 16): Promise<Uint8Array[]> {
+    const found = new Map<string, Uint8Array>();
+    for (const v of this.store.get(0, key)) found.set(toHex(v.publisher), v.value);
+    if (found.size >= want) return [...found.values()];
+    for await (const e of lookup<GetProbe>({
+      target: key,
+      level: 0,
+      selfId: this.id,
+      seeds: this.#tables[0]!.closest(key, this.#tables[0]!.k),
+      alpha: this.options.alpha ?? ALPHA,
+      halving: false,
+      termination: ALPHA * 2,
+      signal,
+      query: async (c, sig): Promise<QueryOutcome<GetProbe>> => {
+        const r = await this.#query(c, { type: 'GET', level: 0, key, max: 16 }, sig);
+        if (r.body.type !== 'VALUES') return { contacts: [], result: { values: [] } };
+        for (const v of r.body.values) found.set(toHex(v.publisher), v.value);
+        // A holder answers with values only, so ask the table for the way on.
+        const more = r.body.values.length > 0 ? this.#tables[0]!.closest(key, 8) : r.body.contacts;
+        return { contacts: more, stop: found.size >= want, result: { values: r.body.values } };
+      },
+    })) {
+      void e;
+    }
+    return [...found.values()];
+  }
+
+  /** Join-time use of hints: ping the nodes under this node's hint keys (RTT samples for clustering). */
+  async #useHints(signal?: AbortSignal): Promise<void> {
+    const self = this.id;
+    const seen = new Set<string>();
+    const pings: Promise<unknown>[] = [];
+    for (const h of this.hintKeys()) {
+      const found = await this.lookupHint(h.key, { signal }).catch(() => [] as Contact[]);
+      for (const c of found) {
+        const hex = toHex(c.id);
+        if (idEquals(c.id, self) || seen.has(hex) || seen.size >= 16) continue;
+        seen.add(hex);
+        pings.push(this.ping(c, { signal, retries: 0 }).catch(() => undefined));
+      }
+    }
+    await Promise.all(pings);
+    await this.publishHints({ signal });
+  }
+
   /** A plain JSON view of the node for admin APIs and tests. */
   snapshot(): DshtSnapshot {
     const rpc = this.#rpc;
@@ -710,6 +832,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
       },
       malformed: rpc?.counters.malformed ?? 0,
       spoofed: rpc?.counters.spoofed ?? 0,
+      clusters: this.#cluster?.snapshot?.(),
     };
   }
 
@@ -736,6 +859,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
   }
 
   #learn(sender: Contact): void {
+    bump(this.#heard, toHex(sender.id), this.clock.now());
     for (let level = 0; level < this.#tables.length; level++) {
       if (this.#admits(level, sender)) {
         const r = this.#tables[level]!.add(sender);
@@ -749,7 +873,10 @@ export class Dsht extends EventEmitter<DshtEvents> {
     try {
       return await this.rpc.request(to, body, { signal });
     } catch (err) {
-      if (!(err instanceof AbortedError)) for (const t of this.#tables) t.recordFailure(to.id);
+      if (!(err instanceof AbortedError)) {
+        for (const t of this.#tables) t.recordFailure(to.id);
+        bump(this.#failed, toHex(to.id), this.clock.now());
+      }
       throw err;
     }
   }
@@ -819,6 +946,9 @@ export class Dsht extends EventEmitter<DshtEvents> {
       this.#timers = this.#timers.slice(-8);
     });
     every(REFRESH_CHECK_MS, () => this.#refreshStale());
+    if (this.options.hints) {
+      every(HINT_REFRESH_MS, () => void this.publishHints().catch(() => undefined));
+    }
     if (this.#persistence) {
       const p = this.#persistence;
       every(this.options.persistIntervalMs ?? PERSIST_INTERVAL_MS, () => {
@@ -872,6 +1002,13 @@ export class Dsht extends EventEmitter<DshtEvents> {
       throw new InvalidArgumentError(`key must be a ${ID_BYTES}-byte Uint8Array`);
     }
   }
+}
+
+/** Set `key` to `value`, most recent last, keeping at most 8192 entries. */
+function bump(map: Map<string, number>, key: string, value: number): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > 8192) map.delete(map.keys().next().value as string);
 }
 
 function emptyCounters(): RpcCounters {

@@ -63,3 +63,43 @@ export {
 } from './transport/index.js';
 export { Persistence, type KeyValueDb } from './persistence/persistence.js';
 export { SimFleet, defaultIp, type SimFleetOptions } from './sim/fleet.js';
+export {
+  DshtDirectory,
+  toNodeInfo,
+  type DirectoryNode,
+  type DirectoryHintResult,
+  type DshtDirectoryComponents,
+  type DshtDirectoryOptions,
+} from './directory/node-directory.js';
+export {
+  networkHintKeys,
+  regionHintKey,
+  hintKeysFor,
+  encodeNodeRecord,
+  decodeNodeRecord,
+  type HintKey,
+} from './directory/hints.js';
+// Clustering (levels 1 and 2) and simulated topologies: see docs/dsht-clustering.md.
+export {
+  ClusterManager,
+  DshtClusterBinding,
+  RttEstimator,
+  type ClusterAd,
+  type ClusterChange,
+  type ClusterSnapshot,
+  type ClusterManagerOptions,
+  type DshtClusterBindingOptions,
+} from './cluster/index.js';
+export {
+  geoTopology,
+  matrixTopology,
+  parseRttMatrix,
+  purityReport,
+  clusterPurity,
+  type GeoTopology,
+  type GeoTopologyOptions,
+  type MatrixTopology,
+  type Topology,
+  type PurityReport,
+  type ClusterAssignment,
+} from './topology/index.js';
