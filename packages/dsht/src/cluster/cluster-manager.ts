@@ -12,8 +12,9 @@
  * - The node's own cluster *no longer fits* when more than `leaveFraction` of the members it has
  *   estimates for are above `threshold × (1 + leaveMargin)` — the margin is the hysteresis band
  *   between joining (under T) and leaving (over T·(1+m)).
- * - Among acceptable clusters (and its own, if it still fits) it prefers the larger, then the older
- *   (then the lower id), so clusters merge instead of splitting the fleet. If its own no longer fits
+ * - Among acceptable clusters (and its own, if it still fits) it prefers the clearly larger (more
+ *   than `sizeTieFraction` apart), then the older, then the lower id, so clusters merge instead of
+ *   splitting the fleet, in the same direction on every node. If its own no longer fits
  *   and nothing else is acceptable it founds a new cluster. Every node starts alone, having founded
  *   its own cluster at each level.
  * - A change happens only when the same decision was reached at `confirmTicks` consecutive ticks and
@@ -60,6 +61,12 @@ export const CLUSTER_PEER_TTL_MS = 10 * 60_000;
 export const CLUSTER_MAX_PEERS = 4_096;
 /** Bytes of a random cluster id. */
 export const CLUSTER_ID_BYTES = 8;
+/**
+ * Sizes count as equal unless they differ by more than this fraction of the larger (and by more
+ * than 1); then the older cluster wins. Size estimates differ a little from node to node, and
+ * without this band two clusters of about the same size would trade members instead of merging.
+ */
+export const CLUSTER_SIZE_TIE_FRACTION = 0.5;
 /** Founding times closer than this count as equally old (then the lower id wins). */
 export const CLUSTER_AGE_TIE_MS = 2_000;
 /** Interval of the self-scheduled tick after `start()`. */
@@ -132,6 +139,8 @@ export interface ClusterManagerOptions {
   clusterIdBytes?: number;
   /** Default {@link CLUSTER_AGE_TIE_MS}. */
   ageTieMs?: number;
+  /** Default {@link CLUSTER_SIZE_TIE_FRACTION}. */
+  sizeTieFraction?: number;
   /** Default {@link CLUSTER_TICK_MS}. */
   tickMs?: number;
   /** Default {@link CLUSTER_REPROBE_MS}. */
@@ -204,6 +213,7 @@ interface Rank {
 
 /** Target meaning "found a new cluster". */
 const FOUND = '';
+const NONE: ReadonlySet<string> = new Set();
 
 type ChangeListener = (change: ClusterChange) => void;
 
@@ -217,10 +227,9 @@ export class ClusterManager {
   readonly #levels: LevelState[];
   /** Insertion order = least recently heard first. */
   readonly #peers = new Map<string, PeerInfo>();
-  /** Per level: peers whose latest ad names this node's cluster (index 0 unused). */
-  readonly #memberSets: Set<string>[];
-  /** Per level: peers grouped by advertised cluster, rebuilt after a change (undefined = stale). */
-  readonly #groupCache: (Map<string, string[]> | undefined)[];
+  /** Per level: known peers grouped by the cluster they last advertised (index 0 unused). */
+  readonly #groupsByLevel: Map<string, Set<string>>[];
+  #lastRttPrune = -Infinity;
   readonly #listeners = new Set<ChangeListener>();
   readonly #zeroId: Uint8Array;
   #changes = 0;
@@ -245,6 +254,7 @@ export class ClusterManager {
       maxPeers: options.maxPeers ?? CLUSTER_MAX_PEERS,
       clusterIdBytes: options.clusterIdBytes ?? CLUSTER_ID_BYTES,
       ageTieMs: options.ageTieMs ?? CLUSTER_AGE_TIE_MS,
+      sizeTieFraction: options.sizeTieFraction ?? CLUSTER_SIZE_TIE_FRACTION,
       tickMs: options.tickMs ?? CLUSTER_TICK_MS,
       reprobeMs: options.reprobeMs ?? CLUSTER_REPROBE_MS,
     };
@@ -255,8 +265,7 @@ export class ClusterManager {
       const clusterId = level === 0 ? toHex(this.#zeroId) : this.#newId();
       return { clusterId, idBytes: fromHex(clusterId), createdAt: now, joinedAt: now };
     });
-    this.#memberSets = this.#levels.map(() => new Set<string>());
-    this.#groupCache = this.#levels.map(() => undefined);
+    this.#groupsByLevel = this.#levels.map(() => new Map<string, Set<string>>());
   }
 
   /** Number of levels (including level 0). */
@@ -298,15 +307,23 @@ export class ClusterManager {
         size: ad.size,
         createdAt: now - ad.age * 1000,
       };
-      if (info.ads[ad.level]?.clusterId !== entry.clusterId) this.#groupCache[ad.level] = undefined;
+      const before = info.ads[ad.level]?.clusterId;
       info.ads[ad.level] = entry;
+      if (ad.level === 0) {
+        accepted++;
+        continue;
+      }
+      if (before !== entry.clusterId) {
+        if (before !== undefined) this.#ungroup(ad.level, before, peerId);
+        const groups = this.#groupsByLevel[ad.level]!;
+        let g = groups.get(entry.clusterId);
+        if (!g) groups.set(entry.clusterId, (g = new Set()));
+        g.add(peerId);
+      }
+      // A member that knows an older founding time of my cluster: take it on.
       const mine = this.#levels[ad.level]!;
-      if (ad.level > 0 && entry.clusterId === mine.clusterId) {
-        this.#memberSets[ad.level]!.add(peerId);
-        // A member that knows an older founding time of my cluster: take it on.
-        if (entry.createdAt < mine.createdAt) mine.createdAt = entry.createdAt;
-      } else {
-        this.#memberSets[ad.level]!.delete(peerId);
+      if (entry.clusterId === mine.clusterId && entry.createdAt < mine.createdAt) {
+        mine.createdAt = entry.createdAt;
       }
       accepted++;
     }
@@ -400,7 +417,7 @@ export class ClusterManager {
   /** Estimated size of this node's cluster at `level` (see the module comment). */
   sizeEstimate(level: number): number {
     const s = this.#level(level);
-    return this.#rankOf(level, s.clusterId, this.#groups(level).get(s.clusterId) ?? []).size;
+    return this.#rankOf(level, s.clusterId, this.#groups(level).get(s.clusterId) ?? NONE).size;
   }
 
   /**
@@ -419,7 +436,7 @@ export class ClusterManager {
       const s = this.#levels[level]!;
       const nearBelow = this.thresholdsMs[level]! * (1 + this.#o.leaveMargin);
       const groups = this.#groups(level);
-      const ownMembers = groups.get(s.clusterId) ?? [];
+      const ownMembers = groups.get(s.clusterId) ?? NONE;
       const ownRank = this.#rankOf(level, s.clusterId, ownMembers);
       const own = this.#fitness(ownMembers, this.thresholdsMs[level]!);
       const misfit = own.sampled > 0 && own.over / own.sampled > this.#o.leaveFraction;
@@ -441,7 +458,7 @@ export class ClusterManager {
             unsampled.push(p);
           }
         }
-        const need = Math.min(this.#o.minMembersSampled, members.length) - sampled;
+        const need = Math.min(this.#o.minMembersSampled, members.size) - sampled;
         for (const p of shuffle(unsampled, this.#random).slice(0, Math.max(0, need))) urgent.add(p);
         if (!isOwn && !near) continue;
         for (const p of shuffle(staleHere, this.#random).slice(0, this.#o.minMembersSampled)) {
@@ -487,7 +504,7 @@ export class ClusterManager {
     const s = this.#levels[level]!;
     const threshold = this.thresholdsMs[level]!;
     const groups = this.#groups(level);
-    const ownMembers = groups.get(s.clusterId) ?? [];
+    const ownMembers = groups.get(s.clusterId) ?? NONE;
     const own = this.#fitness(ownMembers, threshold);
     const misfit = own.sampled > 0 && own.over / own.sampled > this.#o.leaveFraction;
     const ownRank = this.#rankOf(level, s.clusterId, ownMembers);
@@ -495,12 +512,15 @@ export class ClusterManager {
     let best: Rank | undefined;
     for (const [id, members] of groups) {
       if (id === s.clusterId) continue;
+      // Rank first (cheap): a cluster that would not win is not worth judging.
+      const rank = this.#rankOf(level, id, members);
+      if (!misfit && !this.#better(rank, ownRank)) continue;
+      if (best && !this.#better(rank, best)) continue;
       const f = this.#fitness(members, threshold);
-      const need = Math.min(this.#o.minMembersSampled, members.length);
+      const need = Math.min(this.#o.minMembersSampled, members.size);
       if (f.sampled === 0 || f.sampled < need) continue;
       if (f.under < this.#o.joinFraction * f.sampled) continue;
-      const rank = this.#rankOf(level, id, members);
-      if (!best || this.#better(rank, best)) best = rank;
+      best = rank;
     }
 
     let target: string;
@@ -530,7 +550,6 @@ export class ClusterManager {
       s.createdAt = best!.createdAt;
     }
     s.idBytes = fromHex(s.clusterId);
-    this.#rebuildMembers(level);
     this.#changes++;
     return {
       level,
@@ -542,7 +561,7 @@ export class ClusterManager {
   }
 
   /** RTT fitness of a set of members against a level threshold. */
-  #fitness(members: readonly string[], threshold: number): Fitness {
+  #fitness(members: ReadonlySet<string>, threshold: number): Fitness {
     const f: Fitness = { sampled: 0, under: 0, over: 0 };
     const leaveAbove = threshold * (1 + this.#o.leaveMargin);
     for (const p of members) {
@@ -556,10 +575,10 @@ export class ClusterManager {
   }
 
   /** Size and founding time of cluster `id` as this node sees it. */
-  #rankOf(level: number, id: string, members: readonly string[]): Rank {
+  #rankOf(level: number, id: string, members: ReadonlySet<string>): Rank {
     const s = this.#levels[level]!;
     const mine = id === s.clusterId;
-    let size = members.length + (mine ? 1 : 0);
+    let size = members.size + (mine ? 1 : 0);
     let createdAt = mine ? s.createdAt : Infinity;
     for (const p of members) {
       const ad = this.#peers.get(p)?.ads[level];
@@ -570,60 +589,47 @@ export class ClusterManager {
     return { id, size, createdAt };
   }
 
-  /** Whether cluster `a` is preferred to `b`: larger, then older, then the lower id. */
+  /** Whether cluster `a` is preferred to `b`: clearly larger, then older, then the lower id. */
   #better(a: Rank, b: Rank): boolean {
-    if (a.size !== b.size) return a.size > b.size;
+    const gap = Math.max(1, this.#o.sizeTieFraction * Math.max(a.size, b.size));
+    if (Math.abs(a.size - b.size) > gap) return a.size > b.size;
     if (Math.abs(a.createdAt - b.createdAt) > this.#o.ageTieMs) return a.createdAt < b.createdAt;
     return a.id < b.id;
   }
 
   // ---- bookkeeping ---------------------------------------------------------------------------
 
-  /**
-   * Known peers grouped by the cluster they advertise at `level` (silent peers are pruned at every
-   * tick). Cached until an advertised cluster changes or a peer is dropped; do not mutate.
-   */
-  #groups(level: number): Map<string, string[]> {
-    const cached = this.#groupCache[level];
-    if (cached) return cached;
-    const groups = new Map<string, string[]>();
-    this.#groupCache[level] = groups;
-    for (const [peerId, info] of this.#peers) {
-      const ad = info.ads[level];
-      if (!ad) continue;
-      let g = groups.get(ad.clusterId);
-      if (!g) groups.set(ad.clusterId, (g = []));
-      g.push(peerId);
-    }
-    return groups;
+  /** Known peers grouped by the cluster they advertise at `level` (silent peers pruned at ticks). */
+  #groups(level: number): ReadonlyMap<string, ReadonlySet<string>> {
+    return this.#groupsByLevel[level]!;
   }
 
   /** Known members (pruned of silent peers at every tick). */
   #members(level: number): string[] {
-    return level === 0 ? [...this.#peers.keys()] : [...this.#memberSets[level]!];
+    if (level === 0) return [...this.#peers.keys()];
+    return [...(this.#groupsByLevel[level]!.get(this.#levels[level]!.clusterId) ?? NONE)];
   }
 
   #memberCount(level: number): number {
-    return level === 0 ? this.#peers.size : this.#memberSets[level]!.size;
+    if (level === 0) return this.#peers.size;
+    return this.#groupsByLevel[level]!.get(this.#levels[level]!.clusterId)?.size ?? 0;
+  }
+
+  #ungroup(level: number, clusterId: string, peerId: string): void {
+    const groups = this.#groupsByLevel[level]!;
+    const g = groups.get(clusterId);
+    if (!g) return;
+    g.delete(peerId);
+    if (g.size === 0) groups.delete(clusterId);
   }
 
   #drop(peerId: string): void {
     const info = this.#peers.get(peerId);
     if (!info) return;
     this.#peers.delete(peerId);
-    for (const set of this.#memberSets) set.delete(peerId);
     info.ads.forEach((ad, level) => {
-      if (ad) this.#groupCache[level] = undefined;
+      if (ad && level > 0) this.#ungroup(level, ad.clusterId, peerId);
     });
-  }
-
-  /** Recompute the member set of `level` after this node changed cluster there. */
-  #rebuildMembers(level: number): void {
-    const set = this.#memberSets[level]!;
-    const id = this.#levels[level]!.clusterId;
-    set.clear();
-    for (const [peerId, info] of this.#peers)
-      if (info.ads[level]?.clusterId === id) set.add(peerId);
   }
 
   #heard(peerId: string): PeerInfo {
@@ -647,7 +653,12 @@ export class ClusterManager {
       if (this.#live(info)) break; // least recently heard first: the rest are live too
       this.#drop(peerId);
     }
-    this.rtt.prune();
+    // Aged-out samples are ignored anyway; dropping them is housekeeping, once a minute is enough.
+    const now = this.#clock.now();
+    if (now - this.#lastRttPrune >= 60_000) {
+      this.#lastRttPrune = now;
+      this.rtt.prune();
+    }
   }
 
   #level(level: number): LevelState {
@@ -711,6 +722,7 @@ function validateOptions(
     o.clusterIdBytes,
   );
   check('ageTieMs', o.ageTieMs >= 0, o.ageTieMs);
+  check('sizeTieFraction', o.sizeTieFraction >= 0 && o.sizeTieFraction < 1, o.sizeTieFraction);
   check('tickMs', o.tickMs > 0, o.tickMs);
   check('reprobeMs', o.reprobeMs > 0, o.reprobeMs);
   if (problems.length > 0) {

@@ -5,9 +5,11 @@
  *   advertisement in every message; `admits(level, contact)` lets a contact into the level's routing
  *   table when it last advertised this node's cluster at that level;
  * - `attach(node)` feeds the node's `rtt` events to `onRttSample` and its `contact` events (every
- *   verified sender, carrying its adverts) to `onAdvertisement`; on a membership change it calls
- *   `node.resetLevel(level, members)` so the level's table holds the new cluster; every `tickMs` it
- *   ticks the manager and pings a few of its `probeTargets()` (whose answers come back as `rtt`).
+ *   verified sender, carrying its adverts) to `onAdvertisement`; on a membership change it pings a
+ *   few members of the cluster it left and calls `node.resetLevel(level, members)` so the level's
+ *   table holds the new cluster; every `tickMs` it ticks the manager, pings a few of its
+ *   `probeTargets()` (whose answers come back as `rtt`) and, when due, explores with a random
+ *   level-0 lookup.
  *
  * ```ts
  * const binding = new DshtClusterBinding();
@@ -17,6 +19,7 @@
  * ```
  */
 import type { TimerHandle } from '@coral/testkit';
+import { shuffle } from '@coral/testkit';
 import { ID_BYTES } from '../constants.js';
 import type { Contact } from '../contact.js';
 import type { ClusterPolicy, Dsht } from '../dsht.js';
@@ -32,6 +35,8 @@ import {
 
 /** Probe pings sent per tick. */
 export const CLUSTER_PROBES_PER_TICK = 2;
+/** Members of the cluster just left that are pinged after a change. */
+export const CLUSTER_ANNOUNCE = 3;
 /** Interval of exploration lookups while the node is alone in a cluster at some level (ms). */
 export const CLUSTER_EXPLORE_ALONE_MS = 15_000;
 /** Interval of exploration lookups otherwise (ms). */
@@ -49,6 +54,8 @@ export interface DshtClusterBindingOptions {
   probesPerTick?: number;
   /** Tick interval; default the manager's `tickMs` option or {@link CLUSTER_TICK_MS}. */
   tickMs?: number;
+  /** Default {@link CLUSTER_ANNOUNCE}. */
+  announce?: number;
   /** Default {@link CLUSTER_EXPLORE_ALONE_MS}. */
   exploreAloneMs?: number;
   /** Default {@link CLUSTER_EXPLORE_MS}; 0 turns exploration off. */
@@ -138,7 +145,10 @@ export class DshtClusterBinding implements ClusterPolicy {
         if (!m.isMember(key, level)) node.table(level)?.remove(peer.id);
       }
     };
-    const onChange = (change: ClusterChange): void => this.#rebuild(change.level);
+    const onChange = (change: ClusterChange): void => {
+      this.#announce(change);
+      this.#rebuild(change.level);
+    };
     node.on('rtt', onRtt);
     node.on('contact', onContact);
     const off = m.on('change', onChange);
@@ -204,6 +214,25 @@ export class DshtClusterBinding implements ClusterPolicy {
     this.#explores++;
     const target = node.random.bytes(new Uint8Array(ID_BYTES));
     node.findNode(target, { level: 0 }).catch(() => undefined);
+  }
+
+  /**
+   * Tell a few members of the cluster just left: their counts of it drop at once, and the ping
+   * carries the new cluster's advert, which may draw them along (clusters merge faster).
+   */
+  #announce(change: ClusterChange): void {
+    const node = this.#node;
+    const m = this.#manager;
+    if (!node || !m || !node.running) return;
+    const old: string[] = [];
+    for (const [key] of this.#contacts) {
+      if (m.peerCluster(key, change.level) === change.oldClusterId) old.push(key);
+    }
+    const max = this.#options.announce ?? CLUSTER_ANNOUNCE;
+    for (const key of shuffle(old, node.random).slice(0, max)) {
+      const c = this.#contacts.get(key)!;
+      node.ping({ ip: c.ip, port: c.port }).catch(() => undefined);
+    }
   }
 
   /** The cluster at `level` changed: rebuild that routing table from the members known. */

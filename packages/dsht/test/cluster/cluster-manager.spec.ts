@@ -154,13 +154,22 @@ describe('ClusterManager: joining', () => {
     expect(other.m.clusterOf(2)).toBe(C2);
   });
 
-  it('prefers the larger acceptable cluster', () => {
+  it('prefers the clearly larger acceptable cluster, even if younger', () => {
     const { m } = setup();
     for (const p of ['a', 'b']) advertise(m, p, [[2, C1, 2, 500]]);
-    for (const p of ['c', 'd', 'e']) advertise(m, p, [[2, C2, 3, 1]]);
+    for (const p of ['c', 'd', 'e']) advertise(m, p, [[2, C2, 5, 1]]);
     for (const p of ['a', 'b', 'c', 'd', 'e']) samples(m, p, 5);
     ticks(m, CLUSTER_CONFIRM_TICKS);
     expect(m.clusterOf(2)).toBe(C2);
+  });
+
+  it('treats sizes within sizeTieFraction as equal, so the older cluster wins', () => {
+    const { m } = setup();
+    for (const p of ['a', 'b']) advertise(m, p, [[2, C1, 10, 500]]);
+    for (const p of ['c', 'd']) advertise(m, p, [[2, C2, 18, 1]]); // 18 vs 10: not twice as large
+    for (const p of ['a', 'b', 'c', 'd']) samples(m, p, 5);
+    ticks(m, CLUSTER_CONFIRM_TICKS);
+    expect(m.clusterOf(2)).toBe(C1);
   });
 
   it('prefers the older cluster at equal size, then the lower id', () => {
@@ -211,14 +220,14 @@ describe('ClusterManager: staying and leaving', () => {
   it('does not leave for a larger cluster before the minimum dwell time', async () => {
     const { clock, m, changes } = joined();
     for (const p of ['d', 'e', 'f', 'g', 'h']) {
-      advertise(m, p, [[2, C2, 5, 10]]);
+      advertise(m, p, [[2, C2, 10, 10]]); // more than twice as large
       samples(m, p, 5);
     }
     ticks(m, 5);
     expect(m.clusterOf(2)).toBe(C1);
     await clock.advance(CLUSTER_MIN_DWELL_MS);
     for (const p of ['a', 'b', 'c']) advertise(m, p, [[2, C1, 4, 10]]);
-    for (const p of ['d', 'e', 'f', 'g', 'h']) advertise(m, p, [[2, C2, 5, 10]]);
+    for (const p of ['d', 'e', 'f', 'g', 'h']) advertise(m, p, [[2, C2, 10, 10]]);
     m.tick();
     expect(m.clusterOf(2)).toBe(C2);
     expect(changes).toEqual([
@@ -378,6 +387,7 @@ describe('ClusterManager: lifecycle and options', () => {
       { peerTtlMs: 0 },
       { maxPeers: 0 },
       { clusterIdBytes: 2 },
+      { sizeTieFraction: 1 },
       { tickMs: 0 },
       { reprobeMs: 0 },
     ];
