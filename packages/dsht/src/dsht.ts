@@ -138,6 +138,8 @@ export interface GetResult {
 export interface PutResult {
   /** Where the value was stored, one entry per level that accepted it. */
   stored: Array<{ level: number; contact: Contact; hop: number }>;
+  /** Cluster levels skipped because the key was already loaded there. */
+  skippedLevels: number[];
   stats: LookupStats;
 }
 
@@ -466,14 +468,13 @@ export class Dsht extends EventEmitter<DshtEvents> {
     for (let level = this.levels - 1; level >= 0; level--) {
       const table = this.#tables[level]!;
       const seeds = table.closest(key, table.k);
-      if (continueFrom && !seeds.some((s) => idEquals(s.id, continueFrom!.id)))
-        seeds.unshift(continueFrom);
       let finished: Extract<LookupEvent<GetProbe>, { type: 'FINISHED' }> | undefined;
       for await (const e of lookup<GetProbe>({
         target: key,
         level,
         selfId: this.id,
         seeds,
+        startFrom: continueFrom,
         alpha: this.options.alpha ?? ALPHA,
         halving: this.options.halving ?? true,
         signal: opts.signal,
@@ -593,6 +594,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
     const start = this.clock.now();
     const top = Math.min(this.levels - 1, opts.level ?? this.levels - 1);
     const stored: PutResult['stored'] = [];
+    const skipped: number[] = [];
     let messages = 0;
     let hops = 0;
     let lastLevel = 0;
@@ -601,14 +603,13 @@ export class Dsht extends EventEmitter<DshtEvents> {
       lastLevel = level;
       const table = this.#tables[level]!;
       const seeds = table.closest(key, table.k);
-      if (continueFrom && !seeds.some((s) => idEquals(s.id, continueFrom!.id)))
-        seeds.unshift(continueFrom);
       let finished: Extract<LookupEvent<PutProbe>, { type: 'FINISHED' }> | undefined;
       for await (const e of lookup<PutProbe>({
         target: key,
         level,
         selfId: this.id,
         seeds,
+        startFrom: continueFrom,
         alpha: this.options.alpha ?? ALPHA,
         halving: this.options.halving ?? true,
         signal: opts.signal,
@@ -629,6 +630,12 @@ export class Dsht extends EventEmitter<DshtEvents> {
       if (!finished) continue;
       messages += finished.messages;
       continueFrom = finished.visited[0]?.contact;
+      // A cluster level where the key is already loaded (the walk met a full-and-loaded node) is
+      // skipped: it holds plenty of copies; the put goes on in the next larger level.
+      if (level > 0 && finished.stoppedAt?.result.loaded && finished.stoppedAt.result.full) {
+        skipped.push(level);
+        continue;
+      }
       const placed = await this.#reversePhase(
         key,
         value,
@@ -648,6 +655,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
     if (stored.length === 0) throw new PutRejectedError('no node accepted the value');
     return {
       stored,
+      skippedLevels: skipped,
       stats: {
         hops,
         messages,

@@ -69,6 +69,11 @@ export interface LookupOptions<R> {
   halving?: boolean;
   /** Candidates kept (closest first). Default 64. */
   maxCandidates?: number;
+  /**
+   * Where a walk continues from (the closest node a previous level reached): asked first, and the
+   * halving starts from its distance instead of this node's.
+   */
+  startFrom?: Contact;
   /** Nodes already asked at this level (not asked again). */
   skip?: Set<string>;
   signal?: AbortSignal;
@@ -202,6 +207,14 @@ export async function* lookup<R>(
   };
 
   for (const s of opts.seeds) add(s, 1);
+  if (opts.startFrom && !idEquals(opts.startFrom.id, opts.selfId)) {
+    add(opts.startFrom, 1);
+    const first = byHex.get(toHex(opts.startFrom.id));
+    if (first && first.state === 'new') {
+      bestLog = Math.min(bestLog, first.log);
+      launch(first);
+    }
+  }
 
   try {
     for (;;) {
