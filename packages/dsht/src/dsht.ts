@@ -867,10 +867,11 @@ export class Dsht extends EventEmitter<DshtEvents> {
   }
 
   #learn(sender: Contact): void {
-    bump(this.#heard, toHex(sender.id), this.clock.now());
+    const hex = toHex(sender.id);
+    bump(this.#heard, hex, this.clock.now());
     for (let level = 0; level < this.#tables.length; level++) {
       if (this.#admits(level, sender)) {
-        const r = this.#tables[level]!.add(sender);
+        const r = this.#tables[level]!.add(sender, hex);
         if (r === 'added') this.#contactsDirty = true;
       }
     }
@@ -1014,9 +1015,9 @@ export class Dsht extends EventEmitter<DshtEvents> {
 
 /** Set `key` to `value`, most recent last, keeping at most 8192 entries. */
 function bump(map: Map<string, number>, key: string, value: number): void {
-  map.delete(key);
+  // Bounded by dropping the entry inserted first (cheaper than keeping LRU order on every datagram).
+  if (map.size >= 8192 && !map.has(key)) map.delete(map.keys().next().value as string);
   map.set(key, value);
-  if (map.size > 8192) map.delete(map.keys().next().value as string);
 }
 
 function emptyCounters(): RpcCounters {

@@ -120,12 +120,12 @@ export class RoutingTable {
 
   /**
    * Record that `contact` was heard from now. Adds it, refreshes it, or — when its bucket is full —
-   * pings the least recently seen contact and evicts it only if the ping fails.
+   * pings the least recently seen contact and evicts it only if the ping fails. `hex` is the id in
+   * hex when the caller has it already.
    */
-  add(contact: Contact): AddOutcome {
+  add(contact: Contact, hex = toHex(contact.id)): AddOutcome {
     if (idEquals(contact.id, this.selfId)) return 'self';
     const now = this.#clock.now();
-    const hex = toHex(contact.id);
     const bucket = this.#buckets[this.bucketIndex(contact.id)]!;
     const existing = this.#index.get(hex);
     if (existing) {
