@@ -159,8 +159,10 @@ export interface DshtSnapshot {
   rpc: RpcCounters & { pending: number; rttPeers: number };
   malformed: number;
   spoofed: number;
-  /** The cluster policy's own snapshot (clusters per level), when it has one. */
+  /** Clusters per level: the policy's own snapshot, else its adverts ({ level, clusterId, size, age }). */
   clusters?: unknown;
+  /** Smoothed RTT of the most recently sampled peers (up to 64). */
+  rtt: Array<{ peer: string; srttMs: number; samples: number }>;
 }
 
 type DshtEvents = {
@@ -840,8 +842,23 @@ export class Dsht extends EventEmitter<DshtEvents> {
       },
       malformed: rpc?.counters.malformed ?? 0,
       spoofed: rpc?.counters.spoofed ?? 0,
-      clusters: this.#cluster?.snapshot?.(),
+      clusters: this.#cluster?.snapshot?.() ?? this.#clusterAdverts(),
+      rtt: [...(rpc?.rtt.entries() ?? [])]
+        .slice(-64)
+        .map(([peer, e]) => ({ peer, srttMs: Math.round(e.srtt * 10) / 10, samples: e.samples })),
     };
+  }
+
+  #clusterAdverts():
+    Array<{ level: number; clusterId: string; size: number; age: number }> | undefined {
+    const ads = this.#cluster?.adverts();
+    if (!ads || ads.length === 0) return undefined;
+    return ads.map((a) => ({
+      level: a.level,
+      clusterId: toHex(a.clusterId),
+      size: a.size,
+      age: a.age,
+    }));
   }
 
   /**

@@ -60,6 +60,15 @@ describe('hierarchical get and put', () => {
       expect(node.routes(1).every((c) => parts(c.ip)[0] === r)).toBe(true);
       expect(node.routes(2).length).toBeGreaterThan(0);
     }
+    // The snapshot shows the clusters per level (from the policy's adverts) and RTT estimates.
+    const snap = fleet.nodes[6]!.snapshot(); // 10.1.1.2, a node that joined (and so sent requests)
+    expect(snap.clusters).toEqual([
+      { level: 1, clusterId: Buffer.from('r1').toString('hex'), size: 16, age: 60 },
+      { level: 2, clusterId: Buffer.from('m1.1').toString('hex'), size: 8, age: 60 },
+    ]);
+    expect(snap.levels.map((l) => l.level)).toEqual([0, 1, 2]);
+    expect(snap.rtt.length).toBeGreaterThan(0);
+    expect(JSON.parse(JSON.stringify(snap))).toEqual(snap);
     const inMetro = (m: string) => fleet.nodes.filter((n) => parts(n.contact.ip)[1] === m);
     const [publisher, sameMetro] = inMetro('1.1');
     const [sameRegion] = inMetro('1.2');
