@@ -5,7 +5,8 @@
 // with the cache. The load generator runs in a worker thread (its own event loop); the server
 // runs on this thread. Prints a table and ends with ONE JSON line.
 //
-// Options: --seconds N (per measured phase, default 3), --names N (distinct names, default 1000).
+// Options: --seconds N (per measured phase, default 3), --names N (distinct names, default 1000),
+// --window N (queries in flight per socket at maximum rate, 4 sockets, default 32).
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
@@ -17,6 +18,7 @@ const arg = (name, dflt) => {
 };
 const seconds = arg('seconds', 3);
 const nNames = arg('names', 1000);
+const window = arg('window', 32);
 const names = Array.from({ length: nNames }, (_, i) => `www.site${i}.example.com.nyud.net`);
 
 function fleet() {
@@ -56,7 +58,7 @@ function load(port, mode, durationMs, extra = {}) {
         mode,
         durationMs,
         rate: 5000,
-        window: 32,
+        window,
         sockets: 4,
         names,
         seed: 42,
