@@ -1,4 +1,105 @@
 /**
- * @coral/dsht — Coral's distributed sloppy hash table (placeholder: the DSHT lands with its issue).
+ * @coral/dsht — Coral's distributed sloppy hash table.
+ *
+ * Kademlia-style routing per cluster level, Coral's sloppy put (forward probe, reverse store) and
+ * get (stop at the first holder), rate limits that keep hot keys from melting one node, UDP or
+ * simulated transport, LevelDB persistence. See docs/dsht.md.
+ *
+ * ```ts
+ * import { Dsht, keyFromName } from '@coral/dsht';
+ * const node = await Dsht.open({ bind: { host: '127.0.0.2', port: 8091 }, dataDir: './data/dsht' });
+ * await node.start({ bootstrap: ['127.0.0.3:8091'] });
+ * const key = keyFromName('url:http://example.com/a.jpg');
+ * await node.put(key, new TextEncoder().encode('holder info'), 3600);
+ * const { values, stats } = await node.get(key); // stats: hops, messages, level, answeredBy, latencyMs
+ * await node.stop();
+ * ```
  */
-export const DSHT_PLACEHOLDER = true;
+export {
+  Dsht,
+  type DshtComponents,
+  type DshtOptions,
+  type DshtSnapshot,
+  type GetResult,
+  type PutResult,
+  type LookupStats,
+  type ClusterPolicy,
+} from './dsht.js';
+export type { Contact, ClusterAdvert, ServiceInfo, Address } from './contact.js';
+export * from './constants.js';
+export * from './errors.js';
+export {
+  keyFromName,
+  nodeIdFor,
+  toHex,
+  fromHex,
+  xor,
+  compareDistance,
+  commonPrefixLength,
+  idEquals,
+  sha1,
+  type Id,
+} from './id/id.js';
+export {
+  RoutingTable,
+  type RoutingEntry,
+  type RoutingTableOptions,
+} from './routing-table/routing-table.js';
+export { ValueStore, type StoredValue, type ValueStoreOptions } from './store/value-store.js';
+export { encode, decode, TypeCode } from './wire/codec.js';
+export type { Message, Request, Response, WireValue } from './wire/messages.js';
+export { StoreStatus, WireErrorCode } from './wire/messages.js';
+export { Rpc, RttTable, type DshtMetrics, type Logger, type RpcCounters } from './rpc/index.js';
+export { lookup, type LookupEvent, type LookupOptions, type Visit } from './lookup/lookup.js';
+export {
+  type Transport,
+  type DatagramHandler,
+  UdpTransport,
+  SimNetwork,
+  SimTransport,
+  uniformRttLatency,
+  type LatencyModel,
+  type SimStats,
+} from './transport/index.js';
+export { Persistence, type KeyValueDb } from './persistence/persistence.js';
+export { SimFleet, defaultIp, type SimFleetOptions } from './sim/fleet.js';
+export {
+  DshtDirectory,
+  toNodeInfo,
+  type DirectoryNode,
+  type DirectoryHintResult,
+  type DshtDirectoryComponents,
+  type DshtDirectoryOptions,
+} from './directory/node-directory.js';
+export {
+  networkHintKeys,
+  regionHintKey,
+  hintKeysFor,
+  encodeNodeRecord,
+  decodeNodeRecord,
+  type HintKey,
+} from './directory/hints.js';
+// Clustering (levels 1 and 2) and simulated topologies: see docs/dsht-clustering.md.
+export {
+  ClusterManager,
+  DshtClusterBinding,
+  RttEstimator,
+  type ClusterAd,
+  type ClusterChange,
+  type ClusterSnapshot,
+  type ClusterManagerOptions,
+  type DshtClusterBindingOptions,
+} from './cluster/index.js';
+export {
+  geoTopology,
+  matrixTopology,
+  parseRttMatrix,
+  purityReport,
+  clusterPurity,
+  type GeoTopology,
+  type GeoTopologyOptions,
+  type MatrixTopology,
+  type Topology,
+  type PurityReport,
+  type ClusterAssignment,
+} from './topology/index.js';

@@ -11,86 +11,44 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { type Clock, type Random, systemClock, systemRandom } from '@coral/testkit';
+import {
+  AnswerBuilder,
+  type AnswerMeta,
+  type BuiltAnswer,
+  type Peer,
+} from '../answer/answer-builder.js';
 import { compileViews, type LocationContext, Locator } from '../locate/locator.js';
 import { DnsConfigError, DnsListenError, DnsStateError } from '../errors.js';
-import { normalizeZone, parseCoralName } from '../names/coral-name.js';
-import { formatIp, parseCidr, parseIp } from '../net/ip.js';
+import { parseCidr, parseIp } from '../net/ip.js';
 import type { NodeDirectory } from '../node-directory.js';
 import { type Prober, TcpConnectProber } from '../probe/prober.js';
 import { type ProbeEntry, ResolverProbes } from '../probe/resolver-probes.js';
-import {
-  ResponseRateLimiter,
-  type RrlKind,
-  type RrlVerdict,
-} from '../rrl/response-rate-limiter.js';
+import { ResponseRateLimiter, type RrlVerdict } from '../rrl/response-rate-limiter.js';
 import { CLASS, RCODE, RCODE_NAME, TYPE } from '../wire/constants.js';
-import { encodeBare, encodeResponse, patchCached } from '../wire/encode.js';
+import { encodeBare, patchCached } from '../wire/encode.js';
 import { type DecodeResult, decodeQuery, type Query, udpLimit } from '../wire/query.js';
-import type { ResourceRecord, ResponseOpt } from '../wire/records.js';
+import type { ResponseOpt } from '../wire/records.js';
 import {
   DEFAULT_ANSWER_CACHE_ENTRIES,
-  DEFAULT_ANSWER_COUNT,
-  DEFAULT_CNAME_TTL,
   DEFAULT_DECISION_BUFFER_SIZE,
   DEFAULT_HINT_TIMEOUT_MS,
-  DEFAULT_LOCAL_TTL,
-  DEFAULT_NS_TTL,
-  DEFAULT_SOA,
   DEFAULT_TCP_IDLE_TIMEOUT_MS,
   DEFAULT_TCP_MAX_CONNECTIONS,
   DEFAULT_TCP_MAX_MESSAGE_BYTES,
   DEFAULT_TCP_MAX_QUERIES_PER_CONNECTION,
-  DEFAULT_TTL,
-  DEFAULT_UDP_MAX_PAYLOAD,
   DEFAULT_UDP_RECEIVE_BUFFER_BYTES,
-  DEFAULT_ZONES,
   type Decision,
   type DnsLogger,
   type DnsMetrics,
   type DnsServerComponents,
   type DnsServerOptions,
-  type LocationMethod,
-  type NameserverConfig,
 } from './types.js';
 
 const noopLogger: DnsLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
-interface Peer {
-  address: string;
-  port: number;
-  bytes: Uint8Array;
-}
-
-/** Everything about a response except its bytes: what is logged, counted and rate-limited. */
-interface Meta {
-  name: string;
-  type: number;
-  rcode: number;
-  aa: boolean;
-  method: LocationMethod | 'none';
-  detail: string;
-  nodes: string[];
-  ttl?: number;
-  ecs?: string;
-  scope?: number;
-  opt?: ResponseOpt;
-  rrlKind: RrlKind;
-  rrlName: string;
-}
-
-interface Built {
-  bytes: Buffer;
-  meta: Meta;
-  /** How long the encoded answer may be reused (0 = never). */
-  cacheMs: number;
-  /** True when the answer does not depend on where the client is. */
-  static: boolean;
-  bucket?: string;
-}
-
 interface CacheEntry {
   bytes: Buffer;
-  meta: Meta;
+  meta: AnswerMeta;
   expiresAt: number;
 }
 
@@ -105,7 +63,7 @@ interface Ring {
   client: string;
   cached: boolean;
   outcome: Decision['outcome'];
-  meta: Meta;
+  meta: AnswerMeta;
 }
 
 /** Counters returned by {@link DnsServer.stats}. */
@@ -146,19 +104,7 @@ export class DnsServer {
   readonly #locator: Locator;
   readonly #rrl: ResponseRateLimiter;
 
-  readonly #zones: string[];
-  readonly #answerCount: number;
-  readonly #ttl: number;
-  readonly #localTtl: number;
-  readonly #cnameTtl: number;
-  readonly #nsTtl: number;
-  readonly #nameservers: NameserverConfig[];
-  readonly #nsByName = new Map<string, NameserverConfig>();
-  readonly #soa: Required<Omit<NonNullable<DnsServerOptions['soa']>, 'mname' | 'rname'>> & {
-    mname?: string;
-    rname?: string;
-  };
-  readonly #udpMax: number;
+  readonly #answers: AnswerBuilder;
   readonly #udpRcvBuf: number;
   readonly #cacheOn: boolean;
   readonly #cacheMax: number;
@@ -169,7 +115,7 @@ export class DnsServer {
 
   readonly #cache = new Map<string, CacheTop>();
   #cacheEntries = 0;
-  readonly #pending = new Map<string, Promise<Built>>();
+  readonly #pending = new Map<string, Promise<BuiltAnswer>>();
   readonly #ring: (Ring | undefined)[];
   #ringNext = 0;
 
@@ -203,47 +149,6 @@ export class DnsServer {
     this.#metrics = components.metrics;
     this.#random = components.random ?? systemRandom;
 
-    this.#zones = (options.zones ?? DEFAULT_ZONES).map(normalizeZone);
-    if (
-      this.#zones.length === 0 ||
-      this.#zones.some((z) => !/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(z))
-    ) {
-      throw new DnsConfigError(
-        `zones must be non-empty DNS names, got ${JSON.stringify(options.zones)}`,
-      );
-    }
-    this.#answerCount = positiveInt('answerCount', options.answerCount ?? DEFAULT_ANSWER_COUNT);
-    this.#ttl = nonNegativeInt('ttl', options.ttl ?? DEFAULT_TTL);
-    this.#localTtl = nonNegativeInt('localTtl', options.localTtl ?? DEFAULT_LOCAL_TTL);
-    this.#cnameTtl = nonNegativeInt('cnameTtl', options.cnameTtl ?? DEFAULT_CNAME_TTL);
-    this.#nsTtl = nonNegativeInt('nsTtl', options.nsTtl ?? DEFAULT_NS_TTL);
-    this.#soa = { ...DEFAULT_SOA, ...options.soa };
-
-    const self = this.#directory.self();
-    this.#nameservers = (
-      options.nameservers ?? [
-        {
-          name: `ns.${this.#zones[0]}`,
-          ...(self.ipv4 ? { ipv4: self.ipv4 } : {}),
-          ...(self.ipv6 ? { ipv6: self.ipv6 } : {}),
-        },
-      ]
-    ).map((ns) => {
-      const name = normalizeZone(ns.name);
-      if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/.test(name)) {
-        throw new DnsConfigError(`nameserver name "${ns.name}" is not a DNS name`);
-      }
-      if (ns.ipv4 !== undefined && parseIp(ns.ipv4)?.length !== 4) {
-        throw new DnsConfigError(`nameserver ${ns.name}: bad ipv4 "${ns.ipv4}"`);
-      }
-      if (ns.ipv6 !== undefined && parseIp(ns.ipv6)?.length !== 16) {
-        throw new DnsConfigError(`nameserver ${ns.name}: bad ipv6 "${ns.ipv6}"`);
-      }
-      return { ...ns, name };
-    });
-    for (const ns of this.#nameservers) this.#nsByName.set(ns.name, ns);
-
-    this.#udpMax = Math.max(512, Math.min(65535, options.udpMaxPayload ?? DEFAULT_UDP_MAX_PAYLOAD));
     this.#udpRcvBuf = options.udpReceiveBufferBytes ?? DEFAULT_UDP_RECEIVE_BUFFER_BYTES;
     this.#cacheOn = options.answerCache?.enabled ?? true;
     this.#cacheMax = options.answerCache?.maxEntries ?? DEFAULT_ANSWER_CACHE_ENTRIES;
@@ -287,6 +192,10 @@ export class DnsServer {
         hintTimeoutMs: options.hintTimeoutMs ?? DEFAULT_HINT_TIMEOUT_MS,
       },
     );
+    this.#answers = new AnswerBuilder(
+      { locator: this.#locator, random: this.#random, self: this.#directory.self() },
+      options,
+    );
     const { exempt, ...rrl } = options.rrl ?? {};
     this.#rrl = new ResponseRateLimiter(
       { clock: this.#clock },
@@ -314,7 +223,10 @@ export class DnsServer {
       try {
         if (wantUdp) port = await this.#bindUdp(port, host);
         if (wantTcp) port = await this.#bindTcp(port, host);
-        this.#logger.info({ component: 'dnssrv', host, port, zones: this.#zones }, 'listening');
+        this.#logger.info(
+          { component: 'dnssrv', host, port, zones: this.#answers.zones },
+          'listening',
+        );
         return { port, host };
       } catch (err) {
         this.#udp?.close();
@@ -577,7 +489,7 @@ export class DnsServer {
     const q = d.query;
     if (q.opt && q.opt.version !== 0) {
       return this.#bare(q, msg, peer, transport, RCODE.BADVERS, false, 'EDNS version', {
-        udpSize: this.#udpMax,
+        udpSize: this.#answers.udpMax,
         dnssecOk: q.opt.dnssecOk,
       });
     }
@@ -633,15 +545,15 @@ export class DnsServer {
     cacheable: boolean,
     ctxIn: LocationContext | undefined,
   ): Promise<Buffer | null> {
-    let built: Built;
+    let built: BuiltAnswer;
     try {
       if (cacheable) {
         // Single flight: concurrent misses for the same answer share one build.
-        const ctx = ctxIn ?? (this.#needsLocation(q) ? this.#context(q, peer) : undefined);
+        const ctx = ctxIn ?? (this.#answers.needsLocation(q) ? this.#context(q, peer) : undefined);
         const flightKey = `${baseKey}#${ctx?.bucket ?? ''}`;
         let p = this.#pending.get(flightKey);
         if (!p) {
-          p = this.#build(q, peer, ctx, msg);
+          p = this.#answers.build(q, peer, ctx, msg);
           this.#pending.set(flightKey, p);
           p.finally(() => this.#pending.delete(flightKey)).catch(() => {});
         }
@@ -649,19 +561,13 @@ export class DnsServer {
         this.#store(baseKey, built);
         built = { ...built, bytes: patchCached(built.bytes, msg, q) };
       } else {
-        built = await this.#build(q, peer, undefined, msg);
+        built = await this.#answers.build(q, peer, undefined, msg);
       }
     } catch (err) {
       this.#internalError(err);
       return this.#bare(q, msg, peer, transport, RCODE.SERVFAIL, false, 'internal error');
     }
     return this.#finish(built.bytes, built.meta, q, msg, peer, transport, false);
-  }
-
-  #needsLocation(q: Query): boolean {
-    if (!LOCATED_TYPES.has(q.qtype)) return false;
-    if (this.#nsByName.has(q.qname)) return false;
-    return parseCoralName(q.qname, this.#zones).kind === 'origin';
   }
 
   #context(q: Query, peer: Peer): LocationContext {
@@ -675,7 +581,7 @@ export class DnsServer {
     return true;
   }
 
-  #store(baseKey: string, built: Built): void {
+  #store(baseKey: string, built: BuiltAnswer): void {
     if (built.cacheMs <= 0) return;
     if (this.#cacheEntries >= this.#cacheMax) {
       this.#cache.clear();
@@ -701,7 +607,7 @@ export class DnsServer {
   /** Send-side steps shared by every response: TC, rate limiting, counters, decision log. */
   #finish(
     full: Buffer,
-    meta: Meta,
+    meta: AnswerMeta,
     q: Query | undefined,
     msg: Uint8Array,
     peer: Peer,
@@ -711,7 +617,7 @@ export class DnsServer {
     let bytes: Buffer | null = full;
     let outcome: Decision['outcome'] = 'sent';
     if (transport === 'udp') {
-      if (full.length > udpLimit(q, this.#udpMax)) {
+      if (full.length > udpLimit(q, this.#answers.udpMax)) {
         bytes = this.#truncated(meta, q, msg);
         outcome = 'truncated';
         this.#c.truncated++;
@@ -766,7 +672,7 @@ export class DnsServer {
     return bytes;
   }
 
-  #truncated(meta: Meta, q: Query | undefined, msg: Uint8Array): Buffer {
+  #truncated(meta: AnswerMeta, q: Query | undefined, msg: Uint8Array): Buffer {
     return encodeBare({
       id: (msg[0]! << 8) | msg[1]!,
       queryFlags: (msg[2]! << 8) | msg[3]!,
@@ -790,7 +696,7 @@ export class DnsServer {
       return null;
     }
     const rcode = d.action === 'notimp' ? RCODE.NOTIMP : RCODE.FORMERR;
-    const meta: Meta = {
+    const meta: AnswerMeta = {
       name: d.query?.qname ?? '',
       type: d.query?.qtype ?? 0,
       rcode,
@@ -822,8 +728,8 @@ export class DnsServer {
     detail: string,
     opt?: ResponseOpt,
   ): Buffer | null {
-    const o = opt ?? this.#responseOpt(q, 0);
-    const meta: Meta = {
+    const o = opt ?? this.#answers.responseOpt(q, 0);
+    const meta: AnswerMeta = {
       name: q.qname,
       type: q.qtype,
       rcode,
@@ -846,372 +752,7 @@ export class DnsServer {
     });
     return this.#finish(bytes, meta, q, msg, peer, transport, false);
   }
-
-  #responseOpt(q: Query, scope: number): ResponseOpt | undefined {
-    if (!q.opt) return undefined;
-    const ecs = q.opt.ecs;
-    return {
-      udpSize: this.#udpMax,
-      dnssecOk: q.opt.dnssecOk,
-      ...(ecs
-        ? {
-            ecs: {
-              family: ecs.family,
-              sourcePrefix: ecs.sourcePrefix,
-              scopePrefix: ecs.sourcePrefix === 0 ? 0 : scope,
-              address: ecs.address,
-            },
-          }
-        : {}),
-    };
-  }
-
-  // ───────────────────────────── building answers ─────────────────────────────
-
-  async #build(
-    q: Query,
-    peer: Peer,
-    ctxIn: LocationContext | undefined,
-    msg: Uint8Array,
-  ): Promise<Built> {
-    const qname = q.labels.join('.');
-    const opt0 = this.#responseOpt(q, 0);
-    const base = { name: q.qname, type: q.qtype, nodes: [] as string[] };
-    const ecsText = q.opt?.ecs
-      ? { ecs: `${formatIp(q.opt.ecs.address)}/${q.opt.ecs.sourcePrefix}` }
-      : {};
-
-    // Names that needed escaping are never origins: NXDOMAIN in a zone, REFUSED outside.
-    if (q.escaped) {
-      const parsed = parseCoralName(q.qname, this.#zones);
-      const zone = parsed.kind === 'outside' ? undefined : parsed.zone;
-      const inZone = zone !== undefined;
-      const rcode = inZone ? RCODE.NXDOMAIN : RCODE.REFUSED;
-      const bytes = encodeBare({
-        id: q.id,
-        queryFlags: q.flags,
-        aa: inZone,
-        tc: false,
-        rcode,
-        question: { msg, query: q },
-        ...(opt0 ? { opt: opt0 } : {}),
-      });
-      return {
-        bytes,
-        meta: {
-          ...base,
-          rcode,
-          aa: inZone,
-          method: 'none',
-          detail: inZone ? 'name cannot be an origin' : 'outside the zones',
-          ...ecsText,
-          ...(opt0 ? { opt: opt0 } : {}),
-          rrlKind: inZone ? 'nxdomain' : 'error',
-          rrlName: zone ?? '',
-        },
-        cacheMs: 0,
-        static: true,
-      };
-    }
-
-    const respond = (
-      rcode: number,
-      aa: boolean,
-      answers: ResourceRecord[],
-      authorities: ResourceRecord[],
-      additionals: ResourceRecord[],
-      meta: Omit<Meta, 'name' | 'type' | 'rcode' | 'aa' | 'nodes' | 'opt'> & { nodes?: string[] },
-      opt: ResponseOpt | undefined,
-      cacheMs: number,
-      bucket?: string,
-    ): Built => {
-      const bytes = encodeResponse({
-        id: q.id,
-        rd: q.rd,
-        cd: q.cd,
-        aa,
-        rcode,
-        question: { name: qname, type: q.qtype, class: q.qclass },
-        answers,
-        authorities,
-        additionals,
-        ...(opt ? { opt } : {}),
-      });
-      return {
-        bytes,
-        meta: { ...base, ...ecsText, ...meta, rcode, aa, ...(opt ? { opt } : {}) },
-        cacheMs,
-        static: bucket === undefined,
-        ...(bucket !== undefined ? { bucket } : {}),
-      };
-    };
-
-    const staticMeta = (
-      detail: string,
-      rrlKind: RrlKind = 'answer',
-      rrlName = `${q.qname}/${q.qtype}`,
-    ) => ({
-      method: 'none' as const,
-      detail,
-      rrlKind,
-      rrlName,
-    });
-
-    // The fleet's nameservers.
-    const ns = this.#nsByName.get(q.qname);
-    if (ns) {
-      const zone = this.#zoneOf(q.qname);
-      const answers = this.#addressRecords(qname, ns, q.qtype);
-      if (answers.length > 0) {
-        return respond(
-          RCODE.NOERROR,
-          true,
-          answers,
-          [],
-          [],
-          staticMeta('nameserver address'),
-          opt0,
-          this.#nsTtl * 1000,
-        );
-      }
-      return respond(
-        RCODE.NOERROR,
-        true,
-        [],
-        zone ? [this.#soaRecord(zone, true)] : [],
-        [],
-        staticMeta('nameserver: no such type'),
-        opt0,
-        this.#negTtl() * 1000,
-      );
-    }
-
-    const parsed = parseCoralName(q.qname, this.#zones);
-    switch (parsed.kind) {
-      case 'outside': {
-        const bytes = encodeBare({
-          id: q.id,
-          queryFlags: q.flags,
-          aa: false,
-          tc: false,
-          rcode: RCODE.REFUSED,
-          question: { msg, query: q },
-          ...(opt0 ? { opt: opt0 } : {}),
-        });
-        return {
-          bytes,
-          meta: {
-            ...base,
-            ...ecsText,
-            rcode: RCODE.REFUSED,
-            aa: false,
-            method: 'none',
-            detail: 'outside the zones',
-            ...(opt0 ? { opt: opt0 } : {}),
-            rrlKind: 'error',
-            rrlName: '',
-          },
-          cacheMs: 60_000,
-          static: true,
-        };
-      }
-      case 'invalid':
-        return respond(
-          RCODE.NXDOMAIN,
-          true,
-          [],
-          [this.#soaRecord(parsed.zone, true)],
-          [],
-          staticMeta(parsed.reason, 'nxdomain', parsed.zone),
-          opt0,
-          this.#negTtl() * 1000,
-        );
-      case 'apex': {
-        const soa = this.#soaRecord(parsed.zone, false, qname);
-        const nsRecords = this.#nsRecords(qname);
-        const glue = this.#nameservers.flatMap((n) => [
-          ...this.#addressRecords(n.name, n, TYPE.A),
-          ...this.#addressRecords(n.name, n, TYPE.AAAA),
-        ]);
-        if (q.qtype === TYPE.SOA) {
-          return respond(
-            RCODE.NOERROR,
-            true,
-            [soa],
-            [],
-            [],
-            staticMeta('apex SOA'),
-            opt0,
-            this.#soa.ttl * 1000,
-          );
-        }
-        if (q.qtype === TYPE.NS) {
-          return respond(
-            RCODE.NOERROR,
-            true,
-            nsRecords,
-            [],
-            glue,
-            staticMeta('apex NS'),
-            opt0,
-            Math.min(this.#nsTtl, 3600) * 1000,
-          );
-        }
-        if (q.qtype === TYPE.ANY) {
-          return respond(
-            RCODE.NOERROR,
-            true,
-            [soa, ...nsRecords],
-            [],
-            glue,
-            staticMeta('apex ANY'),
-            opt0,
-            this.#soa.ttl * 1000,
-          );
-        }
-        return respond(
-          RCODE.NOERROR,
-          true,
-          [],
-          [this.#soaRecord(parsed.zone, true)],
-          [],
-          staticMeta('apex: no such type'),
-          opt0,
-          this.#negTtl() * 1000,
-        );
-      }
-      case 'origin':
-        break;
-    }
-
-    if (!LOCATED_TYPES.has(q.qtype)) {
-      return respond(
-        RCODE.NOERROR,
-        true,
-        [],
-        [this.#soaRecord(parsed.zone, true)],
-        [],
-        staticMeta('origin: type not served'),
-        opt0,
-        this.#negTtl() * 1000,
-      );
-    }
-
-    const ctx = ctxIn ?? this.#context(q, peer);
-    const loc = await this.#locator.locate(ctx, this.#answerCount);
-    const opt = this.#responseOpt(q, loc.scope);
-    const scopeMeta = opt?.ecs ? { scope: opt.ecs.scopePrefix } : {};
-    const rrlName = `${q.qname}/${q.qtype}`;
-    if (loc.method === 'no-proxy') {
-      const built = respond(
-        RCODE.NOERROR,
-        true,
-        [{ type: 'CNAME', name: qname, ttl: this.#cnameTtl, target: parsed.host }],
-        [],
-        [],
-        {
-          method: 'no-proxy',
-          detail: loc.detail,
-          ttl: this.#cnameTtl,
-          ...scopeMeta,
-          rrlKind: 'answer',
-          rrlName,
-        },
-        opt,
-        0,
-        ctx.bucket,
-      );
-      return built;
-    }
-    const v6 = q.qtype === TYPE.AAAA;
-    const ttl = loc.local ? this.#localTtl : this.#ttl;
-    const answers: ResourceRecord[] = [];
-    const used: string[] = [];
-    // A CNAME query while proxies are live: no CNAME exists, NOERROR/empty.
-    for (const n of q.qtype === TYPE.CNAME ? [] : loc.nodes) {
-      const address = v6 ? n.ipv6 : n.ipv4;
-      if (!address) continue;
-      answers.push(
-        v6 ? { type: 'AAAA', name: qname, ttl, address } : { type: 'A', name: qname, ttl, address },
-      );
-      used.push(n.id);
-    }
-    const meta = {
-      method: loc.method,
-      detail:
-        answers.length > 0 || q.qtype === TYPE.CNAME
-          ? loc.detail
-          : `${loc.detail}; no ${v6 ? 'IPv6' : 'IPv4'} address`,
-      nodes: used.length > 0 ? used : loc.nodes.map((n) => n.id),
-      ttl,
-      ...scopeMeta,
-      rrlKind: 'answer' as const,
-      rrlName,
-    };
-    const built = respond(
-      RCODE.NOERROR,
-      true,
-      answers,
-      answers.length > 0 ? [] : [this.#soaRecord(parsed.zone, true)],
-      [],
-      meta,
-      opt,
-      ttl * 1000,
-      ctx.bucket,
-    );
-    return built;
-  }
-
-  #zoneOf(name: string): string | undefined {
-    let best: string | undefined;
-    for (const z of this.#zones) {
-      if ((name === z || name.endsWith(`.${z}`)) && (!best || z.length > best.length)) best = z;
-    }
-    return best;
-  }
-
-  #negTtl(): number {
-    return Math.min(this.#soa.ttl, this.#soa.minimum);
-  }
-
-  #soaRecord(zone: string, negative: boolean, ownerAsSent?: string): ResourceRecord {
-    const s = this.#soa;
-    return {
-      type: 'SOA',
-      name: ownerAsSent ?? zone,
-      ttl: negative ? this.#negTtl() : s.ttl,
-      mname: s.mname ?? this.#nameservers[0]?.name ?? `ns.${zone}`,
-      rname: s.rname ?? `hostmaster.${zone}`,
-      serial: s.serial,
-      refresh: s.refresh,
-      retry: s.retry,
-      expire: s.expire,
-      minimum: s.minimum,
-    };
-  }
-
-  #nsRecords(owner: string): ResourceRecord[] {
-    // No nameserver is known to be nearer than another: rotate the order so load spreads.
-    const start = this.#nameservers.length > 1 ? this.#random.int(this.#nameservers.length) : 0;
-    const ordered = [...this.#nameservers.slice(start), ...this.#nameservers.slice(0, start)];
-    return ordered.map((n) => ({ type: 'NS', name: owner, ttl: this.#nsTtl, host: n.name }));
-  }
-
-  #addressRecords(owner: string, ns: NameserverConfig, qtype: number): ResourceRecord[] {
-    const out: ResourceRecord[] = [];
-    if ((qtype === TYPE.A || qtype === TYPE.ANY) && ns.ipv4) {
-      out.push({ type: 'A', name: owner, ttl: this.#nsTtl, address: ns.ipv4 });
-    }
-    if ((qtype === TYPE.AAAA || qtype === TYPE.ANY) && ns.ipv6) {
-      out.push({ type: 'AAAA', name: owner, ttl: this.#nsTtl, address: ns.ipv6 });
-    }
-    return out;
-  }
 }
-
-/** Types whose answer depends on the proxies: A, AAAA, ANY (answered as A) and CNAME (present
- * only when no proxy is live). */
-const LOCATED_TYPES = new Set<number>([TYPE.A, TYPE.AAAA, TYPE.ANY, TYPE.CNAME]);
 
 function cacheKey(q: Query): string {
   let k = `${q.qname}|${q.qtype}|${q.qclass}|`;
@@ -1232,16 +773,4 @@ function peerOf(address: string, port: number): Peer {
     peerBytes.set(address, bytes);
   }
   return { address, port, bytes };
-}
-
-function positiveInt(name: string, v: number): number {
-  if (!Number.isInteger(v) || v < 1)
-    throw new DnsConfigError(`${name} must be an integer ≥ 1, got ${v}`);
-  return v;
-}
-
-function nonNegativeInt(name: string, v: number): number {
-  if (!Number.isInteger(v) || v < 0)
-    throw new DnsConfigError(`${name} must be an integer ≥ 0, got ${v}`);
-  return v;
 }

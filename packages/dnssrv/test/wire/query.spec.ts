@@ -72,7 +72,7 @@ describe('decodeQuery — malformed input (never throws)', () => {
 
   it('a response (QR set) is dropped', () => {
     const q = encodeQuery({ name: 'a.nyud.net' });
-    q[2] |= 0x80;
+    q[2] = q[2]! | 0x80;
     expect(fails(q).action).toBe('drop');
   });
 

@@ -1,0 +1,545 @@
+/**
+ * Building answers: which records a question gets (proxies, CNAME to the origin, apex SOA/NS with
+ * glue, nameserver addresses, NXDOMAIN/NODATA with the SOA, REFUSED) and their encoding. The
+ * location of the client comes from the {@link Locator}; the encoding of records goes through
+ * dns2 (`wire/encode.ts`). The server caches what this returns.
+ */
+import type { Random } from '@coral/testkit';
+import { DnsConfigError } from '../errors.js';
+import type { LocationContext, Locator } from '../locate/locator.js';
+import { normalizeZone, parseCoralName } from '../names/coral-name.js';
+import { formatIp, parseIp } from '../net/ip.js';
+import type { NodeInfo } from '../node-directory.js';
+import type { RrlKind } from '../rrl/response-rate-limiter.js';
+import {
+  DEFAULT_ANSWER_COUNT,
+  DEFAULT_CNAME_TTL,
+  DEFAULT_LOCAL_TTL,
+  DEFAULT_NS_TTL,
+  DEFAULT_SOA,
+  DEFAULT_TTL,
+  DEFAULT_UDP_MAX_PAYLOAD,
+  DEFAULT_ZONES,
+  type DnsServerOptions,
+  type LocationMethod,
+  type NameserverConfig,
+} from '../server/types.js';
+import { RCODE, TYPE } from '../wire/constants.js';
+import { encodeBare, encodeResponse } from '../wire/encode.js';
+import type { Query } from '../wire/query.js';
+import type { ResourceRecord, ResponseOpt } from '../wire/records.js';
+
+/** The resolver a query came from. */
+export interface Peer {
+  address: string;
+  port: number;
+  bytes: Uint8Array;
+}
+
+/** Everything about a response except its bytes: what is logged, counted and rate-limited. */
+export interface AnswerMeta {
+  name: string;
+  type: number;
+  rcode: number;
+  aa: boolean;
+  method: LocationMethod | 'none';
+  detail: string;
+  nodes: string[];
+  ttl?: number;
+  ecs?: string;
+  scope?: number;
+  opt?: ResponseOpt;
+  rrlKind: RrlKind;
+  rrlName: string;
+}
+
+export interface BuiltAnswer {
+  bytes: Buffer;
+  meta: AnswerMeta;
+  /** How long the encoded answer may be reused (0 = never). */
+  cacheMs: number;
+  /** True when the answer does not depend on where the client is. */
+  static: boolean;
+  bucket?: string;
+}
+
+/**
+ * Types whose answer depends on the proxies: A, AAAA, ANY (answered as A) and CNAME (present
+ * only when no proxy is live).
+ */
+const LOCATED_TYPES = new Set<number>([TYPE.A, TYPE.AAAA, TYPE.ANY, TYPE.CNAME]);
+
+export type AnswerOptions = Pick<
+  DnsServerOptions,
+  | 'zones'
+  | 'answerCount'
+  | 'ttl'
+  | 'localTtl'
+  | 'cnameTtl'
+  | 'nameservers'
+  | 'nsTtl'
+  | 'soa'
+  | 'udpMaxPayload'
+>;
+
+export class AnswerBuilder {
+  readonly #locator: Locator;
+  readonly #random: Random;
+  readonly #zones: string[];
+  readonly #answerCount: number;
+  readonly #ttl: number;
+  readonly #localTtl: number;
+  readonly #cnameTtl: number;
+  readonly #nsTtl: number;
+  readonly #nameservers: NameserverConfig[];
+  readonly #nsByName = new Map<string, NameserverConfig>();
+  readonly #soa: Required<Omit<NonNullable<DnsServerOptions['soa']>, 'mname' | 'rname'>> & {
+    mname?: string;
+    rname?: string;
+  };
+  readonly #udpMax: number;
+
+  /** Validates the options (DNS_ERR_CONFIG). `self` supplies the default nameserver's addresses. */
+  constructor(
+    components: { locator: Locator; random: Random; self: NodeInfo },
+    options: AnswerOptions,
+  ) {
+    this.#locator = components.locator;
+    this.#random = components.random;
+    this.#zones = (options.zones ?? DEFAULT_ZONES).map(normalizeZone);
+    if (
+      this.#zones.length === 0 ||
+      this.#zones.some((z) => !/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(z))
+    ) {
+      throw new DnsConfigError(
+        `zones must be non-empty DNS names, got ${JSON.stringify(options.zones)}`,
+      );
+    }
+    this.#answerCount = positiveInt('answerCount', options.answerCount ?? DEFAULT_ANSWER_COUNT);
+    this.#ttl = nonNegativeInt('ttl', options.ttl ?? DEFAULT_TTL);
+    this.#localTtl = nonNegativeInt('localTtl', options.localTtl ?? DEFAULT_LOCAL_TTL);
+    this.#cnameTtl = nonNegativeInt('cnameTtl', options.cnameTtl ?? DEFAULT_CNAME_TTL);
+    this.#nsTtl = nonNegativeInt('nsTtl', options.nsTtl ?? DEFAULT_NS_TTL);
+    this.#soa = { ...DEFAULT_SOA, ...options.soa };
+    const self = components.self;
+    this.#nameservers = (
+      options.nameservers ?? [
+        {
+          name: `ns.${this.#zones[0]}`,
+          ...(self.ipv4 ? { ipv4: self.ipv4 } : {}),
+          ...(self.ipv6 ? { ipv6: self.ipv6 } : {}),
+        },
+      ]
+    ).map((ns) => {
+      const name = normalizeZone(ns.name);
+      if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/.test(name)) {
+        throw new DnsConfigError(`nameserver name "${ns.name}" is not a DNS name`);
+      }
+      if (ns.ipv4 !== undefined && parseIp(ns.ipv4)?.length !== 4) {
+        throw new DnsConfigError(`nameserver ${ns.name}: bad ipv4 "${ns.ipv4}"`);
+      }
+      if (ns.ipv6 !== undefined && parseIp(ns.ipv6)?.length !== 16) {
+        throw new DnsConfigError(`nameserver ${ns.name}: bad ipv6 "${ns.ipv6}"`);
+      }
+      return { ...ns, name };
+    });
+    for (const ns of this.#nameservers) this.#nsByName.set(ns.name, ns);
+    this.#udpMax = Math.max(512, Math.min(65535, options.udpMaxPayload ?? DEFAULT_UDP_MAX_PAYLOAD));
+  }
+
+  get zones(): readonly string[] {
+    return this.#zones;
+  }
+
+  /** The UDP payload size we advertise and never exceed. */
+  get udpMax(): number {
+    return this.#udpMax;
+  }
+
+  /** Does the answer to `q` depend on where the client is? */
+  needsLocation(q: Query): boolean {
+    if (!LOCATED_TYPES.has(q.qtype)) return false;
+    if (this.#nsByName.has(q.qname)) return false;
+    return parseCoralName(q.qname, this.#zones).kind === 'origin';
+  }
+
+  /** Our OPT for a response to `q` (none when it had none), echoing its ECS with `scope`. */
+  responseOpt(q: Query, scope: number): ResponseOpt | undefined {
+    if (!q.opt) return undefined;
+    const ecs = q.opt.ecs;
+    return {
+      udpSize: this.#udpMax,
+      dnssecOk: q.opt.dnssecOk,
+      ...(ecs
+        ? {
+            ecs: {
+              family: ecs.family,
+              sourcePrefix: ecs.sourcePrefix,
+              scopePrefix: ecs.sourcePrefix === 0 ? 0 : scope,
+              address: ecs.address,
+            },
+          }
+        : {}),
+    };
+  }
+
+  /**
+   * The full answer to `q` (the query bytes `msg` are echoed where needed). `ctxIn` is the
+   * location context when the caller already computed it (it keys the cache).
+   */
+  async build(
+    q: Query,
+    peer: Peer,
+    ctxIn: LocationContext | undefined,
+    msg: Uint8Array,
+  ): Promise<BuiltAnswer> {
+    const qname = q.labels.join('.');
+    const opt0 = this.responseOpt(q, 0);
+    const base = { name: q.qname, type: q.qtype, nodes: [] as string[] };
+    const ecsText = q.opt?.ecs
+      ? { ecs: `${formatIp(q.opt.ecs.address)}/${q.opt.ecs.sourcePrefix}` }
+      : {};
+
+    // Names that needed escaping are never origins: NXDOMAIN in a zone, REFUSED outside.
+    if (q.escaped) {
+      const parsed = parseCoralName(q.qname, this.#zones);
+      const zone = parsed.kind === 'outside' ? undefined : parsed.zone;
+      const inZone = zone !== undefined;
+      const rcode = inZone ? RCODE.NXDOMAIN : RCODE.REFUSED;
+      const bytes = encodeBare({
+        id: q.id,
+        queryFlags: q.flags,
+        aa: inZone,
+        tc: false,
+        rcode,
+        question: { msg, query: q },
+        ...(opt0 ? { opt: opt0 } : {}),
+      });
+      return {
+        bytes,
+        meta: {
+          ...base,
+          rcode,
+          aa: inZone,
+          method: 'none',
+          detail: inZone ? 'name cannot be an origin' : 'outside the zones',
+          ...ecsText,
+          ...(opt0 ? { opt: opt0 } : {}),
+          rrlKind: inZone ? 'nxdomain' : 'error',
+          rrlName: zone ?? '',
+        },
+        cacheMs: 0,
+        static: true,
+      };
+    }
+
+    const respond = (
+      rcode: number,
+      aa: boolean,
+      answers: ResourceRecord[],
+      authorities: ResourceRecord[],
+      additionals: ResourceRecord[],
+      meta: Omit<AnswerMeta, 'name' | 'type' | 'rcode' | 'aa' | 'nodes' | 'opt'> & {
+        nodes?: string[];
+      },
+      opt: ResponseOpt | undefined,
+      cacheMs: number,
+      bucket?: string,
+    ): BuiltAnswer => {
+      const bytes = encodeResponse({
+        id: q.id,
+        rd: q.rd,
+        cd: q.cd,
+        aa,
+        rcode,
+        question: { name: qname, type: q.qtype, class: q.qclass },
+        answers,
+        authorities,
+        additionals,
+        ...(opt ? { opt } : {}),
+      });
+      return {
+        bytes,
+        meta: { ...base, ...ecsText, ...meta, rcode, aa, ...(opt ? { opt } : {}) },
+        cacheMs,
+        static: bucket === undefined,
+        ...(bucket !== undefined ? { bucket } : {}),
+      };
+    };
+
+    const staticMeta = (
+      detail: string,
+      rrlKind: RrlKind = 'answer',
+      rrlName = `${q.qname}/${q.qtype}`,
+    ) => ({
+      method: 'none' as const,
+      detail,
+      rrlKind,
+      rrlName,
+    });
+
+    // The fleet's nameservers.
+    const ns = this.#nsByName.get(q.qname);
+    if (ns) {
+      const zone = this.#zoneOf(q.qname);
+      const answers = this.#addressRecords(qname, ns, q.qtype);
+      if (answers.length > 0) {
+        return respond(
+          RCODE.NOERROR,
+          true,
+          answers,
+          [],
+          [],
+          staticMeta('nameserver address'),
+          opt0,
+          this.#nsTtl * 1000,
+        );
+      }
+      return respond(
+        RCODE.NOERROR,
+        true,
+        [],
+        zone ? [this.#soaRecord(zone, true)] : [],
+        [],
+        staticMeta('nameserver: no such type'),
+        opt0,
+        this.#negTtl() * 1000,
+      );
+    }
+
+    const parsed = parseCoralName(q.qname, this.#zones);
+    switch (parsed.kind) {
+      case 'outside': {
+        const bytes = encodeBare({
+          id: q.id,
+          queryFlags: q.flags,
+          aa: false,
+          tc: false,
+          rcode: RCODE.REFUSED,
+          question: { msg, query: q },
+          ...(opt0 ? { opt: opt0 } : {}),
+        });
+        return {
+          bytes,
+          meta: {
+            ...base,
+            ...ecsText,
+            rcode: RCODE.REFUSED,
+            aa: false,
+            method: 'none',
+            detail: 'outside the zones',
+            ...(opt0 ? { opt: opt0 } : {}),
+            rrlKind: 'error',
+            rrlName: '',
+          },
+          cacheMs: 60_000,
+          static: true,
+        };
+      }
+      case 'invalid':
+        return respond(
+          RCODE.NXDOMAIN,
+          true,
+          [],
+          [this.#soaRecord(parsed.zone, true)],
+          [],
+          staticMeta(parsed.reason, 'nxdomain', parsed.zone),
+          opt0,
+          this.#negTtl() * 1000,
+        );
+      case 'apex': {
+        const soa = this.#soaRecord(parsed.zone, false, qname);
+        const nsRecords = this.#nsRecords(qname);
+        const glue = this.#nameservers.flatMap((n) => [
+          ...this.#addressRecords(n.name, n, TYPE.A),
+          ...this.#addressRecords(n.name, n, TYPE.AAAA),
+        ]);
+        if (q.qtype === TYPE.SOA) {
+          return respond(
+            RCODE.NOERROR,
+            true,
+            [soa],
+            [],
+            [],
+            staticMeta('apex SOA'),
+            opt0,
+            this.#soa.ttl * 1000,
+          );
+        }
+        if (q.qtype === TYPE.NS) {
+          return respond(
+            RCODE.NOERROR,
+            true,
+            nsRecords,
+            [],
+            glue,
+            staticMeta('apex NS'),
+            opt0,
+            Math.min(this.#nsTtl, 3600) * 1000,
+          );
+        }
+        if (q.qtype === TYPE.ANY) {
+          return respond(
+            RCODE.NOERROR,
+            true,
+            [soa, ...nsRecords],
+            [],
+            glue,
+            staticMeta('apex ANY'),
+            opt0,
+            this.#soa.ttl * 1000,
+          );
+        }
+        return respond(
+          RCODE.NOERROR,
+          true,
+          [],
+          [this.#soaRecord(parsed.zone, true)],
+          [],
+          staticMeta('apex: no such type'),
+          opt0,
+          this.#negTtl() * 1000,
+        );
+      }
+      case 'origin':
+        break;
+    }
+
+    if (!LOCATED_TYPES.has(q.qtype)) {
+      return respond(
+        RCODE.NOERROR,
+        true,
+        [],
+        [this.#soaRecord(parsed.zone, true)],
+        [],
+        staticMeta('origin: type not served'),
+        opt0,
+        this.#negTtl() * 1000,
+      );
+    }
+
+    const ctx = ctxIn ?? this.#locator.context(peer.address, peer.bytes, q.opt?.ecs);
+    const loc = await this.#locator.locate(ctx, this.#answerCount);
+    const opt = this.responseOpt(q, loc.scope);
+    const scopeMeta = opt?.ecs ? { scope: opt.ecs.scopePrefix } : {};
+    const rrlName = `${q.qname}/${q.qtype}`;
+    if (loc.method === 'no-proxy') {
+      const built = respond(
+        RCODE.NOERROR,
+        true,
+        [{ type: 'CNAME', name: qname, ttl: this.#cnameTtl, target: parsed.host }],
+        [],
+        [],
+        {
+          method: 'no-proxy',
+          detail: loc.detail,
+          ttl: this.#cnameTtl,
+          ...scopeMeta,
+          rrlKind: 'answer',
+          rrlName,
+        },
+        opt,
+        0,
+        ctx.bucket,
+      );
+      return built;
+    }
+    const v6 = q.qtype === TYPE.AAAA;
+    const ttl = loc.local ? this.#localTtl : this.#ttl;
+    const answers: ResourceRecord[] = [];
+    const used: string[] = [];
+    // A CNAME query while proxies are live: no CNAME exists, NOERROR/empty.
+    for (const n of q.qtype === TYPE.CNAME ? [] : loc.nodes) {
+      const address = v6 ? n.ipv6 : n.ipv4;
+      if (!address) continue;
+      answers.push(
+        v6 ? { type: 'AAAA', name: qname, ttl, address } : { type: 'A', name: qname, ttl, address },
+      );
+      used.push(n.id);
+    }
+    const meta = {
+      method: loc.method,
+      detail:
+        answers.length > 0 || q.qtype === TYPE.CNAME
+          ? loc.detail
+          : `${loc.detail}; no ${v6 ? 'IPv6' : 'IPv4'} address`,
+      nodes: used.length > 0 ? used : loc.nodes.map((n) => n.id),
+      ttl,
+      ...scopeMeta,
+      rrlKind: 'answer' as const,
+      rrlName,
+    };
+    const built = respond(
+      RCODE.NOERROR,
+      true,
+      answers,
+      answers.length > 0 ? [] : [this.#soaRecord(parsed.zone, true)],
+      [],
+      meta,
+      opt,
+      ttl * 1000,
+      ctx.bucket,
+    );
+    return built;
+  }
+
+  #zoneOf(name: string): string | undefined {
+    let best: string | undefined;
+    for (const z of this.#zones) {
+      if ((name === z || name.endsWith(`.${z}`)) && (!best || z.length > best.length)) best = z;
+    }
+    return best;
+  }
+
+  #negTtl(): number {
+    return Math.min(this.#soa.ttl, this.#soa.minimum);
+  }
+
+  #soaRecord(zone: string, negative: boolean, ownerAsSent?: string): ResourceRecord {
+    const s = this.#soa;
+    return {
+      type: 'SOA',
+      name: ownerAsSent ?? zone,
+      ttl: negative ? this.#negTtl() : s.ttl,
+      mname: s.mname ?? this.#nameservers[0]?.name ?? `ns.${zone}`,
+      rname: s.rname ?? `hostmaster.${zone}`,
+      serial: s.serial,
+      refresh: s.refresh,
+      retry: s.retry,
+      expire: s.expire,
+      minimum: s.minimum,
+    };
+  }
+
+  #nsRecords(owner: string): ResourceRecord[] {
+    // No nameserver is known to be nearer than another: rotate the order so load spreads.
+    const start = this.#nameservers.length > 1 ? this.#random.int(this.#nameservers.length) : 0;
+    const ordered = [...this.#nameservers.slice(start), ...this.#nameservers.slice(0, start)];
+    return ordered.map((n) => ({ type: 'NS', name: owner, ttl: this.#nsTtl, host: n.name }));
+  }
+
+  #addressRecords(owner: string, ns: NameserverConfig, qtype: number): ResourceRecord[] {
+    const out: ResourceRecord[] = [];
+    if ((qtype === TYPE.A || qtype === TYPE.ANY) && ns.ipv4) {
+      out.push({ type: 'A', name: owner, ttl: this.#nsTtl, address: ns.ipv4 });
+    }
+    if ((qtype === TYPE.AAAA || qtype === TYPE.ANY) && ns.ipv6) {
+      out.push({ type: 'AAAA', name: owner, ttl: this.#nsTtl, address: ns.ipv6 });
+    }
+    return out;
+  }
+}
+
+function positiveInt(name: string, v: number): number {
+  if (!Number.isInteger(v) || v < 1) {
+    throw new DnsConfigError(`${name} must be an integer ≥ 1, got ${v}`);
+  }
+  return v;
+}
+
+function nonNegativeInt(name: string, v: number): number {
+  if (!Number.isInteger(v) || v < 0) {
+    throw new DnsConfigError(`${name} must be an integer ≥ 0, got ${v}`);
+  }
+  return v;
+}

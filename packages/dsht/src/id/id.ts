@@ -1,0 +1,120 @@
+/**
+ * 160-bit identifiers: node ids and keys share one space, distance is XOR read as an unsigned
+ * big-endian integer. A node id is SHA-1 of its advertised `ip:port`, so nobody picks its place.
+ */
+import { createHash } from 'node:crypto';
+import { ID_BYTES } from '../constants.js';
+import { InvalidArgumentError } from '../errors.js';
+import type { Random } from '@coral/testkit';
+
+export type Id = Uint8Array;
+
+export function sha1(data: string | Uint8Array): Id {
+  return new Uint8Array(createHash('sha1').update(data).digest());
+}
+
+/** A key from a name: `sha1(name)`, e.g. `keyFromName('url:http://example.com/')`. */
+export function keyFromName(name: string): Id {
+  return sha1(name);
+}
+
+/** The address string that a node id hashes: `ip:port`, IPv6 in brackets. */
+export function addressString(ip: string, port: number): string {
+  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
+/** Node id for an advertised address. */
+export function nodeIdFor(ip: string, port: number): Id {
+  return sha1(addressString(ip, port));
+}
+
+export function isId(x: unknown): x is Id {
+  return x instanceof Uint8Array && x.length === ID_BYTES;
+}
+
+export function assertId(x: unknown, what = 'id'): asserts x is Id {
+  if (!isId(x)) throw new InvalidArgumentError(`${what} must be a ${ID_BYTES}-byte Uint8Array`);
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+export function toHex(id: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < id.length; i++) s += HEX[id[i]!]!;
+  return s;
+}
+
+export function fromHex(hex: string): Id {
+  if (!/^[0-9a-fA-F]{40}$/.test(hex))
+    throw new InvalidArgumentError(`not a 40-hex-digit id: ${hex}`);
+  return new Uint8Array(Buffer.from(hex, 'hex'));
+}
+
+export function idEquals(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+export function xor(a: Id, b: Id): Id {
+  const out = new Uint8Array(ID_BYTES);
+  for (let i = 0; i < ID_BYTES; i++) out[i] = a[i]! ^ b[i]!;
+  return out;
+}
+
+/** Compare two big-endian unsigned integers of equal length: <0, 0, >0. */
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  for (let i = 0; i < a.length; i++) {
+    const d = a[i]! - b[i]!;
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** Which of `a`, `b` is closer to `target`: <0 when a is closer, 0 when equal, >0 when b is. */
+export function compareDistance(a: Id, b: Id, target: Id): number {
+  for (let i = 0; i < ID_BYTES; i++) {
+    const d = (a[i]! ^ target[i]!) - (b[i]! ^ target[i]!);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** Number of leading bits `a` and `b` share (160 when equal). */
+export function commonPrefixLength(a: Id, b: Id): number {
+  for (let i = 0; i < ID_BYTES; i++) {
+    const x = a[i]! ^ b[i]!;
+    if (x !== 0) return i * 8 + Math.clz32(x) - 24;
+  }
+  return ID_BYTES * 8;
+}
+
+/**
+ * log2 of the XOR distance, as a float: the bit length of the distance minus a fraction from the
+ * next bits. 0-distance gives -Infinity. Used by the halving walk, which needs "about half".
+ */
+export function logDistance(a: Id, b: Id): number {
+  const cpl = commonPrefixLength(a, b);
+  if (cpl >= ID_BYTES * 8) return -Infinity;
+  // Take 32 bits of the distance starting at the leading one bit.
+  let v = 0;
+  for (let bit = cpl; bit < cpl + 32; bit++) {
+    const byte = bit >> 3;
+    const x = byte < ID_BYTES ? a[byte]! ^ b[byte]! : 0;
+    v = v * 2 + ((x >> (7 - (bit & 7))) & 1);
+  }
+  return ID_BYTES * 8 - cpl - 1 + Math.log2(v / 2 ** 31);
+}
+
+/** A random id whose common prefix with `self` is exactly `cpl` bits (a point in bucket `cpl`). */
+export function randomIdInBucket(self: Id, cpl: number, rng: Random): Id {
+  const id = rng.bytes(new Uint8Array(ID_BYTES));
+  for (let bit = 0; bit <= cpl && bit < ID_BYTES * 8; bit++) {
+    const byte = bit >> 3;
+    const mask = 0x80 >> (bit & 7);
+    const selfBit = self[byte]! & mask;
+    const want = bit < cpl ? selfBit : selfBit ^ mask;
+    id[byte] = (id[byte]! & ~mask) | want;
+  }
+  return id;
+}

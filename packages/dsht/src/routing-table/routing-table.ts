@@ -1,0 +1,297 @@
+/**
+ * Kademlia routing table for one cluster level: 160 k-buckets indexed by the length of the prefix a
+ * contact shares with this node. A pure data structure: no I/O. Liveness checks come in through the
+ * `ping` callback, time through the injected clock.
+ *
+ * - A contact heard from moves to the tail of its bucket (most recently seen).
+ * - A full bucket asks `ping(leastRecentlySeen)`; only when that ping fails is the old contact
+ *   evicted for the newcomer. Otherwise the newcomer waits in the bucket's replacement cache.
+ * - Contacts that fail RPCs repeatedly (`recordFailure`) leave and are replaced from the cache.
+ * - `staleBuckets()` names buckets untouched for the refresh interval, for the owner to refresh.
+ */
+import type { Clock } from '@coral/testkit';
+import type { Contact } from '../contact.js';
+import {
+  BUCKET_REFRESH_MS,
+  CONTACT_MAX_FAILURES,
+  ID_BYTES,
+  KBUCKET_SIZE,
+  PING_STALE_MS,
+} from '../constants.js';
+import { commonPrefixLength, compareDistance, idEquals, toHex, type Id } from '../id/id.js';
+
+export interface RoutingEntry {
+  contact: Contact;
+  /** Clock time the contact was last heard from (a request or an answer from it). */
+  lastSeen: number;
+  /** Consecutive failed RPCs. */
+  failures: number;
+}
+
+interface Bucket {
+  entries: RoutingEntry[];
+  replacements: RoutingEntry[];
+  lastChanged: number;
+  pinging: boolean;
+}
+
+export interface RoutingTableComponents {
+  clock: Clock;
+  /** Liveness check of the least-recently-seen contact of a full bucket; resolve true when alive. */
+  ping?: (contact: Contact) => Promise<boolean>;
+}
+
+export interface RoutingTableOptions {
+  selfId: Id;
+  /** Cluster level this table serves. Default 0. */
+  level?: number;
+  /** Bucket size. Default KBUCKET_SIZE (20). */
+  k?: number;
+  /** Failures after which a contact is dropped. Default CONTACT_MAX_FAILURES. */
+  maxFailures?: number;
+  /** Idle time after which a bucket is stale. Default BUCKET_REFRESH_MS. */
+  refreshMs?: number;
+  /**
+   * A full bucket's least recently seen contact is pinged only when it was last heard from longer
+   * ago than this; a fresher one is kept without a ping (the newcomer waits as a replacement).
+   * Default PING_STALE_MS (60 s).
+   */
+  pingStaleMs?: number;
+}
+
+export type AddOutcome = 'added' | 'updated' | 'pending' | 'self';
+
+export class RoutingTable {
+  readonly selfId: Id;
+  readonly level: number;
+  readonly k: number;
+  #clock: Clock;
+  #ping: ((contact: Contact) => Promise<boolean>) | undefined;
+  #maxFailures: number;
+  #refreshMs: number;
+  #pingStaleMs: number;
+  #buckets: Bucket[];
+  #index = new Map<string, RoutingEntry>();
+  #deep = -1;
+
+  constructor(components: RoutingTableComponents, options: RoutingTableOptions) {
+    this.#clock = components.clock;
+    this.#ping = components.ping;
+    this.selfId = options.selfId;
+    this.level = options.level ?? 0;
+    this.k = options.k ?? KBUCKET_SIZE;
+    this.#maxFailures = options.maxFailures ?? CONTACT_MAX_FAILURES;
+    this.#refreshMs = options.refreshMs ?? BUCKET_REFRESH_MS;
+    this.#pingStaleMs = options.pingStaleMs ?? PING_STALE_MS;
+    const now = this.#clock.now();
+    this.#buckets = Array.from({ length: ID_BYTES * 8 }, () => ({
+      entries: [],
+      replacements: [],
+      lastChanged: now,
+      pinging: false,
+    }));
+  }
+
+  get size(): number {
+    return this.#index.size;
+  }
+
+  /** Bucket index of an id: the number of leading bits it shares with this node. */
+  bucketIndex(id: Id): number {
+    return commonPrefixLength(this.selfId, id);
+  }
+
+  /** Sizes of the non-empty buckets, by index (for tests and snapshots). */
+  shape(): Record<number, number> {
+    const out: Record<number, number> = {};
+    this.#buckets.forEach((b, i) => {
+      if (b.entries.length > 0) out[i] = b.entries.length;
+    });
+    return out;
+  }
+
+  get(id: Id): RoutingEntry | undefined {
+    return this.#index.get(toHex(id));
+  }
+
+  has(id: Id): boolean {
+    return this.#index.has(toHex(id));
+  }
+
+  /**
+   * Record that `contact` was heard from now. Adds it, refreshes it, or — when its bucket is full —
+   * pings the least recently seen contact and evicts it only if the ping fails. `hex` is the id in
+   * hex when the caller has it already.
+   */
+  add(contact: Contact, hex = toHex(contact.id)): AddOutcome {
+    if (idEquals(contact.id, this.selfId)) return 'self';
+    const now = this.#clock.now();
+    const bucket = this.#buckets[this.bucketIndex(contact.id)]!;
+    const existing = this.#index.get(hex);
+    if (existing) {
+      const old = existing.contact;
+      if (
+        old !== contact &&
+        (contact.clusters !== undefined ||
+          contact.httpPort !== old.httpPort ||
+          contact.dnsPort !== old.dnsPort ||
+          contact.region !== old.region)
+      ) {
+        existing.contact = mergeContact(old, contact);
+      }
+      existing.lastSeen = now;
+      existing.failures = 0;
+      const i = bucket.entries.indexOf(existing);
+      bucket.entries.splice(i, 1);
+      bucket.entries.push(existing);
+      bucket.lastChanged = now;
+      return 'updated';
+    }
+    const entry: RoutingEntry = { contact, lastSeen: now, failures: 0 };
+    if (bucket.entries.length < this.k) {
+      bucket.entries.push(entry);
+      this.#deep = Math.max(this.#deep, this.bucketIndex(contact.id));
+      this.#index.set(hex, entry);
+      bucket.lastChanged = now;
+      return 'added';
+    }
+    this.#addReplacement(bucket, entry);
+    this.#checkOldest(bucket);
+    return 'pending';
+  }
+
+  /** Note a failed RPC to `id`; drop the contact after `maxFailures` in a row. */
+  recordFailure(id: Id): void {
+    const entry = this.#index.get(toHex(id));
+    if (!entry) return;
+    entry.failures++;
+    if (entry.failures >= this.#maxFailures) this.remove(id);
+  }
+
+  /** Remove a contact, promoting the freshest replacement in its place. */
+  remove(id: Id): boolean {
+    const hex = toHex(id);
+    const entry = this.#index.get(hex);
+    if (!entry) return false;
+    const bucket = this.#buckets[this.bucketIndex(id)]!;
+    bucket.entries.splice(bucket.entries.indexOf(entry), 1);
+    this.#index.delete(hex);
+    const repl = bucket.replacements.pop();
+    if (repl) {
+      bucket.entries.push(repl);
+      this.#index.set(toHex(repl.contact.id), repl);
+    }
+    bucket.lastChanged = this.#clock.now();
+    while (this.#deep >= 0 && this.#buckets[this.#deep]!.entries.length === 0) this.#deep--;
+    return true;
+  }
+
+  /** The `count` contacts closest to `target`, closest first. */
+  closest(target: Id, count = this.k, exclude?: (c: Contact) => boolean): Contact[] {
+    // Buckets at and below the target's bucket hold every contact closer than the rest; each
+    // shallower bucket is farther than the one below it, so they are taken in order until enough.
+    const buckets = this.#buckets;
+    const deepest = this.#deepest();
+    if (deepest < 0) return [];
+    const start = Math.min(this.bucketIndex(target), deepest);
+    const picked: Contact[] = [];
+    for (let i = start; i <= deepest; i++) {
+      for (const e of buckets[i]!.entries)
+        if (!exclude || !exclude(e.contact)) picked.push(e.contact);
+    }
+    for (let i = start - 1; i >= 0 && picked.length < count; i--) {
+      for (const e of buckets[i]!.entries)
+        if (!exclude || !exclude(e.contact)) picked.push(e.contact);
+    }
+    return sortByDistance(picked, target).slice(0, count);
+  }
+
+  /** Index of the deepest non-empty bucket (-1 when empty), kept up to date by add/remove. */
+  #deepest(): number {
+    return this.#deep;
+  }
+
+  /** Every contact, bucket by bucket. */
+  all(): RoutingEntry[] {
+    return this.#buckets.flatMap((b) => b.entries);
+  }
+
+  /** Bucket indexes, up to the deepest non-empty one, not changed for the refresh interval. */
+  staleBuckets(): number[] {
+    const now = this.#clock.now();
+    let deepest = -1;
+    this.#buckets.forEach((b, i) => {
+      if (b.entries.length > 0) deepest = i;
+    });
+    const out: number[] = [];
+    for (let i = 0; i <= deepest; i++) {
+      if (now - this.#buckets[i]!.lastChanged >= this.#refreshMs) out.push(i);
+    }
+    return out;
+  }
+
+  /** Mark a bucket refreshed (a lookup into its range was started). */
+  touchBucket(index: number): void {
+    const b = this.#buckets[index];
+    if (b) b.lastChanged = this.#clock.now();
+  }
+
+  #addReplacement(bucket: Bucket, entry: RoutingEntry): void {
+    const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, entry.contact.id));
+    if (i >= 0) bucket.replacements.splice(i, 1);
+    bucket.replacements.push(entry);
+    if (bucket.replacements.length > this.k) bucket.replacements.shift();
+  }
+
+  #checkOldest(bucket: Bucket): void {
+    if (bucket.pinging || !this.#ping) return;
+    const oldest = bucket.entries[0];
+    if (!oldest || this.#clock.now() - oldest.lastSeen < this.#pingStaleMs) return;
+    bucket.pinging = true;
+    this.#ping(oldest.contact).then(
+      (alive) => this.#afterPing(bucket, oldest, alive),
+      () => this.#afterPing(bucket, oldest, false),
+    );
+  }
+
+  #afterPing(bucket: Bucket, oldest: RoutingEntry, alive: boolean): void {
+    bucket.pinging = false;
+    if (!bucket.entries.includes(oldest)) return;
+    if (alive) {
+      oldest.lastSeen = this.#clock.now();
+      oldest.failures = 0;
+      bucket.entries.splice(bucket.entries.indexOf(oldest), 1);
+      bucket.entries.push(oldest);
+    } else {
+      this.remove(oldest.contact.id);
+    }
+  }
+}
+
+/**
+ * Sort contacts by XOR distance to `target`. The leading 32 bits of each distance are compared as
+ * numbers (computed once per contact); only equal prefixes fall back to the full comparison.
+ */
+export function sortByDistance(list: Contact[], target: Id): Contact[] {
+  if (list.length < 2) return list;
+  const t0 = ((target[0]! << 24) | (target[1]! << 16) | (target[2]! << 8) | target[3]!) >>> 0;
+  const keyed = list.map((c) => {
+    const id = c.id;
+    return { c, d: (((id[0]! << 24) | (id[1]! << 16) | (id[2]! << 8) | id[3]!) ^ t0) >>> 0 };
+  });
+  keyed.sort((x, y) => x.d - y.d || compareDistance(x.c.id, y.c.id, target));
+  return keyed.map((x) => x.c);
+}
+
+/** Keep what we knew, updated with what the newer sighting says. */
+function mergeContact(old: Contact, fresh: Contact): Contact {
+  if (old === fresh) return old;
+  return {
+    ...old,
+    ...fresh,
+    clusters: fresh.clusters ?? old.clusters,
+    httpPort: fresh.httpPort ?? old.httpPort,
+    dnsPort: fresh.dnsPort ?? old.dnsPort,
+    region: fresh.region ?? old.region,
+  };
+}

@@ -1,0 +1,3 @@
+export * from './rpc.js';
+export * from './rtt.js';
+export { dispatch, type HandlerContext } from './handlers/index.js';

@@ -1,0 +1,3 @@
+export * from './transport.js';
+export * from './udp.js';
+export * from './sim-network.js';

@@ -1,0 +1,2 @@
+export * from './messages.js';
+export { encode, decode, TypeCode } from './codec.js';

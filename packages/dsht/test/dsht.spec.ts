@@ -1,0 +1,219 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock, SeededRandom } from '@coral/testkit';
+import { Dsht, type DshtOptions } from '../src/dsht.js';
+import { compareDistance, keyFromName, toHex } from '../src/id/id.js';
+import { SimFleet } from '../src/sim/fleet.js';
+import { SimNetwork } from '../src/transport/sim-network.js';
+
+const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
+const dec = (b: Uint8Array): string => new TextDecoder().decode(b);
+
+/** A small fleet where each node may get its own options. */
+async function smallFleet(n: number, optionsFor: (i: number) => DshtOptions = () => ({})) {
+  const clock = new ManualClock(1_000_000);
+  const random = new SeededRandom(11);
+  const net = new SimNetwork({ clock, random: random.fork() });
+  const nodes = Array.from(
+    { length: n },
+    (_, i) =>
+      new Dsht(
+        { transport: net.createTransport(`10.0.0.${i + 1}`, 4000), clock, random: random.fork() },
+        optionsFor(i),
+      ),
+  );
+  const run = async <T>(p: Promise<T>): Promise<T> => {
+    let done = false;
+    const q = p.finally(() => {
+      done = true;
+    });
+    q.catch(() => undefined);
+    for (let i = 0; i < 1_000_000 && !done; i++) {
+      const at = clock.nextAt();
+      if (at === undefined) break;
+      await clock.advanceTo(at);
+    }
+    return q;
+  };
+  await run(nodes[0]!.start());
+  for (const node of nodes.slice(1)) await run(node.start({ bootstrap: ['10.0.0.1:4000'] }));
+  return { clock, net, nodes, run };
+}
+
+describe('Dsht', () => {
+  it('puts on one node and gets from every other, with stats', async () => {
+    const { nodes, run } = await smallFleet(24);
+    const key = keyFromName('url:http://example.com/');
+    const put = await run(nodes[3]!.put(key, enc('holder-3'), 600));
+    expect(put.stored).toHaveLength(1);
+    expect(put.stats.messages).toBeGreaterThan(0);
+    for (const [i, node] of nodes.entries()) {
+      const r = await run(node.get(key));
+      expect(r.values.map(dec), `node ${i}`).toEqual(['holder-3']);
+      expect(r.stats.level).toBe(0);
+      expect(r.stats.answeredBy).toBeDefined();
+      expect(r.records[0]?.ttl).toBeGreaterThan(500);
+    }
+    const miss = await run(nodes[5]!.get(keyFromName('never put')));
+    expect(miss.values).toEqual([]);
+    expect(miss.stats.messages).toBeGreaterThan(0);
+  });
+
+  it('stores at the closest node, and one node further out when the closest refuses', async () => {
+    const key = keyFromName('refuse-me');
+    // Find which of the 16 addresses is closest / second closest to the key.
+    const probe = await smallFleet(16);
+    const order = [...probe.nodes].sort((a, b) => compareDistance(a.id, b.id, key));
+    const closest = probe.nodes.indexOf(order[0]!);
+    const second = probe.nodes.indexOf(order[1]!);
+    const publisher = [...Array(16).keys()].find((i) => i !== closest && i !== second)!;
+
+    // 1. Nobody refuses: the value lands on the closest node.
+    const ok = await probe.run(probe.nodes[publisher]!.put(key, enc('a'), 300));
+    expect(toHex(ok.stored[0]!.contact.id)).toBe(toHex(order[0]!.id));
+
+    // 2. The closest node answers the probe but refuses the STORE (its byte budget is exhausted):
+    //    the reverse phase moves one node out.
+    const f = await smallFleet(16, (i) => (i === closest ? { store: { maxBytes: 10 } } : {}));
+    const placed = await f.run(f.nodes[publisher]!.put(key, enc('b'), 300));
+    expect(toHex(placed.stored[0]!.contact.id)).toBe(toHex(f.nodes[second]!.id));
+    expect(f.nodes[closest]!.localGet(key)).toEqual([]);
+    expect(f.nodes[second]!.localGet(key).map(dec)).toEqual(['b']);
+    // And a get from anywhere still finds it.
+    const got = await f.run(
+      f.nodes[(publisher + 1) % 16 === closest ? publisher : (publisher + 1) % 16]!.get(key),
+    );
+    expect(got.values.map(dec)).toEqual(['b']);
+
+    // 3. The closest node is full for the key (4 long-lived values): the probe says so, and the
+    //    value goes one node further out.
+    const g = await smallFleet(16);
+    for (let p = 0; p < 4; p++)
+      g.nodes[closest]!.store.store(0, key, keyFromName(`other-${p}`), enc('x'), 3600);
+    const put3 = await g.run(g.nodes[publisher]!.put(key, enc('c'), 300));
+    expect(toHex(put3.stored[0]!.contact.id)).toBe(toHex(g.nodes[second]!.id));
+  });
+
+  it('asks the remembered node directly next time (i3 shortcut)', async () => {
+    const { nodes, run } = await smallFleet(30);
+    const key = keyFromName('shortcut');
+    await run(nodes[0]!.put(key, enc('v'), 600));
+    const first = await run(nodes[7]!.get(key));
+    expect(first.values).toHaveLength(1);
+    const second = await run(nodes[7]!.get(key));
+    expect(second.values).toHaveLength(1);
+    expect(second.stats).toMatchObject({ hops: 1, messages: 1 });
+    expect(toHex(second.stats.answeredBy!.id)).toBe(toHex(first.stats.answeredBy!.id));
+  });
+
+  it('caches a copy on the last node of the path that lacked the value', async () => {
+    const fleet = new SimFleet({ nodes: 120, seed: 5, dsht: { shortcutTtlMs: 0 } });
+    await fleet.start();
+    const key = keyFromName('path-cache');
+    await fleet.run(fleet.nodes[0]!.put(key, enc('pc'), 600));
+    const holdersBefore = fleet.nodes.filter((n) => n.localGet(key).length > 0).length;
+    let cached = false;
+    for (const node of fleet.nodes.slice(1)) {
+      const r = await fleet.run(node.get(key));
+      expect(r.values).toHaveLength(1);
+      if (r.stats.hops >= 2) {
+        await fleet.run(
+          new Promise((resolve) => fleet.clock.setTimeout(() => resolve(undefined), 1000)),
+        );
+        cached = true;
+        break;
+      }
+    }
+    expect(cached).toBe(true);
+    const holdersAfter = fleet.nodes.filter((n) => n.localGet(key).length > 0).length;
+    expect(holdersAfter).toBeGreaterThan(holdersBefore);
+  });
+
+  it('spreads a hot key: the closest node stays under its rate limit and gets still succeed', async () => {
+    const fleet = new SimFleet({ nodes: 80, seed: 9 });
+    await fleet.start();
+    const key = keyFromName('hot');
+    const root = [...fleet.nodes].sort((a, b) => compareDistance(a.id, b.id, key))[0]!;
+    await fleet.run(
+      Promise.all(fleet.nodes.map((n, i) => n.put(key, enc(`h${i}`), 600).catch(() => undefined))),
+    );
+    const accepted = root.store.accepted.get(`0:${toHex(key)}`) ?? 0;
+    expect(accepted).toBeLessThanOrEqual(12);
+    const holders = fleet.nodes.filter((n) => n.localGet(key).length > 0).length;
+    expect(holders).toBeGreaterThan(1);
+    const r = await fleet.run(fleet.nodes[40]!.get(key));
+    expect(r.values.length).toBeGreaterThan(0);
+    expect(r.values.length).toBeLessThanOrEqual(4);
+  });
+
+  it('rejects bad input with stable codes, and works only while running', async () => {
+    const clock = new ManualClock();
+    const net = new SimNetwork({ clock, random: new SeededRandom(1) });
+    const node = new Dsht({
+      transport: net.createTransport('10.0.0.1', 4000),
+      clock,
+      random: new SeededRandom(2),
+    });
+    const key = keyFromName('k');
+    await expect(node.get(key)).rejects.toMatchObject({ code: 'DSHT_ERR_NOT_RUNNING' });
+    await node.start();
+    await expect(node.get(new Uint8Array(3))).rejects.toMatchObject({
+      code: 'DSHT_ERR_INVALID_ARGUMENT',
+    });
+    await expect(node.put(key, new Uint8Array(513), 10)).rejects.toMatchObject({
+      code: 'DSHT_ERR_INVALID_ARGUMENT',
+    });
+    await expect(node.put(key, new Uint8Array(1), 0)).rejects.toMatchObject({
+      code: 'DSHT_ERR_INVALID_ARGUMENT',
+    });
+    await expect(node.put(key, new Uint8Array(1), 1.5)).rejects.toMatchObject({
+      code: 'DSHT_ERR_INVALID_ARGUMENT',
+    });
+    await expect(node.start({ bootstrap: ['nonsense'] })).resolves.toBeUndefined(); // already running: no-op
+    const ac = new AbortController();
+    ac.abort();
+    await expect(node.get(key, { signal: ac.signal })).rejects.toMatchObject({
+      code: 'DSHT_ERR_ABORTED',
+    });
+    // Alone, a put stores locally and a get answers from the local store.
+    const put = await node.put(key, enc('solo'), 60);
+    expect(put.stored[0]?.hop).toBe(0);
+    const got = await node.get(key);
+    expect(got.values.map(dec)).toEqual(['solo']);
+    expect(got.stats.hops).toBe(0);
+    const snap = node.snapshot();
+    expect(JSON.parse(JSON.stringify(snap))).toEqual(snap);
+    expect(snap.store.values).toBe(1);
+    expect(snap.levels).toEqual([{ level: 0, contacts: 0, buckets: {} }]);
+    await node.stop();
+    await expect(node.put(key, enc('x'), 60)).rejects.toMatchObject({
+      code: 'DSHT_ERR_NOT_RUNNING',
+    });
+    const other = new Dsht({ transport: net.createTransport('10.0.0.2', 4000), clock });
+    await expect(other.start({ bootstrap: ['10.0.0.1'] })).rejects.toMatchObject({
+      code: 'DSHT_ERR_INVALID_ARGUMENT',
+    });
+  });
+
+  it('aborts a lookup in flight', async () => {
+    const { nodes, clock } = await smallFleet(12);
+    const ac = new AbortController();
+    const p = nodes[2]!.get(keyFromName('nothing'), { signal: ac.signal }).catch((e: unknown) => e);
+    await clock.advance(5);
+    ac.abort();
+    await clock.advance(5);
+    expect(await p).toMatchObject({ code: 'DSHT_ERR_ABORTED' });
+  });
+
+  it('emits rtt and contact events for the cluster module', async () => {
+    const { nodes, run } = await smallFleet(6);
+    const rtts: number[] = [];
+    const seen = new Set<string>();
+    nodes[0]!.on('rtt', (_p, ms) => rtts.push(ms));
+    nodes[0]!.on('contact', (p) => seen.add(p.ip));
+    await run(nodes[0]!.get(keyFromName('x')));
+    expect(rtts.length).toBeGreaterThan(0);
+    expect(rtts.every((r) => r >= 20 && r <= 200)).toBe(true);
+    expect(seen.size).toBeGreaterThan(0);
+    expect(nodes[0]!.routeEntries(0).every((e) => e.lastSeen > 0)).toBe(true);
+  });
+});

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '@coral/testkit';
+import type { Contact } from '../../src/contact.js';
+import { fromHex, toHex } from '../../src/id/id.js';
+import { RoutingTable } from '../../src/routing-table/routing-table.js';
+
+const SELF = fromHex('0'.repeat(40));
+const c = (hex: string, port = 1): Contact => ({
+  id: fromHex(hex.padEnd(40, '0')),
+  ip: '10.0.0.1',
+  port,
+});
+
+describe('RoutingTable', () => {
+  it('places fixed ids in the bucket of their shared prefix length', () => {
+    const clock = new ManualClock();
+    const t = new RoutingTable({ clock }, { selfId: SELF, k: 2 });
+    expect(t.add(c('80'))).toBe('added'); // bucket 0
+    expect(t.add(c('c0'))).toBe('added'); // bucket 0
+    expect(t.add(c('40'))).toBe('added'); // bucket 1
+    expect(t.add(c('01'))).toBe('added'); // bucket 7
+    expect(t.add(c('0001'))).toBe('added'); // bucket 15
+    expect(t.add({ ...c('00'), id: SELF })).toBe('self');
+    expect(t.shape()).toEqual({ 0: 2, 1: 1, 7: 1, 15: 1 });
+    expect(t.size).toBe(5);
+    expect(t.closest(fromHex('4'.padEnd(40, '1')), 3).map((x) => toHex(x.id).slice(0, 4))).toEqual([
+      '4000',
+      '0100',
+      '0001',
+    ]);
+  });
+
+  it('evicts the least recently seen contact only after its ping fails', async () => {
+    const clock = new ManualClock();
+    const pinged: string[] = [];
+    let alive = true;
+    const t = new RoutingTable(
+      {
+        clock,
+        ping: async (x) => {
+          pinged.push(toHex(x.id).slice(0, 2));
+          return alive;
+        },
+      },
+      { selfId: SELF, k: 2, pingStaleMs: 1000 },
+    );
+    t.add(c('80'));
+    await clock.advance(10);
+    t.add(c('90'));
+    // Oldest was seen 10 ms ago: fresh, so no ping; newcomer waits as a replacement.
+    expect(t.add(c('a0'))).toBe('pending');
+    expect(pinged).toEqual([]);
+    await clock.advance(2000);
+    expect(t.add(c('b0'))).toBe('pending');
+    expect(pinged).toEqual(['80']);
+    await clock.advance(0);
+    // The ping succeeded: 80 stays (now most recent), b0 stays out.
+    expect(t.has(c('80').id)).toBe(true);
+    expect(t.has(c('b0').id)).toBe(false);
+    expect(t.all().map((e) => toHex(e.contact.id).slice(0, 2))).toEqual(['90', '80']);
+    await clock.advance(2000);
+    alive = false;
+    t.add(c('b0'));
+    await clock.advance(0);
+    expect(pinged).toEqual(['80', '90']);
+    // 90 failed its ping: evicted, the freshest replacement (b0) takes its place.
+    expect(t.has(c('90').id)).toBe(false);
+    expect(t.has(c('b0').id)).toBe(true);
+    expect(t.shape()).toEqual({ 0: 2 });
+  });
+
+  it('drops contacts after repeated failures and promotes a replacement', () => {
+    const clock = new ManualClock();
+    const t = new RoutingTable({ clock }, { selfId: SELF, k: 1, maxFailures: 2 });
+    t.add(c('80'));
+    t.add(c('90'));
+    t.recordFailure(c('80').id);
+    expect(t.has(c('80').id)).toBe(true);
+    t.recordFailure(c('80').id);
+    expect(t.has(c('80').id)).toBe(false);
+    expect(t.has(c('90').id)).toBe(true);
+  });
+
+  it('updates lastSeen and merged service info on traffic', async () => {
+    const clock = new ManualClock(1000);
+    const t = new RoutingTable({ clock }, { selfId: SELF });
+    t.add(c('80'));
+    await clock.advance(500);
+    expect(t.add({ ...c('80'), httpPort: 8090 })).toBe('updated');
+    expect(t.get(c('80').id)?.lastSeen).toBe(1500);
+    expect(t.get(c('80').id)?.contact.httpPort).toBe(8090);
+    t.add(c('80'));
+    expect(t.get(c('80').id)?.contact.httpPort).toBe(8090);
+  });
+
+  it('names stale buckets for refresh', async () => {
+    const clock = new ManualClock();
+    const t = new RoutingTable({ clock }, { selfId: SELF, refreshMs: 60_000 });
+    t.add(c('80'));
+    t.add(c('01'));
+    await clock.advance(30_000);
+    t.add(c('40'));
+    expect(t.staleBuckets()).toEqual([]);
+    await clock.advance(30_000);
+    expect(t.staleBuckets()).toEqual([0, 2, 3, 4, 5, 6, 7]);
+    t.touchBucket(0);
+    expect(t.staleBuckets()).not.toContain(0);
+  });
+});
