@@ -19,6 +19,7 @@ export * from './errors.js';
 export { CoralNode, VERSION, rendezvousRank, type CoralNodeComponents } from './compose/node.js';
 export type { ServiceFactory, DshtPort, ProxyPort, DnsPort, ServiceArgs } from './compose/ports.js';
 export { runNode } from './compose/run.js';
+export { realServices } from './compose/services.js';
 export {
   DshtContentIndex,
   DEFAULT_CLAIM_RANK_CAP,
@@ -30,13 +31,6 @@ export {
   type DshtContentIndexOptions,
   type DshtValueStore,
 } from './adapters/content-index.js';
-export {
-  DshtNodeDirectory,
-  hintNames,
-  type DirectorySource,
-  type DirectoryContact,
-  type DshtNodeDirectoryOptions,
-} from './adapters/node-directory.js';
 export {
   encodeHolder,
   decodeHolder,
