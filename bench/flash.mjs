@@ -23,6 +23,7 @@ const { values } = parseArgs({
     'object-bytes': { type: 'string', default: String(64 * 1024) },
     zone: { type: 'string', default: 'nyud.net' },
     'peer-timeout-ms': { type: 'string', default: '5000' },
+    'index-timeout-ms': { type: 'string', default: '10000' },
   },
 });
 const nodes = Number(values.nodes);
@@ -33,6 +34,8 @@ const objectBytes = Number(values['object-bytes']);
 // How long a proxy waits for a peer that is itself still fetching (the proxy's default is 1 s;
 // with 300 clients on one 2-core machine, answers routinely take longer than that).
 const peerTimeoutMs = Number(values['peer-timeout-ms']);
+// Same for the index lookup (with its claim): the proxy's default bound is 2 s.
+const indexTimeoutMs = Number(values['index-timeout-ms']);
 for (const [k, v] of Object.entries({
   nodes,
   clients,
@@ -60,6 +63,7 @@ const fleet = new Fleet({
     CORAL_HOSTS: 'www.origin.test=127.0.0.1',
     CORAL_PROXY_PEER_TIMEOUT_MS: String(peerTimeoutMs),
     CORAL_PROXY_PEER_FETCHING_TIMEOUT_MS: String(peerTimeoutMs),
+    CORAL_PROXY_INDEX_TIMEOUT_MS: String(indexTimeoutMs),
   },
 });
 const name = `www.origin.test.${port}.${values.zone}`;
@@ -137,12 +141,27 @@ try {
     .filter(([p]) => p.startsWith('/obj/'))
     .reduce((s, [, n]) => s + n, 0);
 
+  // What the fleet says about itself: claims won and lost, peer fetches that failed.
+  const fleetCounters = { claimsWon: 0, claimsLost: 0, peerFetchErrors: 0, originFetches: 0 };
+  const sum = (text, re) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
+  for (const n of fleet.nodes) {
+    const text = await n.admin.text('/metrics').catch(() => '');
+    fleetCounters.claimsWon += sum(text, /^coral_index_claims_total\{outcome="won"\} (\d+)/gm);
+    fleetCounters.claimsLost += sum(text, /^coral_index_claims_total\{outcome="lost"\} (\d+)/gm);
+    fleetCounters.peerFetchErrors += sum(
+      text,
+      /^coral_peer_fetches_total\{outcome="error"\} (\d+)/gm,
+    );
+    fleetCounters.originFetches += sum(text, /^coral_origin_fetches_total\{outcome="ok"\} (\d+)/gm);
+  }
+
   const rows = [
     ['nodes', nodes],
     ['clients', clients],
     ['objects', objects],
     ['object bytes', objectBytes],
     ['peer timeout (ms)', peerTimeoutMs],
+    ['index timeout (ms)', indexTimeoutMs],
     ['client requests', clientRequests],
     ['client errors', clientErrors],
     ['origin requests', originRequests],
@@ -152,6 +171,8 @@ try {
     ['p50 latency (ms)', pct(0.5).toFixed(1)],
     ['p99 latency (ms)', pct(0.99).toFixed(1)],
     ['wall (s)', wallSeconds.toFixed(2)],
+    ['claims won / lost', `${fleetCounters.claimsWon} / ${fleetCounters.claimsLost}`],
+    ['failed peer fetches', fleetCounters.peerFetchErrors],
   ];
   for (const [k, v] of rows) process.stdout.write(`${String(k).padEnd(24)} ${v}\n`);
   for (const [ip, n] of [...perNode].sort())
@@ -166,6 +187,7 @@ try {
       objects,
       objectBytes,
       peerTimeoutMs,
+      indexTimeoutMs,
       seed,
       originRequests,
       clientRequests,
@@ -174,6 +196,7 @@ try {
       p50Ms: Number(pct(0.5).toFixed(2)),
       p99Ms: Number(pct(0.99).toFixed(2)),
       wallSeconds: Number(wallSeconds.toFixed(2)),
+      ...fleetCounters,
     }) + '\n',
   );
 } catch (err) {

@@ -51,6 +51,7 @@ export const realServices: ServiceFactory = {
         self: { ...self },
         closeTimeoutMs: config.shutdownGraceMs,
         ...(p.peerTimeoutMs > 0 ? { peerTimeoutMs: p.peerTimeoutMs } : {}),
+        ...(p.indexTimeoutMs > 0 ? { indexTimeoutMs: p.indexTimeoutMs } : {}),
         ...(p.peerFetchingTimeoutMs > 0 ? { peerFetchingTimeoutMs: p.peerFetchingTimeoutMs } : {}),
         ...(p.clientRateLimitPerSecond > 0
           ? { rateLimit: { perSecond: p.clientRateLimitPerSecond } }

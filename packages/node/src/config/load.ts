@@ -29,6 +29,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.defaultTtlSeconds', 'int'],
   ['proxy.sites', 'map'],
   ['proxy.peerTimeoutMs', 'int'],
+  ['proxy.indexTimeoutMs', 'int'],
   ['proxy.peerFetchingTimeoutMs', 'int'],
   ['proxy.clientRateLimitPerSecond', 'int'],
   ['dsht.host', 'string'],

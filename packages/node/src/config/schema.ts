@@ -62,6 +62,8 @@ const proxySchema = z.strictObject({
   defaultTtlSeconds: z.number().int().positive().optional(),
   /** Bound on waiting for a peer's answer and each body chunk; 0 = the proxy's default (1 s). */
   peerTimeoutMs: z.number().int().nonnegative().default(0),
+  /** Bound on one index lookup (claims included); 0 = the proxy's default (2 s). */
+  indexTimeoutMs: z.number().int().nonnegative().default(0),
   /** Bound on waiting for a peer that announced `fetching` (it waits on its origin); 0 = proxy default (3 s). */
   peerFetchingTimeoutMs: z.number().int().nonnegative().default(0),
   /** Per-client request rate limit (requests per second); 0 = the proxy's default. */
