@@ -24,6 +24,8 @@ const { values } = parseArgs({
     zone: { type: 'string', default: 'nyud.net' },
     'peer-timeout-ms': { type: 'string', default: '5000' },
     'index-timeout-ms': { type: 'string', default: '10000' },
+    // `--claims false` turns the index's claims off, to compare (docs/node.md, "Claims").
+    claims: { type: 'string', default: 'true' },
   },
 });
 const nodes = Number(values.nodes);
@@ -64,6 +66,7 @@ const fleet = new Fleet({
     CORAL_PROXY_PEER_TIMEOUT_MS: String(peerTimeoutMs),
     CORAL_PROXY_PEER_FETCHING_TIMEOUT_MS: String(peerTimeoutMs),
     CORAL_PROXY_INDEX_TIMEOUT_MS: String(indexTimeoutMs),
+    CORAL_INDEX_CLAIMS: values.claims,
   },
 });
 const name = `www.origin.test.${port}.${values.zone}`;
@@ -162,6 +165,7 @@ try {
     ['object bytes', objectBytes],
     ['peer timeout (ms)', peerTimeoutMs],
     ['index timeout (ms)', indexTimeoutMs],
+    ['claims', values.claims],
     ['client requests', clientRequests],
     ['client errors', clientErrors],
     ['origin requests', originRequests],
@@ -188,6 +192,7 @@ try {
       objectBytes,
       peerTimeoutMs,
       indexTimeoutMs,
+      claims: values.claims === 'true',
       seed,
       originRequests,
       clientRequests,
