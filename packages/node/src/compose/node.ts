@@ -136,7 +136,7 @@ export class CoralNode implements AdminBackend {
     this.proxy = await step('proxy', () =>
       services.proxy({
         ...args,
-        logger: log('proxy'),
+        logger, // the proxy labels its lines itself (component: httpprx)
         index: this.index,
         self,
         dataDir: join(dataDir, 'cache'),
@@ -148,8 +148,9 @@ export class CoralNode implements AdminBackend {
     this.directory = services.directory({ config, dsht: this.dsht });
 
     if (config.dns.enabled) {
+      // Like the proxy, the DNS server labels its own lines (component: dnssrv).
       this.dns = await step('dns', () =>
-        services.dns({ ...args, logger: log('dns'), directory: this.directory }),
+        services.dns({ ...args, logger, directory: this.directory }),
       );
       await step('dns', () =>
         this.dns!.listen({ port: config.dns.port, host: addresses.bind.dns }),
