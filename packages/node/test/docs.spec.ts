@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ENV_FIELDS, envName } from '../src/config/index.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ENV_FIELDS, envName, loadConfig } from '../src/config/index.js';
 import { ERROR_CODES as PROXY_ERROR_CODES } from '@coral/httpprx';
 import { ERROR_CODES } from '../src/errors.js';
 import { CONNECT_ERROR_CODES } from '../../httpprx/src/connect/index.js';
@@ -40,5 +43,15 @@ describe('docs', () => {
     for (const [path] of ENV_FIELDS) {
       expect(config, path).toContain(`| \`${path}\` | \`${envName(path)}\` |`);
     }
+  });
+
+  it('has a YAML example in docs/configuration.md that loads', () => {
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(doc('configuration.md'))?.[1];
+    expect(yaml).toBeDefined();
+    const file = join(mkdtempSync(join(tmpdir(), 'coral-doc-')), 'example.yaml');
+    writeFileSync(file, yaml!);
+    const c = loadConfig({ file });
+    expect(c.dns.nameservers).toHaveLength(2);
+    expect(c.dns.views[0]).toEqual({ cidr: '10.0.0.0/8', region: 'eu-west' });
   });
 });
