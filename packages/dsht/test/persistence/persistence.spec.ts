@@ -30,34 +30,41 @@ describe('persistence', () => {
       let done = false;
       const q = p.finally(() => (done = true));
       q.catch(() => undefined);
-      // Database I/O is real, so yield to the event loop between simulated events.
+      // Database I/O is real, so yield to the event loop between simulated events, and never move
+      // the clock while only I/O is pending (the nodes run without periodic timers, so every
+      // scheduled timer belongs to the operation in progress).
       while (!done) {
         await new Promise((r) => setImmediate(r));
         const at = clock.nextAt();
-        if (at === undefined) break;
-        await clock.advanceTo(at);
+        if (at !== undefined) await clock.advanceTo(at);
       }
       return q;
     };
     const peers = Array.from(
       { length: 8 },
       (_, i) =>
-        new Dsht({
-          transport: net.createTransport(`10.0.1.${i + 1}`, 4000),
-          clock,
-          random: new SeededRandom(i),
-        }),
+        new Dsht(
+          {
+            transport: net.createTransport(`10.0.1.${i + 1}`, 4000),
+            clock,
+            random: new SeededRandom(i),
+          },
+          { timers: false },
+        ),
     );
     await run(peers[0]!.start());
     for (const p of peers.slice(1)) await run(p.start({ bootstrap: ['10.0.1.1:4000'] }));
 
     let db = await openDb(dir);
-    let node = new Dsht({
-      transport: net.createTransport('10.0.9.9', 4000),
-      clock,
-      random: new SeededRandom(99),
-      db,
-    });
+    let node = new Dsht(
+      {
+        transport: net.createTransport('10.0.9.9', 4000),
+        clock,
+        random: new SeededRandom(99),
+        db,
+      },
+      { timers: false },
+    );
     await run(node.start({ bootstrap: ['10.0.1.1:4000'] }));
     // A key this node is the closest to, as a put would have chosen.
     const all = [node, ...peers];
@@ -68,19 +75,23 @@ describe('persistence', () => {
     node.store.store(0, keyFromName('short'), keyFromName('pub'), new Uint8Array([4]), 5);
     const known = node.routes(0).length;
     expect(known).toBeGreaterThan(3);
-    await run(new Promise((r) => clock.setTimeout(() => r(undefined), 2_000))); // periodic flush runs
+    await run(new Promise((r) => clock.setTimeout(() => r(undefined), 2_000)));
     await run(node.stop());
     await (db as unknown as Level<string, string>).close();
 
+    // The clock moved only by simulated work, never while waiting on disk.
     // Ten seconds later: the 5 s value has expired, the 600 s one has not.
     await clock.advance(10_000);
     db = await openDb(dir);
-    node = new Dsht({
-      transport: net.createTransport('10.0.9.9', 4000),
-      clock,
-      random: new SeededRandom(100),
-      db,
-    });
+    node = new Dsht(
+      {
+        transport: net.createTransport('10.0.9.9', 4000),
+        clock,
+        random: new SeededRandom(100),
+        db,
+      },
+      { timers: false },
+    );
     await run(node.start()); // no bootstrap
     expect(node.localGet(key)).toEqual([new Uint8Array([1, 2, 3])]);
     expect(node.localGet(keyFromName('short'))).toEqual([]);
