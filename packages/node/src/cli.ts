@@ -1,6 +1,17 @@
 #!/usr/bin/env node
 /**
- * coral-node — placeholder entry point; the CLI lands with the node issue.
+ * coral-node — run a Coral node (`coral-node start`) or talk to a running one through its admin
+ * API (`status`, `dsht get|put|routes`, `clusters`, `cache ls|purge`, `coralize`). See
+ * docs/configuration.md and docs/admin-api.md.
  */
-console.error('coral-node: not built yet');
-process.exitCode = 1;
+import { coralize } from '@coral/httpprx';
+import { run } from './cli/program.js';
+import { runNode } from './compose/run.js';
+import { realServices } from './compose/services.js';
+
+const io = { stdout: process.stdout, stderr: process.stderr, env: process.env };
+const code = await run(process.argv.slice(2), io, {
+  startNode: (config, cliIo) => runNode(config, cliIo, realServices),
+  coralize,
+});
+process.exitCode = code;

@@ -1,0 +1,230 @@
+/**
+ * The DSHT as the proxy's `ContentIndex`: `announce` is a sloppy put of a holder record under the
+ * URL key, `lookup` a hierarchical get whose values are decoded, validated and reduced to one
+ * (the newest) record per node, and `withdraw` puts a tombstone that replaces this node's earlier
+ * record wherever the put lands. Invalid values are counted and skipped, never thrown.
+ *
+ * Claims (`claimOnMiss`): in a flash crowd every proxy misses the same URL at the same moment, and
+ * a plain lookup-then-announce lets each of them find nobody and go to the origin. With claims, a
+ * lookup that finds no holder puts this node's `fetching` record at once and looks again: of the
+ * fetching claims it then sees (its own included), the earliest (then lowest node id) wins; the
+ * others are told to fetch from the winner, whose in-flight fetch they join. The order is total,
+ * so two nodes never defer to each other. Claims made at the same instant may not see each other
+ * (the sloppy store spreads them over several nodes), so before claiming, a node waits a step per
+ * rank of its own in a rendezvous order of the live proxies for this key (`rank`, bounded by
+ * `claimRankCap`): in a flash crowd the first-ranked node claims first and the others, looking
+ * again after their wait, find its claim and join it.
+ */
+import type { Clock } from '@coral/testkit';
+import { systemClock } from '@coral/testkit';
+import type { ContentIndex, Holder } from '@coral/httpprx';
+import type { Logger } from 'pino';
+import type { IndexMetricsSink } from '../metrics/metrics.js';
+import { decodeHolder, encodeHolder, type HolderRecord } from './holder-codec.js';
+
+/** The part of the DSHT this adapter uses. */
+export interface DshtValueStore {
+  get(
+    key: Uint8Array,
+    opts?: { signal?: AbortSignal },
+  ): Promise<{ values: Uint8Array[]; stats: { level?: number } }>;
+  put(
+    key: Uint8Array,
+    value: Uint8Array,
+    ttlSeconds: number,
+    opts?: { signal?: AbortSignal; level?: number },
+  ): Promise<unknown>;
+}
+
+export interface DshtContentIndexComponents {
+  dsht: DshtValueStore;
+  metrics?: IndexMetricsSink;
+  /** This node's rank among the live proxies for a key (0 = first); without it every node is 0. */
+  rank?: (urlKey: Uint8Array) => number;
+  clock?: Clock;
+  logger?: Pick<Logger, 'debug' | 'warn'>;
+}
+
+export interface DshtContentIndexOptions {
+  /** This node (hex id, advertised ip and proxy port): its own records are never returned. */
+  self: { nodeId: string; ip: string; httpPort: number };
+  /** TTL of the tombstone a withdraw puts (default {@link DEFAULT_WITHDRAW_TTL_SECONDS}). */
+  withdrawTtlSeconds?: number;
+  /** Claim a miss as `fetching` inside `lookup` (see above); default false. */
+  claimOnMiss?: boolean;
+  /** TTL of a claim (default {@link DEFAULT_CLAIM_TTL_SECONDS}, the proxy's fetching TTL). */
+  claimTtlSeconds?: number;
+  /** Upper bound of the wait between a claim and the second look (default {@link DEFAULT_CLAIM_SETTLE_MAX_MS}). */
+  claimSettleMaxMs?: number;
+  /** Wait per rank before claiming (default {@link DEFAULT_CLAIM_STEP_MS}) ... */
+  claimStepMs?: number;
+  /** ... for ranks up to this one (default {@link DEFAULT_CLAIM_RANK_CAP}). */
+  claimRankCap?: number;
+}
+
+export const DEFAULT_WITHDRAW_TTL_SECONDS = 600;
+export const DEFAULT_CLAIM_TTL_SECONDS = 20;
+export const DEFAULT_CLAIM_SETTLE_MAX_MS = 250;
+export const DEFAULT_CLAIM_STEP_MS = 100;
+export const DEFAULT_CLAIM_RANK_CAP = 3;
+/** A `fetching` announce this soon after this node's claim of the same key is not put again. */
+export const CLAIM_MEMO_MS = 5_000;
+const CLAIM_MEMO_MAX = 10_000;
+
+export class DshtContentIndex implements ContentIndex {
+  readonly #dsht: DshtValueStore;
+  readonly #clock: Clock;
+  readonly #logger: Pick<Logger, 'debug' | 'warn'> | undefined;
+  readonly #self: DshtContentIndexOptions['self'];
+  readonly #withdrawTtl: number;
+  readonly #claimOnMiss: boolean;
+  readonly #claimTtl: number;
+  readonly #claimSettleMaxMs: number;
+  readonly #claimStepMs: number;
+  readonly #claimRankCap: number;
+  readonly #rank: ((urlKey: Uint8Array) => number) | undefined;
+  readonly #metrics: IndexMetricsSink | undefined;
+  /** Keys this node claimed recently (hex → claim time). */
+  readonly #claims = new Map<string, number>();
+  /** Lookups that ended in a claim, and claims lost to another node. */
+  claims = 0;
+  claimsLost = 0;
+  /** Values found in the DSHT that failed validation, since start. */
+  invalidValues = 0;
+
+  constructor(components: DshtContentIndexComponents, options: DshtContentIndexOptions) {
+    this.#dsht = components.dsht;
+    this.#clock = components.clock ?? systemClock;
+    this.#logger = components.logger;
+    this.#self = options.self;
+    this.#withdrawTtl = options.withdrawTtlSeconds ?? DEFAULT_WITHDRAW_TTL_SECONDS;
+    this.#claimOnMiss = options.claimOnMiss ?? false;
+    this.#claimTtl = options.claimTtlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS;
+    this.#claimSettleMaxMs = options.claimSettleMaxMs ?? DEFAULT_CLAIM_SETTLE_MAX_MS;
+    this.#claimStepMs = options.claimStepMs ?? DEFAULT_CLAIM_STEP_MS;
+    this.#claimRankCap = options.claimRankCap ?? DEFAULT_CLAIM_RANK_CAP;
+    this.#rank = components.rank;
+    this.#metrics = components.metrics;
+  }
+
+  async lookup(urlKey: Uint8Array, opts?: { signal?: AbortSignal }): Promise<Holder[]> {
+    const { values, stats } = await this.#dsht.get(urlKey, opts);
+    const records = this.#newest(values);
+    const holders = this.#holders(records, stats.level);
+    if (holders.length > 0 || !this.#claimOnMiss) return holders;
+
+    // Nobody holds it. Nodes ranked behind others for this key give them a head start.
+    const rank = Math.min(this.#rank?.(urlKey) ?? 0, this.#claimRankCap);
+    if (rank > 0) {
+      await this.#sleep(rank * this.#claimStepMs);
+      const { values: later, stats: laterStats } = await this.#dsht.get(urlKey, opts);
+      const found = this.#holders(this.#newest(later), laterStats.level);
+      if (found.length > 0) return found;
+    }
+    // Still nobody: claim it, then see who else did.
+    const at = Math.floor(this.#clock.now());
+    const mine: HolderRecord = { ...this.#self, state: 'fetching', at };
+    // Claims go to the global level only: one root per key, so claimers see each other.
+    await this.#dsht.put(urlKey, encodeHolder(mine), this.#claimTtl, { ...opts, level: 0 });
+    this.claims++;
+    this.#remember(urlKey, at);
+    // Claims started at about the same time finish their puts at about the same time: wait as
+    // long as ours took (bounded) so that theirs are stored before we look.
+    const settle = Math.min(this.#clock.now() - at, this.#claimSettleMaxMs);
+    if (settle > 0) await this.#sleep(settle);
+    const again = await this.#dsht.get(urlKey, opts);
+    const seen = this.#newest(again.values);
+    const others = this.#holders(seen, again.stats.level);
+    if (others.some((h) => h.state === 'complete')) return others;
+    let winner: HolderRecord = mine;
+    for (const r of seen.values()) {
+      if (r.state !== 'fetching' || r.nodeId === this.#self.nodeId) continue;
+      if (r.at < winner.at || (r.at === winner.at && r.nodeId < winner.nodeId)) winner = r;
+    }
+    if (winner === mine) {
+      this.#metrics?.claim('won');
+      return [];
+    }
+    this.claimsLost++;
+    this.#metrics?.claim('lost');
+    return others.sort((a, b) =>
+      a.nodeId === winner.nodeId ? -1 : b.nodeId === winner.nodeId ? 1 : 0,
+    );
+  }
+
+  #newest(values: Uint8Array[]): Map<string, HolderRecord> {
+    const newest = new Map<string, HolderRecord>();
+    for (const value of values) {
+      let record: HolderRecord;
+      try {
+        record = decodeHolder(value);
+      } catch (err) {
+        this.invalidValues++;
+        this.#metrics?.invalidValue();
+        this.#logger?.debug({ err }, 'skipping an invalid holder record');
+        continue;
+      }
+      const prev = newest.get(record.nodeId);
+      if (!prev || record.at > prev.at || (record.at === prev.at && record.state === 'withdrawn')) {
+        newest.set(record.nodeId, record);
+      }
+    }
+    return newest;
+  }
+
+  #holders(records: Map<string, HolderRecord>, level: number | undefined): Holder[] {
+    const holders: Holder[] = [];
+    for (const r of records.values()) {
+      if (r.state === 'withdrawn' || r.nodeId === this.#self.nodeId) continue;
+      const holder: Holder = { nodeId: r.nodeId, ip: r.ip, httpPort: r.httpPort, state: r.state };
+      if (r.size !== undefined) holder.size = r.size;
+      if (r.sha256 !== undefined) holder.sha256 = r.sha256;
+      if (level !== undefined) holder.level = level;
+      holders.push(holder);
+    }
+    // A complete copy serves at once; a fetching one makes the client wait on its fetch.
+    return holders.sort((a, b) => rank(b) - rank(a));
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => this.#clock.setTimeout(resolve, ms));
+  }
+
+  #remember(urlKey: Uint8Array, at: number): void {
+    if (this.#claims.size >= CLAIM_MEMO_MAX) this.#claims.clear();
+    this.#claims.set(Buffer.from(urlKey).toString('hex'), at);
+  }
+
+  async announce(urlKey: Uint8Array, holder: Holder, ttlSeconds: number): Promise<void> {
+    const hex = Buffer.from(urlKey).toString('hex');
+    const claimedAt = this.#claims.get(hex);
+    if (claimedAt !== undefined) {
+      this.#claims.delete(hex);
+      // The claim already says "fetching" (and keeps its earlier time, which is what orders claims).
+      if (holder.state === 'fetching' && this.#clock.now() - claimedAt < CLAIM_MEMO_MS) return;
+    }
+    const record: HolderRecord = {
+      nodeId: holder.nodeId,
+      ip: holder.ip,
+      httpPort: holder.httpPort,
+      state: holder.state,
+      at: Math.floor(this.#clock.now()),
+    };
+    if (holder.size !== undefined) record.size = holder.size;
+    if (holder.sha256 !== undefined) record.sha256 = holder.sha256;
+    await this.#dsht.put(urlKey, encodeHolder(record), ttlSeconds);
+  }
+
+  async withdraw(urlKey: Uint8Array): Promise<void> {
+    const record: HolderRecord = {
+      ...this.#self,
+      state: 'withdrawn',
+      at: Math.floor(this.#clock.now()),
+    };
+    await this.#dsht.put(urlKey, encodeHolder(record), this.#withdrawTtl);
+  }
+}
+
+function rank(r: { state: string }): number {
+  return r.state === 'complete' ? 2 : r.state === 'fetching' ? 1 : 0;
+}

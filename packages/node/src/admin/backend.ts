@@ -1,0 +1,63 @@
+/**
+ * What the admin API needs from a running node. `CoralNode` implements it over the real DSHT,
+ * proxy and DNS server; the admin API itself knows nothing of them, which is what lets its access
+ * rules and routing be tested on their own.
+ */
+
+/** Where a node's services listen and what it advertises. */
+export interface NodeInfoView {
+  nodeId: string;
+  version: string;
+  zone: string;
+  region?: string;
+  advertiseIp: string;
+  startedAt: string;
+  uptimeSeconds: number;
+  services: {
+    proxy: { host: string; port: number } | null;
+    dsht: { host: string; port: number } | null;
+    dns: { host: string; port: number } | null;
+    admin: { host: string; port: number } | null;
+  };
+}
+
+export interface ReadinessView {
+  ready: boolean;
+  /** One entry per check (`proxy`, `dns`, `dsht`, `joined`), true when it passes. */
+  checks: Record<string, boolean>;
+}
+
+export interface DshtGetView {
+  values: Uint8Array[];
+  stats: Record<string, unknown>;
+}
+
+export interface AdminBackend {
+  info(): NodeInfoView;
+  readiness(): ReadinessView;
+  /** Clusters per level (id, size, age) and routing table sizes. */
+  clusters(): unknown;
+  /** Contacts of the routing table of `level`. */
+  routes(level: number): unknown[];
+  /** Number of cluster levels (routes accepts 0 .. levels-1). */
+  readonly levels: number;
+  /** Values stored on this node under `key` (no network). */
+  localGet(key: Uint8Array): Promise<Uint8Array[]> | Uint8Array[];
+  /** A network get (hierarchical lookup). */
+  get(key: Uint8Array, signal: AbortSignal): Promise<DshtGetView>;
+  /** A network put (sloppy insertion). */
+  put(
+    key: Uint8Array,
+    value: Uint8Array,
+    ttlSeconds: number,
+    signal: AbortSignal,
+  ): Promise<unknown>;
+  /** Objects in the proxy's cache. */
+  cacheList(): Promise<unknown[]> | unknown[];
+  /** Drop `url` from the cache and withdraw this node's announcement of it. */
+  cachePurge(url: string): Promise<{ purged: boolean; withdrawn: boolean }>;
+  /** The DNS server's resolver probe cache (RTT per /24). */
+  probeCache(): unknown;
+  /** Recent DNS answers with the reason each was chosen. */
+  dnsDecisions(): unknown;
+}

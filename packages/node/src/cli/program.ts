@@ -1,0 +1,171 @@
+/**
+ * The `coral-node` command line (commander). `start` runs a node; every other command is a client
+ * of a running node's admin API. `run()` takes its streams and environment as arguments, so tests
+ * drive the CLI in-process; `cli.ts` binds it to the real process.
+ *
+ * Exit codes: 0 success, 1 failure (node unreachable, error answer, usage error), 2 invalid
+ * configuration (nothing was started).
+ */
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import type { CoralConfig } from '../config/schema.js';
+import { loadConfig } from '../config/load.js';
+import { ConfigError, CoralNodeError } from '../errors.js';
+import { AdminClient, DEFAULT_ADMIN_URL } from './client.js';
+
+export interface CliIo {
+  stdout: { write(s: string): unknown };
+  stderr: { write(s: string): unknown };
+  env: Record<string, string | undefined>;
+}
+
+export interface CliDeps {
+  /** Run a node with `config` until it is told to stop; resolves to the process exit code. */
+  startNode(config: CoralConfig, io: CliIo): Promise<number>;
+  /** Print the Coralized form of `url` (from @coral/httpprx). */
+  coralize(url: string, zone: string, port?: number): string;
+}
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_CONFIG = 2;
+
+function intArg(name: string, min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n < min || n > max) {
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
+    }
+    return n;
+  };
+}
+
+export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<number> {
+  let exitCode = EXIT_OK;
+  const print = (value: unknown): void => {
+    io.stdout.write(
+      typeof value === 'string' ? `${value}\n` : `${JSON.stringify(value, null, 2)}\n`,
+    );
+  };
+
+  const program = new Command('coral-node')
+    .description('Run a Coral node, or talk to a running one through its admin API')
+    .option(
+      '--admin <url>',
+      'admin API of the node to talk to',
+      io.env.CORAL_ADMIN_URL ?? DEFAULT_ADMIN_URL,
+    )
+    .option('--token <token>', 'admin bearer token (default: $CORAL_ADMIN_TOKEN)')
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+    });
+
+  const client = (): AdminClient => {
+    const opts = program.opts<{ admin: string; token?: string }>();
+    return new AdminClient({ url: opts.admin, token: opts.token ?? io.env.CORAL_ADMIN_TOKEN });
+  };
+
+  program
+    .command('start')
+    .description('start a node (DSHT, DNS server, caching proxy, admin API) until SIGTERM/SIGINT')
+    .option('-c, --config <file>', 'JSON or YAML configuration file (default: $CORAL_CONFIG)')
+    .action(async (opts: { config?: string }) => {
+      let config: CoralConfig;
+      try {
+        config = loadConfig({ file: opts.config, env: io.env });
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        io.stderr.write(`coral-node: ${err.message}\n`);
+        exitCode = EXIT_CONFIG;
+        return;
+      }
+      exitCode = await deps.startNode(config, io);
+    });
+
+  program
+    .command('status')
+    .description("show the node's identity, services and readiness")
+    .action(async () => {
+      const c = client();
+      const info = await c.json<Record<string, unknown>>('GET', '/v1/node');
+      const ready = await c.json<{ ready: boolean; checks: Record<string, boolean> }>(
+        'GET',
+        '/readyz',
+      );
+      print({ ...info, ready: ready.ready, checks: ready.checks });
+      if (!ready.ready) exitCode = EXIT_FAILURE;
+    });
+
+  const dsht = program.command('dsht').description('query the distributed sloppy hash table');
+  dsht
+    .command('get <key>')
+    .description('network get of KEY (40 hex chars, or a name hashed with SHA-1)')
+    .option('--local', "only this node's own store, no network lookup")
+    .action(async (key: string, opts: { local?: boolean }) => {
+      const kind = opts.local ? 'local' : 'values';
+      print(await client().json('GET', `/v1/dsht/${kind}/${encodeURIComponent(key)}`));
+    });
+  dsht
+    .command('put <key> <value>')
+    .description('sloppy put of VALUE (UTF-8 text) under KEY')
+    .requiredOption('--ttl <seconds>', 'time to live', intArg('--ttl', 1, 86_400))
+    .action(async (key: string, value: string, opts: { ttl: number }) => {
+      print(
+        await client().json('PUT', `/v1/dsht/values/${encodeURIComponent(key)}`, {
+          value,
+          ttl: opts.ttl,
+        }),
+      );
+    });
+  dsht
+    .command('routes')
+    .description('routing table contacts (of one level, or all)')
+    .option('--level <n>', 'cluster level (0 global, 1, 2)', intArg('--level', 0, 15))
+    .action(async (opts: { level?: number }) => {
+      const q = opts.level === undefined ? '' : `?level=${opts.level}`;
+      print(await client().json('GET', `/v1/dsht/routes${q}`));
+    });
+
+  program
+    .command('clusters')
+    .description('clusters per level: id, size, age, routing table size')
+    .action(async () => print(await client().json('GET', '/v1/clusters')));
+
+  const cache = program.command('cache').description("the proxy's cache");
+  cache
+    .command('ls')
+    .description('list cached objects')
+    .action(async () => print(await client().json('GET', '/v1/cache')));
+  cache
+    .command('purge <url>')
+    .description(
+      'drop URL (origin form, http://host/path) from the cache and withdraw its announcement',
+    )
+    .action(async (url: string) => print(await client().json('POST', '/v1/cache/purge', { url })));
+
+  program
+    .command('coralize <url>')
+    .description('print the Coralized form of an http URL')
+    .option('--zone <zone>', 'Coral zone', io.env.CORAL_ZONE ?? 'nyud.net')
+    .option('--port <port>', "the proxy's port to put in the URL", intArg('--port', 1, 65535))
+    .action((url: string, opts: { zone: string; port?: number }) => {
+      print(deps.coralize(url, opts.zone, opts.port));
+    });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here with exit code 0; usage errors were already printed.
+      return err.exitCode === 0 ? EXIT_OK : EXIT_FAILURE;
+    }
+    const code = (err as { code?: string }).code;
+    io.stderr.write(
+      `coral-node: ${err instanceof CoralNodeError || code ? `${code}: ` : ''}${(err as Error).message}\n`,
+    );
+    return EXIT_FAILURE;
+  }
+  return exitCode;
+}

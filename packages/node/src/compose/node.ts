@@ -1,0 +1,382 @@
+/**
+ * One Coral node: the DSHT, the caching proxy and the DNS redirector wired together through the
+ * two boundary interfaces (the DSHT adapted as the proxy's `ContentIndex` and the DNS server's
+ * `NodeDirectory`), plus the admin API, metrics and logs. `CoralNode.start()` brings the services
+ * up in dependency order and `stop()` takes them down in reverse, within a bound.
+ */
+import { createHash } from 'node:crypto';
+import { join, resolve as resolvePath } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { systemClock, type Clock } from '@coral/testkit';
+import type { NodeDirectory, NodeInfo } from '@coral/dnssrv';
+import type { Logger } from 'pino';
+import type { AdminBackend, DshtGetView, NodeInfoView, ReadinessView } from '../admin/backend.js';
+import { AdminApi } from '../admin/server.js';
+import { DshtContentIndex } from '../adapters/content-index.js';
+import { resolveAddresses, type NameLookup, type ResolvedAddresses } from '../config/resolve.js';
+import type { CoralConfig } from '../config/schema.js';
+import { StartError } from '../errors.js';
+import { createLogger } from '../logging/logger.js';
+import { CoralMetrics } from '../metrics/metrics.js';
+import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
+
+export const VERSION = '0.1.0';
+/** Bootstrap retry: first delay, doubling up to the cap, while the node has no contact. */
+export const BOOTSTRAP_RETRY_MS = 500;
+export const BOOTSTRAP_RETRY_MAX_MS = 10_000;
+
+export interface CoralNodeComponents {
+  services: ServiceFactory;
+  logger?: Logger;
+  metrics?: CoralMetrics;
+  clock?: Clock;
+  /** Name lookup after the `hosts` map (default: the system resolver). */
+  lookup?: NameLookup;
+}
+
+type Listening = { host: string; port: number };
+
+export class CoralNode implements AdminBackend {
+  readonly config: CoralConfig;
+  readonly logger: Logger;
+  readonly metrics: CoralMetrics;
+  readonly addresses: ResolvedAddresses;
+  readonly #clock: Clock;
+  readonly #startedAt: number;
+  dsht!: DshtPort;
+  index!: DshtContentIndex;
+  directory!: NodeDirectory;
+  proxy!: ProxyPort;
+  dns: DnsPort | undefined;
+  admin!: AdminApi;
+  readonly listening: { proxy?: Listening; dsht?: Listening; dns?: Listening; admin?: Listening } =
+    {};
+  #joined = false;
+  #stopping: Promise<void> | undefined;
+  #retry: { cancel(): void } | undefined;
+  readonly #services: ServiceFactory;
+
+  private constructor(
+    config: CoralConfig,
+    addresses: ResolvedAddresses,
+    components: CoralNodeComponents,
+  ) {
+    this.config = config;
+    this.addresses = addresses;
+    this.#clock = components.clock ?? systemClock;
+    this.#startedAt = this.#clock.now();
+    this.logger = components.logger ?? createLogger({ level: config.log.level });
+    this.metrics = components.metrics ?? new CoralMetrics();
+    this.#services = components.services;
+  }
+
+  /**
+   * Start every service of a node. Throws {@link StartError} (after closing whatever had started)
+   * when one cannot start, for instance because its port is taken.
+   */
+  static async start(config: CoralConfig, components: CoralNodeComponents): Promise<CoralNode> {
+    const addresses = await resolveAddresses(config, components.lookup);
+    const node = new CoralNode(config, addresses, components);
+    try {
+      await node.#start();
+    } catch (err) {
+      await node.stop().catch(() => undefined);
+      throw err;
+    }
+    return node;
+  }
+
+  async #start(): Promise<void> {
+    const services = this.#services;
+    const { config, addresses, logger, metrics } = this;
+    const log = (component: string) => logger.child({ component });
+    const dataDir = resolvePath(config.dataDir);
+    await step('data directory', () => mkdir(dataDir, { recursive: true }));
+    for (const u of addresses.unresolved) {
+      logger.warn({ entry: u.entry, reason: u.reason }, 'bootstrap address not resolved; skipped');
+    }
+
+    const args = { config, metrics };
+    this.dsht = await step('dsht', () =>
+      services.dsht({
+        ...args,
+        logger: log('dsht'),
+        bind: { host: addresses.bind.dsht, port: config.dsht.port },
+        dataDir: join(dataDir, 'dsht'),
+        service: {
+          httpPort: config.proxy.port,
+          dnsPort: config.dns.enabled ? config.dns.port : undefined,
+          region: config.region,
+        },
+      }),
+    );
+    await step('dsht', () => this.dsht.start({ bootstrap: addresses.bootstrap }));
+    const contact = this.dsht.contact;
+    const nodeId = Buffer.from(contact.id).toString('hex');
+    this.listening.dsht = { host: contact.ip, port: contact.port };
+    this.#joined = this.dsht.routes(0).length > 0 || addresses.bootstrap.length === 0;
+    if (!this.#joined) this.#scheduleBootstrapRetry(BOOTSTRAP_RETRY_MS);
+
+    const self = { nodeId, ip: addresses.advertiseIp, httpPort: config.proxy.port };
+    this.index = new DshtContentIndex(
+      {
+        dsht: this.dsht,
+        clock: this.#clock,
+        logger: log('index'),
+        metrics: metrics.index,
+        rank: (key) => rendezvousRank(nodeId, key, this.#liveProxies()),
+      },
+      {
+        self,
+        claimOnMiss: config.index.claims,
+        claimStepMs: config.index.claimStepMs,
+        claimRankCap: config.index.claimRankCap,
+      },
+    );
+    this.proxy = await step('proxy', () =>
+      services.proxy({
+        ...args,
+        logger: log('proxy'),
+        index: this.index,
+        self,
+        dataDir: join(dataDir, 'cache'),
+      }),
+    );
+    await step('proxy', () => this.proxy.listen(config.proxy.port, addresses.bind.proxy));
+    this.listening.proxy = { host: addresses.bind.proxy, port: config.proxy.port };
+
+    this.directory = services.directory({ config, dsht: this.dsht });
+
+    if (config.dns.enabled) {
+      this.dns = await step('dns', () =>
+        services.dns({ ...args, logger: log('dns'), directory: this.directory }),
+      );
+      await step('dns', () =>
+        this.dns!.listen({ port: config.dns.port, host: addresses.bind.dns }),
+      );
+      this.listening.dns = { host: addresses.bind.dns, port: config.dns.port };
+    }
+
+    this.admin = new AdminApi(
+      { backend: this, metrics, logger: log('admin') },
+      { token: config.admin.token },
+    );
+    this.listening.admin = await step('admin', () =>
+      this.admin.listen(config.admin.port, addresses.bind.admin),
+    );
+    logger.info({ nodeId, listening: this.listening }, 'coral node started');
+  }
+
+  #scheduleBootstrapRetry(delayMs: number): void {
+    this.#retry = this.#clock.setTimeout(() => {
+      void (async () => {
+        if (this.#stopping || this.#joined) return;
+        await Promise.all(
+          this.addresses.bootstrap.map((entry) => {
+            const colon = entry.lastIndexOf(':');
+            const ip = entry.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
+            return this.dsht.ping({ ip, port: Number(entry.slice(colon + 1)) }).catch(() => 0);
+          }),
+        );
+        if (this.#stopping) return;
+        if (this.dsht.routes(0).length > 0) {
+          await this.dsht.join().catch(() => undefined);
+          this.#joined = true;
+          this.logger.info({ contacts: this.dsht.routes(0).length }, 'joined the fleet');
+        } else {
+          this.#scheduleBootstrapRetry(Math.min(delayMs * 2, BOOTSTRAP_RETRY_MAX_MS));
+        }
+      })();
+    }, delayMs);
+  }
+
+  /**
+   * Graceful shutdown: stop answering DNS (clients move to other nodes), stop the proxy (in-flight
+   * responses get `shutdownGraceMs`), stop the DSHT (its store is flushed), then the admin API.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      this.#retry?.cancel();
+      // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
+      const grace = this.config.shutdownGraceMs + 1_000;
+      const bounded = async (name: string, fn: () => Promise<unknown>) => {
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<void>((resolve) => {
+          timer = setTimeout(() => {
+            this.logger.warn({ service: name, graceMs: grace }, 'shutdown step took too long');
+            resolve();
+          }, grace);
+        });
+        try {
+          await Promise.race([fn(), timeout]);
+        } catch (err) {
+          this.logger.warn({ err, service: name }, 'error while stopping');
+        } finally {
+          clearTimeout(timer);
+        }
+      };
+      if (this.dns) await bounded('dns', () => this.dns!.close());
+      if (this.proxy) await bounded('proxy', () => this.proxy.close());
+      if (this.dsht) await bounded('dsht', () => this.dsht.stop());
+      if (this.admin) await bounded('admin', () => this.admin.close());
+      this.logger.info('coral node stopped');
+    })();
+    return this.#stopping;
+  }
+
+  /** Where each service listens and a copy-paste example of a Coralized fetch. */
+  banner(): string {
+    const l = this.listening;
+    const show = (a: Listening | undefined) => (a ? `${fmtHost(a.host)}:${a.port}` : 'off');
+    const origin = new URL(this.config.exampleOrigin);
+    const port = origin.port ? `.${origin.port}` : '';
+    const coralName = `${origin.hostname}${port}.${this.config.zone}`;
+    const proxyHost = reachable(l.proxy?.host ?? '127.0.0.1', this.addresses.advertiseIp);
+    const proxyUrl = `http://${fmtHost(proxyHost)}:${this.config.proxy.port}`;
+    const path = origin.pathname + origin.search;
+    const lines = [
+      `coral-node ${VERSION}  id ${this.info().nodeId}`,
+      `  proxy  http  ${show(l.proxy)}  (advertised as ${fmtHost(this.addresses.advertiseIp)}:${this.config.proxy.port})`,
+      `  dns    udp+tcp  ${show(l.dns)}  zone ${this.config.zone}`,
+      `  dsht   udp   ${show(l.dsht)}  bootstrap ${this.addresses.bootstrap.join(', ') || '(none: first node)'}`,
+      `  admin  http  ${show(l.admin)}  (try: curl http://${l.admin ? `${fmtHost(reachable(l.admin.host, '127.0.0.1'))}:${l.admin.port}` : ''}/v1/node)`,
+      `  data   ${resolvePath(this.config.dataDir)}`,
+      '',
+      `Example Coralized fetch of ${origin.href}:`,
+      `  curl -H 'Host: ${coralName}' ${proxyUrl}${path}`,
+      `  curl --resolve ${coralName}:${this.config.proxy.port}:${proxyHost} http://${coralName}:${this.config.proxy.port}${path}`,
+    ];
+    if (l.dns) {
+      lines.push(`  dig @${reachable(l.dns.host, '127.0.0.1')} -p ${l.dns.port} ${coralName} A`);
+    }
+    return lines.join('\n') + '\n';
+  }
+
+  /** Live proxies as the DNS server sees them (this node included). */
+  #liveProxies(): NodeInfo[] {
+    if (!this.directory) return [];
+    const self = this.directory.self();
+    return [self, ...this.directory.random(1024).filter((n) => n.id !== self.id)];
+  }
+
+  // ---- AdminBackend -------------------------------------------------------------------------
+
+  get levels(): number {
+    return this.dsht?.levels ?? 1;
+  }
+
+  info(): NodeInfoView {
+    const nodeId = this.dsht ? Buffer.from(this.dsht.contact.id).toString('hex') : '';
+    const view: NodeInfoView = {
+      nodeId,
+      version: VERSION,
+      zone: this.config.zone,
+      advertiseIp: this.addresses.advertiseIp,
+      startedAt: new Date(this.#startedAt).toISOString(),
+      uptimeSeconds: Math.round((this.#clock.now() - this.#startedAt) / 1000),
+      services: {
+        proxy: this.listening.proxy ?? null,
+        dsht: this.listening.dsht ?? null,
+        dns: this.listening.dns ?? null,
+        admin: this.listening.admin ?? null,
+      },
+    };
+    if (this.config.region) view.region = this.config.region;
+    return view;
+  }
+
+  readiness(): ReadinessView {
+    const checks: Record<string, boolean> = {
+      dsht: this.listening.dsht !== undefined && !this.#stopping,
+      joined: this.#joined,
+      proxy: this.listening.proxy !== undefined && !this.#stopping,
+    };
+    if (this.config.dns.enabled) checks.dns = this.listening.dns !== undefined && !this.#stopping;
+    return { ready: Object.values(checks).every(Boolean), checks };
+  }
+
+  clusters(): unknown {
+    const snapshot = this.dsht.snapshot() as { levels?: unknown };
+    return {
+      levels: snapshot.levels ?? [],
+      clusters: this.dsht.clusters?.() ?? null,
+      liveProxies: this.#liveProxies(),
+    };
+  }
+
+  routes(level: number): unknown[] {
+    return this.dsht.routes(level);
+  }
+
+  localGet(key: Uint8Array): Uint8Array[] {
+    return this.dsht.localGet(key);
+  }
+
+  async get(key: Uint8Array, signal: AbortSignal): Promise<DshtGetView> {
+    const r = await this.dsht.get(key, { signal });
+    return { values: r.values, stats: r.stats as Record<string, unknown> };
+  }
+
+  put(
+    key: Uint8Array,
+    value: Uint8Array,
+    ttlSeconds: number,
+    signal: AbortSignal,
+  ): Promise<unknown> {
+    return this.dsht.put(key, value, ttlSeconds, { signal });
+  }
+
+  cacheList(): Promise<unknown[]> | unknown[] {
+    return this.proxy.cacheList();
+  }
+
+  async cachePurge(url: string): Promise<{ purged: boolean; withdrawn: boolean }> {
+    const purged = Boolean(await this.proxy.purge(url));
+    let withdrawn = false;
+    try {
+      await this.index.withdraw(this.#services.urlKey(url));
+      withdrawn = true;
+    } catch (err) {
+      this.logger.warn({ err, url }, 'withdraw after purge failed');
+    }
+    return { purged, withdrawn };
+  }
+
+  probeCache(): unknown {
+    return this.dns?.probeCache() ?? [];
+  }
+
+  dnsDecisions(): unknown {
+    return this.dns?.recentDecisions() ?? [];
+  }
+}
+
+/**
+ * This node's place among the live proxies in a rendezvous (highest random weight) order for
+ * `key`: 0 when no live node scores higher. Every node computes the same order from the same set.
+ */
+export function rendezvousRank(selfId: string, key: Uint8Array, live: { id: string }[]): number {
+  const keyHex = Buffer.from(key).toString('hex');
+  const score = (id: string) => createHash('sha1').update(`${id}:${keyHex}`).digest('hex');
+  const mine = score(selfId);
+  let rank = 0;
+  for (const n of live) if (n.id !== selfId && score(n.id) > mine) rank++;
+  return rank;
+}
+
+async function step<T>(service: string, fn: () => Promise<T> | T): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw err instanceof StartError ? err : new StartError(service, err);
+  }
+}
+
+function fmtHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** An address a local client can connect to: a wildcard bind is reached through `fallback`. */
+function reachable(host: string, fallback: string): string {
+  return host === '0.0.0.0' || host === '::' ? fallback : host;
+}

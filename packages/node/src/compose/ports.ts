@@ -1,0 +1,70 @@
+/**
+ * Exactly what the node needs from each service package, as structural types. `services.ts`
+ * builds the real ones (@coral/dsht, @coral/httpprx, @coral/dnssrv); `CoralNode` only sees these,
+ * which keeps the composition readable and tells each package what the process relies on.
+ */
+import type { ContentIndex } from '@coral/httpprx';
+import type { NodeDirectory } from '@coral/dnssrv';
+import type { Logger } from 'pino';
+import type { DshtValueStore } from '../adapters/content-index.js';
+import type { CoralConfig } from '../config/schema.js';
+import type { CoralMetrics } from '../metrics/metrics.js';
+
+export interface DshtPort extends DshtValueStore {
+  readonly levels: number;
+  routes(level?: number): { id: Uint8Array; ip: string; port: number }[];
+  ping(to: { ip: string; port: number }, opts?: { signal?: AbortSignal }): Promise<number>;
+  start(opts: { bootstrap?: string[]; signal?: AbortSignal }): Promise<void>;
+  join(opts?: { signal?: AbortSignal }): Promise<void>;
+  stop(): Promise<void>;
+  readonly contact: { id: Uint8Array; ip: string; port: number };
+  localGet(key: Uint8Array, level?: number): Uint8Array[];
+  snapshot(): unknown;
+  /** Cluster state per level, when the DSHT runs levels above 0. */
+  clusters?(): unknown;
+}
+
+export interface ProxyPort {
+  listen(port: number, host?: string): Promise<unknown>;
+  close(): Promise<void>;
+  cacheList(): unknown[] | Promise<unknown[]>;
+  /** Drop a URL (origin form); resolves to whether something was dropped. */
+  purge(url: string): Promise<unknown>;
+}
+
+export interface DnsPort {
+  listen(opts: { port: number; host: string; udp?: boolean; tcp?: boolean }): Promise<unknown>;
+  close(): Promise<void>;
+  recentDecisions(): unknown;
+  probeCache(): unknown;
+  stats?(): unknown;
+}
+
+export interface ServiceArgs {
+  config: CoralConfig;
+  logger: Logger;
+  metrics: CoralMetrics;
+}
+
+/** Builds the three services; `services.ts` has the real one. */
+export interface ServiceFactory {
+  dsht(
+    args: ServiceArgs & {
+      bind: { host: string; port: number };
+      dataDir: string;
+      service: { httpPort: number; dnsPort?: number; region?: string };
+    },
+  ): Promise<DshtPort>;
+  proxy(
+    args: ServiceArgs & {
+      index: ContentIndex;
+      self: { nodeId: string; ip: string; httpPort: number };
+      dataDir: string;
+    },
+  ): Promise<ProxyPort> | ProxyPort;
+  /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */
+  directory(args: { config: CoralConfig; dsht: DshtPort }): NodeDirectory;
+  dns(args: ServiceArgs & { directory: NodeDirectory }): Promise<DnsPort> | DnsPort;
+  /** The DSHT key of a URL exactly as the proxy computes it (SHA-1 of `url:` + normalized URL). */
+  urlKey(url: string): Uint8Array;
+}

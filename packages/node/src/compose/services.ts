@@ -1,0 +1,83 @@
+/**
+ * The real services: @coral/dsht (with its clustering binding and its `DshtDirectory`),
+ * @coral/httpprx and @coral/dnssrv, built from the node's configuration. This is the only file
+ * that knows their constructors and option names.
+ */
+import { isIP } from 'node:net';
+import { Dsht, DshtClusterBinding, DshtDirectory, LEVEL_COUNT } from '@coral/dsht';
+import { CoralProxy, urlKey } from '@coral/httpprx';
+import { DnsServer } from '@coral/dnssrv';
+import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
+
+export const realServices: ServiceFactory = {
+  async dsht({ config, logger, metrics, bind, dataDir, service }) {
+    const cluster = new DshtClusterBinding(
+      {},
+      { manager: { thresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] } },
+    );
+    const dsht = await Dsht.open(
+      { bind, dataDir, service, levels: LEVEL_COUNT, hints: true },
+      { logger, metrics: metrics.dsht, cluster },
+    );
+    cluster.attach(dsht);
+    return Object.assign(dsht, {
+      clusters: () => cluster.manager.snapshot(),
+    }) as unknown as DshtPort;
+  },
+
+  directory({ config, dsht }) {
+    return new DshtDirectory(
+      { dsht: dsht as unknown as Dsht },
+      { levelThresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] },
+    );
+  },
+
+  proxy({ config, logger, metrics, index, self, dataDir }) {
+    const hosts: Record<string, string[]> = {};
+    for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
+    const p = config.proxy;
+    return new CoralProxy(
+      { index, logger, metrics: metrics.proxy },
+      {
+        zones: [config.zone],
+        sites: { ...p.sites },
+        dataDir,
+        diskBudgetBytes: p.diskBudgetBytes,
+        memoryBudgetBytes: p.memoryBudgetBytes,
+        maxObjectBytes: p.maxObjectBytes,
+        defaultTtlSeconds: p.defaultTtlSeconds,
+        allowPrivateOrigins: config.allowPrivateOrigins,
+        hosts,
+        self: { ...self },
+        closeTimeoutMs: config.shutdownGraceMs,
+        ...(p.peerTimeoutMs > 0 ? { peerTimeoutMs: p.peerTimeoutMs } : {}),
+        ...(p.indexTimeoutMs > 0 ? { indexTimeoutMs: p.indexTimeoutMs } : {}),
+        ...(p.peerFetchingTimeoutMs > 0 ? { peerFetchingTimeoutMs: p.peerFetchingTimeoutMs } : {}),
+        ...(p.clientRateLimitPerSecond > 0
+          ? { rateLimit: { perSecond: p.clientRateLimitPerSecond } }
+          : {}),
+      },
+    ) as ProxyPort;
+  },
+
+  dns({ config, logger, metrics, directory }) {
+    return new DnsServer(
+      { directory, logger, metrics: metrics.dns },
+      {
+        zones: [config.zone],
+        answerCount: config.dns.answerCount,
+        ttl: config.dns.ttl,
+        nameservers:
+          config.dns.nameservers.length > 0
+            ? config.dns.nameservers.map((ns) =>
+                isIP(ns.ip) === 6 ? { name: ns.name, ipv6: ns.ip } : { name: ns.name, ipv4: ns.ip },
+              )
+            : undefined,
+        views: config.dns.views.map((v) => ({ ...v, nodes: v.nodes ? [...v.nodes] : undefined })),
+        rrl: { responsesPerSecond: config.dns.rateLimitPerSecond },
+      },
+    ) as DnsPort;
+  },
+
+  urlKey,
+};

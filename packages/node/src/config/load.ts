@@ -1,0 +1,253 @@
+/**
+ * Loading the configuration once, at the edge: a JSON or YAML file, then `CORAL_*` environment
+ * variables over it, validated against the schema with every problem reported at once (each with
+ * its path), then deeply frozen. Nothing else in the process reads the environment.
+ */
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError, type ConfigIssue } from '../errors.js';
+import { configSchema, type CoralConfig } from './schema.js';
+
+type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'map' | 'nameservers';
+
+/** Every configuration field settable from the environment, by dotted path. */
+export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> = [
+  ['dataDir', 'string'],
+  ['zone', 'string'],
+  ['host', 'string'],
+  ['advertise', 'string'],
+  ['region', 'string'],
+  ['bootstrap', 'list'],
+  ['hosts', 'map'],
+  ['allowPrivateOrigins', 'bool'],
+  ['proxy.host', 'string'],
+  ['proxy.port', 'int'],
+  ['proxy.diskBudgetBytes', 'int'],
+  ['proxy.memoryBudgetBytes', 'int'],
+  ['proxy.maxObjectBytes', 'int'],
+  ['proxy.defaultTtlSeconds', 'int'],
+  ['proxy.sites', 'map'],
+  ['proxy.peerTimeoutMs', 'int'],
+  ['proxy.indexTimeoutMs', 'int'],
+  ['proxy.peerFetchingTimeoutMs', 'int'],
+  ['proxy.clientRateLimitPerSecond', 'int'],
+  ['dsht.host', 'string'],
+  ['dsht.port', 'int'],
+  ['dns.enabled', 'bool'],
+  ['dns.host', 'string'],
+  ['dns.port', 'int'],
+  ['dns.answerCount', 'int'],
+  ['dns.ttl', 'int'],
+  ['dns.nameservers', 'nameservers'],
+  ['dns.rateLimitPerSecond', 'int'],
+  ['index.claims', 'bool'],
+  ['index.claimStepMs', 'int'],
+  ['index.claimRankCap', 'int'],
+  ['admin.host', 'string'],
+  ['admin.port', 'int'],
+  ['admin.token', 'string'],
+  ['log.level', 'string'],
+  ['shutdownGraceMs', 'int'],
+  ['exampleOrigin', 'string'],
+];
+
+/** Environment variables the process reads that are not configuration fields. */
+export const ENV_OTHER = ['CORAL_CONFIG', 'CORAL_ADMIN_URL'] as const;
+
+/** `proxy.diskBudgetBytes` → `CORAL_PROXY_DISK_BUDGET_BYTES`. */
+export function envName(path: string): string {
+  return (
+    'CORAL_' +
+    path
+      .split('.')
+      .map((part) => part.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase())
+      .join('_')
+  );
+}
+
+export interface LoadConfigOptions {
+  /** Path of a JSON (`.json`) or YAML file; default `env.CORAL_CONFIG`; none → defaults only. */
+  file?: string;
+  /** The environment to read `CORAL_*` variables from (default: none). */
+  env?: Record<string, string | undefined>;
+  /** Already-parsed overrides applied last (used by tests and the fleet launcher). */
+  overrides?: Record<string, unknown>;
+}
+
+/**
+ * Build the node's configuration. Throws {@link ConfigError} listing every problem found in the
+ * file, the environment and the merged result; on success the result is deeply frozen.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): CoralConfig {
+  const env = options.env ?? {};
+  const issues: ConfigIssue[] = [];
+  let merged: Record<string, unknown> = {};
+
+  const file = options.file ?? env.CORAL_CONFIG;
+  if (file !== undefined && file !== '') {
+    const fromFile = readConfigFile(file, issues);
+    if (fromFile) merged = fromFile;
+  }
+  merged = deepMerge(merged, readEnv(env, issues));
+  if (options.overrides) merged = deepMerge(merged, options.overrides);
+
+  const result = configSchema.safeParse(merged);
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const path = issue.path.map(String).join('.') || '(root)';
+      issues.push({ path, message: issue.message });
+    }
+  } else {
+    issues.push(...crossFieldIssues(result.data));
+  }
+  if (issues.length > 0 || !result.success) throw new ConfigError(issues);
+  return deepFreeze(result.data) as CoralConfig;
+}
+
+function readConfigFile(file: string, issues: ConfigIssue[]): Record<string, unknown> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    issues.push({ path: `file ${file}`, message: `cannot read: ${(err as Error).message}` });
+    return undefined;
+  }
+  let parsed: unknown;
+  try {
+    parsed = extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    issues.push({ path: `file ${file}`, message: `cannot parse: ${(err as Error).message}` });
+    return undefined;
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    issues.push({ path: `file ${file}`, message: 'must contain an object (a mapping of fields)' });
+    return undefined;
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function readEnv(
+  env: Record<string, string | undefined>,
+  issues: ConfigIssue[],
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const known = new Map(ENV_FIELDS.map(([path, kind]) => [envName(path), { path, kind }]));
+  for (const [name, raw] of Object.entries(env)) {
+    if (!name.startsWith('CORAL_') || raw === undefined) continue;
+    if ((ENV_OTHER as readonly string[]).includes(name)) continue;
+    const field = known.get(name);
+    if (!field) {
+      issues.push({ path: `env ${name}`, message: 'unknown variable (see docs/configuration.md)' });
+      continue;
+    }
+    const value = parseEnvValue(raw, field.kind);
+    if (value instanceof Error) {
+      issues.push({ path: `env ${name}`, message: value.message });
+      continue;
+    }
+    setPath(out, field.path, value);
+  }
+  return out;
+}
+
+function parseEnvValue(raw: string, kind: EnvKind): unknown {
+  const text = raw.trim();
+  switch (kind) {
+    case 'string':
+      return text;
+    case 'int': {
+      if (!/^-?\d+$/.test(text)) return new Error(`must be an integer, got "${raw}"`);
+      return Number(text);
+    }
+    case 'bool': {
+      if (/^(1|true|yes|on)$/i.test(text)) return true;
+      if (/^(0|false|no|off)$/i.test(text)) return false;
+      return new Error(`must be true or false, got "${raw}"`);
+    }
+    case 'list':
+      return text === '' ? [] : text.split(/[\s,]+/).filter(Boolean);
+    case 'map':
+    case 'nameservers': {
+      const entries: [string, string][] = [];
+      for (const item of text.split(/[\s,]+/).filter(Boolean)) {
+        const eq = item.indexOf('=');
+        if (eq <= 0 || eq === item.length - 1) {
+          return new Error(`must be a list of name=value pairs, got "${item}"`);
+        }
+        entries.push([item.slice(0, eq), item.slice(eq + 1)]);
+      }
+      return kind === 'map'
+        ? Object.fromEntries(entries)
+        : entries.map(([name, ip]) => ({ name, ip }));
+    }
+  }
+}
+
+/** Problems that involve more than one field: two services on the same port and address. */
+function crossFieldIssues(c: ReturnType<typeof configSchema.parse>): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const tcp: [string, string, number][] = [
+    ['proxy.port', c.proxy.host ?? c.host, c.proxy.port],
+    ['admin.port', c.admin.host, c.admin.port],
+  ];
+  const udp: [string, string, number][] = [['dsht.port', c.dsht.host ?? c.host, c.dsht.port]];
+  if (c.dns.enabled) {
+    tcp.push(['dns.port', c.dns.host, c.dns.port]);
+    udp.push(['dns.port', c.dns.host, c.dns.port]);
+  }
+  for (const group of [tcp, udp]) {
+    for (let i = 0; i < group.length; i++) {
+      for (let j = i + 1; j < group.length; j++) {
+        const [pa, ha, a] = group[i]!;
+        const [pb, hb, b] = group[j]!;
+        if (a === b && hostsOverlap(ha, hb)) {
+          issues.push({ path: pb, message: `port ${b} is already used by ${pa} on ${ha}` });
+        }
+      }
+    }
+  }
+  return issues;
+}
+
+function hostsOverlap(a: string, b: string): boolean {
+  const wildcard = (h: string) => h === '0.0.0.0' || h === '::';
+  return a === b || wildcard(a) || wildcard(b);
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let node = target;
+  for (const part of parts.slice(0, -1)) {
+    const next = node[part];
+    if (typeof next !== 'object' || next === null) node[part] = {};
+    node = node[part] as Record<string, unknown>;
+  }
+  node[parts[parts.length - 1]!] = value;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Merge `over` into a copy of `base`: objects merge key by key, everything else is replaced. */
+export function deepMerge(
+  base: Record<string, unknown>,
+  over: Record<string, unknown>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const prev = out[key];
+    out[key] = isPlainObject(prev) && isPlainObject(value) ? deepMerge(prev, value) : value;
+  }
+  return out;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

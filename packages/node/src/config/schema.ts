@@ -1,0 +1,172 @@
+/**
+ * The node's configuration schema (zod) and its defaults. Every field is documented in
+ * docs/configuration.md; the defaults are the first-run defaults of DESIGN.md: DNS on
+ * 127.0.0.1:5353, proxy on :8090, DSHT on UDP :8091, admin on 127.0.0.1:8092, data in ./data,
+ * zone nyud.net.
+ */
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { DEFAULT_CLAIM_RANK_CAP, DEFAULT_CLAIM_STEP_MS } from '../adapters/content-index.js';
+
+export const DEFAULT_DATA_DIR = './data';
+export const DEFAULT_ZONE = 'nyud.net';
+export const DEFAULT_HOST = '0.0.0.0';
+export const DEFAULT_PROXY_PORT = 8090;
+export const DEFAULT_DSHT_PORT = 8091;
+export const DEFAULT_DNS_HOST = '127.0.0.1';
+export const DEFAULT_DNS_PORT = 5353;
+export const DEFAULT_ADMIN_HOST = '127.0.0.1';
+export const DEFAULT_ADMIN_PORT = 8092;
+export const DEFAULT_DNS_ANSWER_COUNT = 2;
+export const DEFAULT_DNS_TTL_SECONDS = 30;
+export const DEFAULT_DNS_RATE_LIMIT_PER_SECOND = 20;
+export const DEFAULT_DISK_BUDGET_BYTES = 1024 * 1024 * 1024;
+export const DEFAULT_MEMORY_BUDGET_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_MAX_OBJECT_BYTES = 50 * 1024 * 1024;
+export const DEFAULT_LEVEL_THRESHOLDS_MS = [60, 20] as const;
+export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
+export const DEFAULT_LOG_LEVEL = 'info';
+export const DEFAULT_EXAMPLE_ORIGIN = 'http://www.example.com/';
+
+const port = z.number().int().min(1).max(65535);
+const ip = z.string().refine((s) => isIP(s) !== 0, { message: 'must be an IPv4 or IPv6 address' });
+/** A DNS name (labels of letters, digits and hyphens), case-insensitive, stored lowercase. */
+const dnsName = z
+  .string()
+  .regex(
+    /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i,
+    { message: 'must be a DNS name such as nyud.net' },
+  )
+  .transform((s) => s.toLowerCase());
+/** `host:port` or `[v6]:port`; the host may be a name (resolved with `hosts` first). */
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+):\d{1,5}$/i, { message: 'must be host:port' })
+  .refine(
+    (s) => {
+      const p = Number(s.slice(s.lastIndexOf(':') + 1));
+      return p >= 1 && p <= 65535;
+    },
+    { message: 'port must be 1-65535' },
+  );
+const cidr = z.union([z.cidrv4(), z.cidrv6()], { message: 'must be a CIDR such as 10.0.0.0/8' });
+
+const proxySchema = z.strictObject({
+  /** Bind address of the HTTP proxy (default: the top-level `host`). */
+  host: ip.optional(),
+  port: port.default(DEFAULT_PROXY_PORT),
+  diskBudgetBytes: z.number().int().positive().default(DEFAULT_DISK_BUDGET_BYTES),
+  memoryBudgetBytes: z.number().int().nonnegative().default(DEFAULT_MEMORY_BUDGET_BYTES),
+  maxObjectBytes: z.number().int().positive().default(DEFAULT_MAX_OBJECT_BYTES),
+  /** Freshness for responses with neither explicit expiry nor Last-Modified (Coral: 12 h); off by default. */
+  defaultTtlSeconds: z.number().int().positive().optional(),
+  /** Bound on waiting for a peer's answer and each body chunk; 0 = the proxy's default (1 s). */
+  peerTimeoutMs: z.number().int().nonnegative().default(0),
+  /** Bound on one index lookup (claims included); 0 = the proxy's default (2 s). */
+  indexTimeoutMs: z.number().int().nonnegative().default(0),
+  /** Bound on waiting for a peer that announced `fetching` (it waits on its origin); 0 = proxy default (3 s). */
+  peerFetchingTimeoutMs: z.number().int().nonnegative().default(0),
+  /** Per-client request rate limit (requests per second); 0 = the proxy's default. */
+  clientRateLimitPerSecond: z.number().int().nonnegative().default(0),
+  /** Site (accelerator) mode: host name → origin URL, e.g. www.school.example → http://origin:8080. */
+  sites: z.record(dnsName, z.url({ protocol: /^https?$/ })).default({}),
+});
+
+const dshtSchema = z.strictObject({
+  /** Bind address of the DSHT's UDP socket (default: the top-level `host`). */
+  host: ip.optional(),
+  port: port.default(DEFAULT_DSHT_PORT),
+  /** RTT thresholds of cluster levels 1 and 2 in ms. */
+  levelThresholdsMs: z
+    .tuple([z.number().positive(), z.number().positive()])
+    .default([...DEFAULT_LEVEL_THRESHOLDS_MS]),
+});
+
+const indexSchema = z.strictObject({
+  /** Claim cold misses in the DSHT so one node fetches each object for the fleet (docs/node.md). */
+  claims: z.boolean().default(true),
+  /** Head start per rank before a lower-ranked node claims, in ms. */
+  claimStepMs: z.number().int().nonnegative().default(DEFAULT_CLAIM_STEP_MS),
+  /** Ranks beyond this one wait no longer (0 disables the head start). */
+  claimRankCap: z.number().int().nonnegative().max(64).default(DEFAULT_CLAIM_RANK_CAP),
+});
+
+const viewSchema = z
+  .strictObject({
+    cidr,
+    /** Node IDs (hex) or advertised addresses of the nodes that answer this view. */
+    nodes: z.array(z.string().min(1)).min(1).optional(),
+    region: z.string().min(1).optional(),
+  })
+  .refine((v) => (v.nodes === undefined) !== (v.region === undefined), {
+    message: 'a view names either nodes or a region (exactly one)',
+  });
+
+const dnsSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  host: ip.default(DEFAULT_DNS_HOST),
+  port: port.default(DEFAULT_DNS_PORT),
+  answerCount: z.number().int().min(1).max(16).default(DEFAULT_DNS_ANSWER_COUNT),
+  ttl: z.number().int().min(1).max(86_400).default(DEFAULT_DNS_TTL_SECONDS),
+  /** The fleet's nameservers for NS records and glue (names under the zone, e.g. ns1.nyud.net). */
+  nameservers: z.array(z.strictObject({ name: dnsName, ip })).default([]),
+  /** Split-horizon views: resolvers in `cidr` are answered with `nodes` or nodes of `region`. */
+  views: z.array(viewSchema).default([]),
+  /** Response rate limiting: identical answers per second per client /24; 0 disables. */
+  rateLimitPerSecond: z.number().int().nonnegative().default(DEFAULT_DNS_RATE_LIMIT_PER_SECOND),
+});
+
+const adminSchema = z.strictObject({
+  host: ip.default(DEFAULT_ADMIN_HOST),
+  port: port.default(DEFAULT_ADMIN_PORT),
+  /** Bearer token; when set, requests from non-loopback addresses must present it. */
+  token: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
+});
+
+export const configSchema = z.strictObject({
+  dataDir: z.string().min(1).default(DEFAULT_DATA_DIR),
+  zone: dnsName.default(DEFAULT_ZONE),
+  /** Bind address of the proxy and the DSHT unless overridden per service. */
+  host: ip.default(DEFAULT_HOST),
+  /**
+   * Name or IP this node advertises to the fleet (DSHT contact, DNS answers, peer fetches). A name
+   * is resolved once at start through `hosts`, then the system resolver. Default: `host` unless it
+   * is a wildcard, else 127.0.0.1.
+   */
+  advertise: z.string().min(1).optional(),
+  region: z.string().min(1).max(64).optional(),
+  /** DSHT addresses (`host:port`) of fleet members to join through. */
+  bootstrap: z.array(hostPort).default([]),
+  /** Static name → IP map used before DNS for origins, bootstrap and `advertise` (like /etc/hosts). */
+  hosts: z.record(dnsName, ip).default({}),
+  /** Allow origins that resolve to loopback, private or link-local addresses (off: SSRF guard). */
+  allowPrivateOrigins: z.boolean().default(false),
+  proxy: proxySchema.default(proxySchema.parse({})),
+  dsht: dshtSchema.default(dshtSchema.parse({})),
+  dns: dnsSchema.default(dnsSchema.parse({})),
+  index: indexSchema.default(indexSchema.parse({})),
+  admin: adminSchema.default(adminSchema.parse({})),
+  log: z
+    .strictObject({
+      level: z
+        .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+        .default(DEFAULT_LOG_LEVEL),
+    })
+    .default({ level: DEFAULT_LOG_LEVEL }),
+  /** Origin used in the example Coralized fetch printed at start (no other effect). */
+  exampleOrigin: z.url({ protocol: /^http$/ }).default(DEFAULT_EXAMPLE_ORIGIN),
+  /** How long shutdown waits for in-flight responses before closing connections. */
+  shutdownGraceMs: z.number().int().nonnegative().default(DEFAULT_SHUTDOWN_GRACE_MS),
+});
+
+/** Deeply read-only, as the validated configuration is frozen. */
+export type DeepReadonly<T> = T extends (infer U)[]
+  ? readonly DeepReadonly<U>[]
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+/** The validated, defaulted and frozen configuration of one node. */
+export type CoralConfig = DeepReadonly<z.output<typeof configSchema>>;
+/** What a configuration file may contain (everything optional). */
+export type CoralConfigInput = z.input<typeof configSchema>;

@@ -1,0 +1,115 @@
+/**
+ * Errors thrown by `@coral/node`. Each condition has one class and one stable `code`, never reused;
+ * errors that reach an HTTP client also carry the status they are answered with. Every code is
+ * listed in docs/node.md ("Error codes") and a test checks that list against this file.
+ */
+
+/** Base class: a stable `code`, and the HTTP status used when the error is answered over HTTP. */
+export class CoralNodeError extends Error {
+  readonly code: string;
+  readonly statusCode: number;
+  constructor(code: string, message: string, statusCode = 500, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.statusCode = statusCode;
+  }
+}
+
+/** One problem found in the configuration, with the path of the offending field. */
+export interface ConfigIssue {
+  /** Dotted path of the field (`dns.port`), or the source (`env CORAL_DNS_PORT`, `file`). */
+  path: string;
+  message: string;
+}
+
+/** The configuration (file, environment or flags) is invalid; `issues` lists every problem at once. */
+export class ConfigError extends CoralNodeError {
+  readonly issues: readonly ConfigIssue[];
+  constructor(issues: ConfigIssue[]) {
+    super(
+      'CORAL_ERR_CONFIG_INVALID',
+      `invalid configuration (${issues.length} problem${issues.length === 1 ? '' : 's'}):\n` +
+        issues.map((i) => `  - ${i.path}: ${i.message}`).join('\n'),
+      400,
+    );
+    this.issues = Object.freeze([...issues]);
+  }
+}
+
+/** A service could not start (port in use, unreadable data directory, ...). */
+export class StartError extends CoralNodeError {
+  constructor(service: string, cause: unknown) {
+    super(
+      'CORAL_ERR_START_FAILED',
+      `${service} failed to start: ${cause instanceof Error ? cause.message : String(cause)}`,
+      500,
+      { cause },
+    );
+  }
+}
+
+/** The admin API refused a request: not loopback and no (or a wrong) bearer token. */
+export class AdminAuthError extends CoralNodeError {
+  constructor(message: string, statusCode: 401 | 403) {
+    super(
+      statusCode === 401 ? 'CORAL_ERR_ADMIN_UNAUTHORIZED' : 'CORAL_ERR_ADMIN_FORBIDDEN',
+      message,
+      statusCode,
+    );
+  }
+}
+
+/** The admin API got a request it cannot serve: bad parameter, bad body, unknown path or method. */
+export class AdminRequestError extends CoralNodeError {
+  constructor(
+    code:
+      | 'CORAL_ERR_ADMIN_BAD_REQUEST'
+      | 'CORAL_ERR_ADMIN_NOT_FOUND'
+      | 'CORAL_ERR_ADMIN_METHOD_NOT_ALLOWED'
+      | 'CORAL_ERR_ADMIN_UNAVAILABLE',
+    message: string,
+  ) {
+    const status = {
+      CORAL_ERR_ADMIN_BAD_REQUEST: 400,
+      CORAL_ERR_ADMIN_NOT_FOUND: 404,
+      CORAL_ERR_ADMIN_METHOD_NOT_ALLOWED: 405,
+      CORAL_ERR_ADMIN_UNAVAILABLE: 503,
+    }[code];
+    super(code, message, status);
+  }
+}
+
+/** The CLI could not reach a node's admin API, or the node answered with an error. */
+export class AdminClientError extends CoralNodeError {
+  constructor(
+    code: 'CORAL_ERR_CLIENT_UNREACHABLE' | 'CORAL_ERR_CLIENT_HTTP',
+    message: string,
+    statusCode = 502,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message, statusCode, options);
+  }
+}
+
+/** A value found in the DSHT under a URL key is not a valid holder record (it is skipped). */
+export class HolderDecodeError extends CoralNodeError {
+  constructor(message: string) {
+    super('CORAL_ERR_HOLDER_INVALID', message, 502);
+  }
+}
+
+/** Every code this package can produce, for the docs test. */
+export const ERROR_CODES = [
+  'CORAL_ERR_CONFIG_INVALID',
+  'CORAL_ERR_START_FAILED',
+  'CORAL_ERR_ADMIN_UNAUTHORIZED',
+  'CORAL_ERR_ADMIN_FORBIDDEN',
+  'CORAL_ERR_ADMIN_BAD_REQUEST',
+  'CORAL_ERR_ADMIN_NOT_FOUND',
+  'CORAL_ERR_ADMIN_METHOD_NOT_ALLOWED',
+  'CORAL_ERR_ADMIN_UNAVAILABLE',
+  'CORAL_ERR_CLIENT_UNREACHABLE',
+  'CORAL_ERR_CLIENT_HTTP',
+  'CORAL_ERR_HOLDER_INVALID',
+] as const;

@@ -1,0 +1,200 @@
+/**
+ * The admin API's routing, validation and access rules, in-process over a recording backend.
+ * (The same endpoints against a real composed node are in test/compose/node.spec.ts.)
+ */
+import { request } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import type { AdminBackend } from '../../src/admin/backend.js';
+import { AdminApi, type AdminRequest } from '../../src/admin/server.js';
+import { parseKey } from '../../src/admin/keys.js';
+import { CoralMetrics } from '../../src/metrics/metrics.js';
+
+const token = 'admin-token-0123456789';
+
+function backend(calls: string[]): AdminBackend {
+  const store = new Map<string, Uint8Array[]>();
+  const hex = (k: Uint8Array) => Buffer.from(k).toString('hex');
+  return {
+    levels: 3,
+    info: () => ({
+      nodeId: 'ab'.repeat(20),
+      version: '0.1.0',
+      zone: 'nyud.net',
+      advertiseIp: '127.0.0.1',
+      startedAt: new Date(0).toISOString(),
+      uptimeSeconds: 1,
+      services: { proxy: null, dsht: null, dns: null, admin: null },
+    }),
+    readiness: () => ({ ready: calls.includes('ready'), checks: { dsht: true } }),
+    clusters: () => [{ level: 0, size: 1 }],
+    routes: (level) => [{ level }],
+    localGet: (k) => store.get(hex(k)) ?? [],
+    get: async (k) => ({ values: store.get(hex(k)) ?? [], stats: { hops: 1 } }),
+    put: async (k, v, ttl) => {
+      calls.push(`put ${ttl}`);
+      store.set(hex(k), [v]);
+      return { stored: 1 };
+    },
+    cacheList: () => [{ url: 'http://a/' }],
+    cachePurge: async (url) => {
+      calls.push(`purge ${url}`);
+      return { purged: true, withdrawn: true };
+    },
+    probeCache: () => [{ subnet: '127.0.0.0/24', rttMs: 1 }],
+    dnsDecisions: () => [{ reason: 'random' }],
+  };
+}
+
+function req(method: string, url: string, extra: Partial<AdminRequest> = {}): AdminRequest {
+  return { method, url, headers: {}, remoteAddress: '127.0.0.1', ...extra };
+}
+
+describe('AdminApi.handle', () => {
+  const calls: string[] = [];
+  const metrics = new CoralMetrics({ defaultMetrics: false });
+  const api = new AdminApi({ backend: backend(calls), metrics }, { token });
+  const body = async (r: AdminRequest) => {
+    const res = await api.handle(r);
+    return { status: res.status, json: res.body ? JSON.parse(res.body) : undefined, res };
+  };
+
+  it('answers health, readiness (503 until ready), node info and clusters', async () => {
+    expect(await body(req('GET', '/healthz'))).toMatchObject({ status: 200, json: { ok: true } });
+    expect(await body(req('GET', '/readyz'))).toMatchObject({
+      status: 503,
+      json: { ready: false },
+    });
+    calls.push('ready');
+    expect((await body(req('GET', '/readyz'))).status).toBe(200);
+    expect((await body(req('GET', '/v1/node'))).json.nodeId).toBe('ab'.repeat(20));
+    expect((await body(req('GET', '/v1/clusters/'))).json).toEqual([{ level: 0, size: 1 }]);
+  });
+
+  it('shows routing tables of one level or all, and refuses a bad level', async () => {
+    expect((await body(req('GET', '/v1/dsht/routes?level=2'))).json).toEqual({
+      level: 2,
+      contacts: [{ level: 2 }],
+    });
+    expect((await body(req('GET', '/v1/dsht/routes'))).json.levels).toHaveLength(3);
+    const bad = await body(req('GET', '/v1/dsht/routes?level=3'));
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.code).toBe('CORAL_ERR_ADMIN_BAD_REQUEST');
+  });
+
+  it('puts and gets values by name or hex key, locally and over the network', async () => {
+    const put = await body(
+      req('PUT', '/v1/dsht/values/greeting', { body: JSON.stringify({ value: 'hi', ttl: 60 }) }),
+    );
+    expect(put.status).toBe(200);
+    expect(calls).toContain('put 60');
+    const hexKey = Buffer.from(parseKey('greeting')).toString('hex');
+    expect(put.json.key).toBe(hexKey);
+    const got = await body(req('GET', `/v1/dsht/values/${hexKey}`));
+    expect(got.json.values).toEqual([{ base64: 'aGk=', text: 'hi' }]);
+    expect(got.json.stats).toEqual({ hops: 1 });
+    expect((await body(req('GET', '/v1/dsht/local/greeting'))).json.values[0].text).toBe('hi');
+  });
+
+  it('rejects bad put bodies with every problem named', async () => {
+    const cases = [
+      'not json',
+      JSON.stringify({ value: 'x' }),
+      JSON.stringify({ value: 'x', ttl: 0, extra: 1 }),
+    ];
+    for (const b of cases) {
+      const r = await body(req('PUT', '/v1/dsht/values/k', { body: b }));
+      expect(r.status).toBe(400);
+      expect(r.json.error.code).toBe('CORAL_ERR_ADMIN_BAD_REQUEST');
+    }
+    const big = await body(
+      req('PUT', '/v1/dsht/values/k', { body: JSON.stringify({ value: 'x'.repeat(513), ttl: 5 }) }),
+    );
+    expect(big.json.error.message).toMatch(/512/);
+  });
+
+  it('lists and purges the cache, probes and DNS decisions', async () => {
+    expect((await body(req('GET', '/v1/cache'))).json.objects).toEqual([{ url: 'http://a/' }]);
+    const purge = await body(
+      req('POST', '/v1/cache/purge', { body: JSON.stringify({ url: 'http://www.example.com/a' }) }),
+    );
+    expect(purge.json).toEqual({ url: 'http://www.example.com/a', purged: true, withdrawn: true });
+    expect(calls).toContain('purge http://www.example.com/a');
+    const badUrl = await body(req('POST', '/v1/cache/purge', { body: '{"url":"ftp://x/"}' }));
+    expect(badUrl.status).toBe(400);
+    expect((await body(req('GET', '/v1/dns/probes'))).json.probes).toHaveLength(1);
+    expect((await body(req('GET', '/v1/dns/decisions'))).json.decisions[0].reason).toBe('random');
+  });
+
+  it('exposes Prometheus metrics', async () => {
+    metrics.proxy.request('hit', 'GET', 200);
+    metrics.dns.answer('view', 'NOERROR');
+    metrics.dsht.rpc('GET', 'ok');
+    metrics.dsht.lookup('get', 3, 12);
+    const r = await api.handle(req('GET', '/metrics'));
+    expect(r.headers['content-type']).toMatch(/text\/plain/);
+    expect(r.body).toContain(
+      'coral_http_requests_total{cache_status="hit",method="GET",status="200"} 1',
+    );
+    expect(r.body).toContain('coral_dns_answers_total{method="view",rcode="NOERROR"} 1');
+    expect(r.body).toContain('coral_dsht_rpcs_total{type="GET",outcome="ok"} 1');
+    expect(r.body).toContain('coral_dsht_lookup_hops_bucket{le="3",kind="get"} 1');
+  });
+
+  it('answers unknown paths 404 and wrong methods 405, HEAD without a body', async () => {
+    expect((await body(req('GET', '/nope'))).json.error.code).toBe('CORAL_ERR_ADMIN_NOT_FOUND');
+    expect((await body(req('DELETE', '/healthz'))).json.error.code).toBe(
+      'CORAL_ERR_ADMIN_METHOD_NOT_ALLOWED',
+    );
+    const head = await api.handle(req('HEAD', '/healthz'));
+    expect(head.status).toBe(200);
+    expect(head.body).toBe('');
+  });
+
+  it('refuses every endpoint to a non-loopback client without the token, and serves it with', async () => {
+    const remote = { remoteAddress: '192.0.2.10' };
+    for (const path of ['/healthz', '/metrics', '/v1/node', '/v1/cache']) {
+      const r = await body(req('GET', path, remote));
+      expect(r.status).toBe(401);
+      expect(r.res.headers['www-authenticate']).toMatch(/Bearer/);
+    }
+    const wrong = await body(
+      req('GET', '/v1/node', { ...remote, headers: { authorization: 'Bearer nope' } }),
+    );
+    expect(wrong.status).toBe(401);
+    const ok = await body(
+      req('GET', '/v1/node', { ...remote, headers: { authorization: `Bearer ${token}` } }),
+    );
+    expect(ok.status).toBe(200);
+    const noToken = new AdminApi({ backend: backend([]) }, {});
+    const refused = await noToken.handle(
+      req('GET', '/healthz', { ...remote, headers: { authorization: `Bearer ${token}` } }),
+    );
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.body).error.code).toBe('CORAL_ERR_ADMIN_FORBIDDEN');
+  });
+});
+
+describe('AdminApi over node:http', () => {
+  it('serves loopback clients and bounds request bodies', async () => {
+    const api = new AdminApi({ backend: backend([]) }, { maxBodyBytes: 100 });
+    const { port } = await api.listen(0, '127.0.0.1');
+    try {
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      expect(await health.json()).toEqual({ ok: true });
+      const status = await new Promise<number>((resolve, reject) => {
+        const r = request(
+          { host: '127.0.0.1', port, method: 'PUT', path: '/v1/dsht/values/k' },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        r.on('error', reject);
+        r.end(JSON.stringify({ value: 'x'.repeat(200), ttl: 5 }));
+      });
+      expect(status).toBe(400);
+    } finally {
+      await api.close();
+    }
+  });
+});

@@ -1,0 +1,279 @@
+/**
+ * Two real nodes in this process (real DSHT over UDP, real proxy, real DNS server, on 127.0.B.x):
+ * every admin endpoint through the in-process handler, every CLI command against the running
+ * node, purge withdrawing the announcement, and start failures.
+ */
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { urlKey } from '@coral/httpprx';
+import { run, type CliIo } from '../../src/cli/program.js';
+import { loadConfig } from '../../src/config/load.js';
+import { CoralNode } from '../../src/compose/node.js';
+import { realServices } from '../../src/compose/services.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { SampleOrigin, fetchVia, resolveThrough } from '../../src/fleet/index.js';
+import { coralize } from '@coral/httpprx';
+import { randomSubnet, tmpDir, waitFor } from '../helpers.js';
+
+const token = 'test-admin-token-0123456789';
+const subnet = randomSubnet();
+const ipA = `127.0.${subnet}.201`;
+const ipB = `127.0.${subnet}.202`;
+const dir = tmpDir('node');
+const origin = new SampleOrigin({ host: '127.0.0.1', objects: 4 });
+let nodeA: CoralNode;
+let nodeB: CoralNode;
+let name = '';
+
+function configFor(ip: string, extra: Record<string, string> = {}) {
+  return loadConfig({
+    env: {
+      CORAL_HOST: ip,
+      CORAL_DNS_HOST: ip,
+      CORAL_ADMIN_HOST: ip,
+      CORAL_DATA_DIR: `${dir}/${ip}`,
+      CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
+      CORAL_HOSTS: 'www.origin.test=127.0.0.1',
+      CORAL_ADMIN_TOKEN: token,
+      CORAL_LOG_LEVEL: 'silent',
+      ...extra,
+    },
+  });
+}
+
+const admin = (
+  node: CoralNode,
+  method: string,
+  url: string,
+  body?: unknown,
+  remoteAddress = '127.0.0.1',
+) =>
+  node.admin
+    .handle({
+      method,
+      url,
+      headers: {},
+      remoteAddress,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    .then((r) => ({ status: r.status, body: r.body, json: () => JSON.parse(r.body) }));
+
+beforeAll(async () => {
+  const { port } = await origin.listen();
+  name = `www.origin.test.${port}.nyud.net`;
+  const logger = createLogger({ level: 'silent' });
+  nodeA = await CoralNode.start(configFor(ipA), { services: realServices, logger });
+  nodeB = await CoralNode.start(configFor(ipB, { CORAL_BOOTSTRAP: `${ipA}:8091` }), {
+    services: realServices,
+    logger,
+  });
+  await waitFor(
+    async () => (await admin(nodeB, 'GET', '/readyz')).status === 200,
+    20_000,
+    'B ready',
+  );
+  await waitFor(() => nodeA.dsht.routes(0).length > 0, 20_000, 'A learns B');
+});
+
+afterAll(async () => {
+  await nodeB?.stop();
+  await nodeA?.stop();
+  await origin.close();
+});
+
+describe('admin API of a running node', () => {
+  it('answers health, readiness and node info', async () => {
+    expect((await admin(nodeA, 'GET', '/healthz')).json()).toEqual({ ok: true });
+    const ready = (await admin(nodeA, 'GET', '/readyz')).json();
+    expect(ready.ready).toBe(true);
+    expect(ready.checks).toEqual({ dsht: true, joined: true, proxy: true, dns: true });
+    const info = (await admin(nodeA, 'GET', '/v1/node')).json();
+    expect(info.nodeId).toMatch(/^[0-9a-f]{40}$/);
+    expect(info.services.proxy).toEqual({ host: ipA, port: 8090 });
+    expect(info.services.dsht).toEqual({ host: ipA, port: 8091 });
+    expect(info.advertiseIp).toBe(ipA);
+  });
+
+  it('shows clusters and routing tables per level', async () => {
+    const clusters = (await admin(nodeA, 'GET', '/v1/clusters')).json();
+    expect(clusters.levels.length).toBe(nodeA.levels);
+    const routes = (await admin(nodeA, 'GET', '/v1/dsht/routes?level=0')).json();
+    expect(routes.contacts.map((c: { ip: string }) => c.ip)).toContain(ipB);
+    expect((await admin(nodeA, 'GET', `/v1/dsht/routes?level=${nodeA.levels}`)).status).toBe(400);
+  });
+
+  it('puts on one node and gets from the other, and shows the local store', async () => {
+    const put = await admin(nodeA, 'PUT', '/v1/dsht/values/greeting', {
+      value: 'hello coral',
+      ttl: 120,
+    });
+    expect(put.status).toBe(200);
+    const got = (await admin(nodeB, 'GET', '/v1/dsht/values/greeting')).json();
+    expect(got.values.map((v: { text?: string }) => v.text)).toContain('hello coral');
+    expect(got.stats).toHaveProperty('hops');
+    const holders = [nodeA, nodeB];
+    const local = await Promise.all(
+      holders.map(
+        async (n) => (await admin(n, 'GET', '/v1/dsht/local/greeting')).json().values.length,
+      ),
+    );
+    expect(local.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+  });
+
+  it('lists the cache, serves a peer copy, and purge withdraws the announcement', async () => {
+    const first = await fetchVia({ ip: ipA, port: 8090 }, name, '/obj/1');
+    expect(first.status).toBe(200);
+    expect(first.body.equals(origin.body(1))).toBe(true);
+    const cachedUrls = async (node: CoralNode) =>
+      (await admin(node, 'GET', '/v1/cache')).json().objects.map((o: { url: string }) => o.url);
+    // The body is stored as the response ends; the listing shows it once stored.
+    await waitFor(
+      async () => (await cachedUrls(nodeA)).length > 0,
+      10_000,
+      'the object to be stored',
+    );
+    expect(await cachedUrls(nodeA)).toContain(
+      `http://www.origin.test:${origin.address.port}/obj/1`,
+    );
+    const second = await fetchVia({ ip: ipB, port: 8090 }, name, '/obj/1');
+    expect(second.body.equals(origin.body(1))).toBe(true);
+    expect(second.cacheStatus).toMatch(/peer/i);
+    expect(origin.counts.get('/obj/1')).toBe(1);
+
+    const url = `http://www.origin.test:${origin.address.port}/obj/1`;
+    const purge = (await admin(nodeA, 'POST', '/v1/cache/purge', { url })).json();
+    expect(purge).toEqual({ url, purged: true, withdrawn: true });
+    const holders = await nodeB.index.lookup(urlKey(url));
+    expect(holders.map((h) => h.nodeId)).not.toContain(nodeA.info().nodeId);
+    expect(
+      (await admin(nodeA, 'GET', '/v1/cache')).json().objects.map((o: { url: string }) => o.url),
+    ).not.toContain(url);
+  });
+
+  it('records DNS decisions and the resolver probe cache', async () => {
+    const ips = await resolveThrough({ ip: ipA, port: 5353 }, name);
+    expect(ips.length).toBeGreaterThan(0);
+    for (const ip of ips) expect([ipA, ipB]).toContain(ip);
+    const decisions = (await admin(nodeA, 'GET', '/v1/dns/decisions')).json().decisions;
+    expect(decisions.some((d: { name: string }) => d.name === name)).toBe(true);
+    const probes = (await admin(nodeA, 'GET', '/v1/dns/probes')).json();
+    expect(Array.isArray(probes.probes)).toBe(true);
+  });
+
+  it('exports Prometheus metrics of every service', async () => {
+    const text = (await admin(nodeA, 'GET', '/metrics')).body;
+    expect(text).toMatch(
+      /coral_http_requests_total\{cache_status="[^"]+",method="GET",status="200"\} \d/,
+    );
+    expect(text).toMatch(/coral_dsht_rpcs_total\{type="[A-Z_]+",outcome="ok"\} \d/);
+    expect(text).toMatch(/coral_dns_answers_total\{method="[a-z-]+",rcode="NOERROR"\} \d/);
+    expect(text).toMatch(/coral_dsht_lookup_hops_bucket/);
+    expect(text).toMatch(/coral_origin_fetches_total\{outcome="ok"\} 1/);
+  });
+
+  it('refuses non-loopback clients without the token, and serves them with it', async () => {
+    expect((await admin(nodeA, 'GET', '/v1/node', undefined, '192.0.2.1')).status).toBe(401);
+    const withToken = await nodeA.admin.handle({
+      method: 'GET',
+      url: '/v1/node',
+      headers: { authorization: `Bearer ${token}` },
+      remoteAddress: '192.0.2.1',
+    });
+    expect(withToken.status).toBe(200);
+  });
+});
+
+describe('coral-node client commands against the running node', () => {
+  async function cli(...args: string[]) {
+    let out = '';
+    let err = '';
+    const io: CliIo = {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: (s: string) => (err += s) },
+      env: {},
+    };
+    const code = await run(['--admin', `http://${ipA}:8092`, ...args], io, {
+      startNode: async () => 1,
+      coralize,
+    });
+    return { code, out, err };
+  }
+
+  it('status', async () => {
+    const r = await cli('status');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toMatchObject({ ready: true, advertiseIp: ipA });
+  });
+
+  it('dsht put, get, get --local, routes', async () => {
+    const put = await cli('dsht', 'put', 'cli-key', 'cli-value', '--ttl', '60');
+    expect(put.code).toBe(0);
+    const get = await cli('dsht', 'get', 'cli-key');
+    expect(JSON.parse(get.out).values.map((v: { text: string }) => v.text)).toContain('cli-value');
+    expect((await cli('dsht', 'get', '--local', 'cli-key')).code).toBe(0);
+    const routes = await cli('dsht', 'routes', '--level', '0');
+    expect(JSON.parse(routes.out).contacts.map((c: { ip: string }) => c.ip)).toContain(ipB);
+    const bad = await cli('dsht', 'put', 'k', 'v', '--ttl', 'soon');
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/--ttl/);
+  });
+
+  it('clusters, cache ls, cache purge', async () => {
+    expect(JSON.parse((await cli('clusters')).out).levels.length).toBe(nodeA.levels);
+    await fetchVia({ ip: ipA, port: 8090 }, name, '/obj/2');
+    const url = `http://www.origin.test:${origin.address.port}/obj/2`;
+    const listed = async () => {
+      const ls = await cli('cache', 'ls');
+      expect(ls.code).toBe(0);
+      return JSON.parse(ls.out).objects.some((o: { url: string }) => o.url === url);
+    };
+    await waitFor(listed, 10_000, 'the object to be listed');
+    const purge = await cli('cache', 'purge', url);
+    expect(JSON.parse(purge.out)).toMatchObject({ purged: true, withdrawn: true });
+  });
+
+  it('coralize', async () => {
+    const r = await cli('coralize', 'http://www.example.com/a.jpg', '--port', '8090');
+    expect(r.out.trim()).toBe('http://www.example.com.nyud.net:8090/a.jpg');
+  });
+
+  it('reports an unreachable node with its code', async () => {
+    let err = '';
+    const code = await run(
+      ['--admin', 'http://127.0.0.1:9', 'status'],
+      {
+        stdout: { write: () => true },
+        stderr: { write: (s: string) => (err += s) },
+        env: {},
+      },
+      { startNode: async () => 1, coralize },
+    );
+    expect(code).toBe(1);
+    expect(err).toMatch(/CORAL_ERR_CLIENT_UNREACHABLE/);
+  });
+});
+
+describe('start failures', () => {
+  it('fails with CORAL_ERR_START_FAILED when a port is taken, and releases what it opened', async () => {
+    const ip = `127.0.${subnet}.203`;
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(8090, ip, () => r()));
+    try {
+      await expect(
+        CoralNode.start(configFor(ip), {
+          services: realServices,
+          logger: createLogger({ level: 'silent' }),
+        }),
+      ).rejects.toMatchObject({ code: 'CORAL_ERR_START_FAILED' });
+      // The DSHT's UDP port was released: a second attempt gets as far as the proxy again.
+      await expect(
+        CoralNode.start(configFor(ip), {
+          services: realServices,
+          logger: createLogger({ level: 'silent' }),
+        }),
+      ).rejects.toThrow(/proxy failed to start/);
+    } finally {
+      blocker.close();
+    }
+  });
+});

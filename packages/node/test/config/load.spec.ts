@@ -1,0 +1,201 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_ADMIN_PORT,
+  DEFAULT_DNS_PORT,
+  ENV_FIELDS,
+  envName,
+  loadConfig,
+  resolveAddresses,
+} from '../../src/config/index.js';
+import { ConfigError } from '../../src/errors.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'coral-config-'));
+function file(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+function issuesOf(fn: () => unknown): { path: string; message: string }[] {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).code).toBe('CORAL_ERR_CONFIG_INVALID');
+    return [...(err as ConfigError).issues];
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('gives the first-run defaults of DESIGN.md with no file and no environment', () => {
+    const c = loadConfig();
+    expect(c.dns.host).toBe('127.0.0.1');
+    expect(c.dns.port).toBe(DEFAULT_DNS_PORT);
+    expect(c.proxy.port).toBe(8090);
+    expect(c.host).toBe('0.0.0.0');
+    expect(c.dsht.port).toBe(8091);
+    expect(c.admin.host).toBe('127.0.0.1');
+    expect(c.admin.port).toBe(DEFAULT_ADMIN_PORT);
+    expect(c.dataDir).toBe('./data');
+    expect(c.zone).toBe('nyud.net');
+    expect(c.allowPrivateOrigins).toBe(false);
+    expect(c.hosts).toEqual({});
+    expect(c.admin.token).toBeUndefined();
+  });
+
+  it('reads YAML and JSON files, environment overriding the file', () => {
+    const yamlPath = file(
+      'a.yaml',
+      'zone: Coral.Test\nproxy:\n  port: 9000\nbootstrap: ["node1:8091"]\nhosts:\n  node1: 127.0.0.11\n',
+    );
+    const c = loadConfig({ file: yamlPath, env: { CORAL_PROXY_PORT: '9100', CORAL_REGION: 'eu' } });
+    expect(c.zone).toBe('coral.test');
+    expect(c.proxy.port).toBe(9100);
+    expect(c.region).toBe('eu');
+    expect(c.bootstrap).toEqual(['node1:8091']);
+    const jsonPath = file('b.json', JSON.stringify({ dns: { port: 5300, answerCount: 3 } }));
+    const j = loadConfig({ env: { CORAL_CONFIG: jsonPath } });
+    expect(j.dns.port).toBe(5300);
+    expect(j.dns.answerCount).toBe(3);
+    expect(j.dns.host).toBe('127.0.0.1');
+  });
+
+  it('parses lists, maps, booleans and nameservers from the environment', () => {
+    const c = loadConfig({
+      env: {
+        CORAL_BOOTSTRAP: 'node1:8091, 127.0.0.12:8091',
+        CORAL_HOSTS: 'node1=127.0.0.11,www.origin.test=127.0.0.1',
+        CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
+        CORAL_DNS_NAMESERVERS: 'ns1.nyud.net=127.0.0.11',
+        CORAL_ADMIN_TOKEN: 'a-long-enough-token',
+        PATH: '/usr/bin',
+      },
+    });
+    expect(c.bootstrap).toEqual(['node1:8091', '127.0.0.12:8091']);
+    expect(c.hosts).toEqual({ node1: '127.0.0.11', 'www.origin.test': '127.0.0.1' });
+    expect(c.allowPrivateOrigins).toBe(true);
+    expect(c.dns.nameservers).toEqual([{ name: 'ns1.nyud.net', ip: '127.0.0.11' }]);
+    expect(c.admin.token).toBe('a-long-enough-token');
+  });
+
+  it('reports every problem at once, each with its path', () => {
+    const path = file(
+      'bad.yaml',
+      [
+        'zone: "not a zone!"',
+        'proxy:',
+        '  port: 70000',
+        '  prot: 1',
+        'dns:',
+        '  views:',
+        '    - cidr: 10.0.0.0/33',
+        '      region: eu',
+        'hosts:',
+        '  node1: not-an-ip',
+        'bootstrap: [nohostport]',
+      ].join('\n'),
+    );
+    const issues = issuesOf(() =>
+      loadConfig({ file: path, env: { CORAL_DNS_PORT: 'fifty', CORAL_NOPE: '1' } }),
+    );
+    const paths = issues.map((i) => i.path);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'zone',
+        'proxy.port',
+        'proxy',
+        'dns.views.0.cidr',
+        'hosts.node1',
+        'bootstrap.0',
+        'env CORAL_DNS_PORT',
+        'env CORAL_NOPE',
+      ]),
+    );
+    expect(issues.length).toBeGreaterThanOrEqual(8);
+    expect(issues.find((i) => i.path === 'env CORAL_DNS_PORT')?.message).toMatch(/integer/);
+  });
+
+  it('reports unreadable and unparseable files and wrong top-level types', () => {
+    expect(issuesOf(() => loadConfig({ file: join(dir, 'missing.yaml') }))[0]?.message).toMatch(
+      /cannot read/,
+    );
+    const broken = file('broken.json', '{"zone": ');
+    expect(issuesOf(() => loadConfig({ file: broken }))[0]?.message).toMatch(/cannot parse/);
+    const list = file('list.yaml', '- 1\n- 2\n');
+    expect(issuesOf(() => loadConfig({ file: list }))[0]?.message).toMatch(/object/);
+  });
+
+  it('refuses two services on one port and address, and a view naming both nodes and a region', () => {
+    const ports = issuesOf(() =>
+      loadConfig({ overrides: { admin: { host: '0.0.0.0', port: 8090 } } }),
+    );
+    expect(ports).toEqual([{ path: 'admin.port', message: expect.stringMatching(/proxy.port/) }]);
+    const views = issuesOf(() =>
+      loadConfig({
+        overrides: { dns: { views: [{ cidr: '10.0.0.0/8', nodes: ['a'], region: 'eu' }] } },
+      }),
+    );
+    expect(views.map((i) => i.path)).toEqual(['dns.views.0']);
+  });
+
+  it('refuses a short admin token', () => {
+    expect(issuesOf(() => loadConfig({ env: { CORAL_ADMIN_TOKEN: 'short' } }))[0]?.path).toBe(
+      'admin.token',
+    );
+  });
+
+  it('returns a deeply frozen object', () => {
+    const c = loadConfig({ env: { CORAL_BOOTSTRAP: '127.0.0.2:8091' } });
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.proxy)).toBe(true);
+    expect(Object.isFrozen(c.bootstrap)).toBe(true);
+    expect(() => (c.bootstrap as string[]).push('x')).toThrow();
+  });
+
+  it('derives every environment variable name from its field path', () => {
+    expect(envName('proxy.diskBudgetBytes')).toBe('CORAL_PROXY_DISK_BUDGET_BYTES');
+    expect(envName('allowPrivateOrigins')).toBe('CORAL_ALLOW_PRIVATE_ORIGINS');
+    expect(new Set(ENV_FIELDS.map(([p]) => envName(p))).size).toBe(ENV_FIELDS.length);
+  });
+});
+
+describe('resolveAddresses', () => {
+  it('resolves advertise and bootstrap names through hosts first', async () => {
+    const c = loadConfig({
+      env: {
+        CORAL_HOST: '127.0.0.21',
+        CORAL_ADVERTISE: 'node2',
+        CORAL_BOOTSTRAP: 'node1:8091,[::1]:8091,ghost:8091',
+        CORAL_HOSTS: 'node1=127.0.0.11,node2=127.0.0.21',
+      },
+    });
+    const r = await resolveAddresses(c, async (name) => {
+      throw new Error(`no such name ${name}`);
+    });
+    expect(r.advertiseIp).toBe('127.0.0.21');
+    expect(r.bind).toEqual({
+      proxy: '127.0.0.21',
+      dsht: '127.0.0.21',
+      dns: '127.0.0.1',
+      admin: '127.0.0.1',
+    });
+    expect(r.bootstrap).toEqual(['127.0.0.11:8091', '[::1]:8091']);
+    expect(r.unresolved).toEqual([{ entry: 'ghost:8091', reason: 'no such name ghost' }]);
+  });
+
+  it('advertises 127.0.0.1 when every service binds a wildcard', async () => {
+    const r = await resolveAddresses(loadConfig());
+    expect(r.advertiseIp).toBe('127.0.0.1');
+    // The DSHT binds the advertised address; the proxy keeps its wildcard.
+    expect(r.bind.dsht).toBe('127.0.0.1');
+    expect(r.bind.proxy).toBe('0.0.0.0');
+    const named = await resolveAddresses(
+      loadConfig({ env: { CORAL_ADVERTISE: 'node1', CORAL_HOSTS: 'node1=127.0.0.31' } }),
+    );
+    expect(named.bind.dsht).toBe('127.0.0.31');
+  });
+});
