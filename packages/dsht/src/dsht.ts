@@ -426,8 +426,14 @@ export class Dsht extends EventEmitter<DshtEvents> {
 
   /** Ping an address; resolves with the RTT in ms, rejects on timeout. */
   async ping(to: Address, opts: { signal?: AbortSignal; retries?: number } = {}): Promise<number> {
-    const r = await this.rpc.request(to, { type: 'PING' }, opts);
-    return r.rttMs;
+    try {
+      const r = await this.rpc.request(to, { type: 'PING' }, opts);
+      return r.rttMs;
+    } catch (err) {
+      // A failed ping counts against the node at that address (its id follows from the address).
+      if (!(err instanceof AbortedError)) this.#noteFailure(nodeIdFor(to.ip, to.port));
+      throw err;
+    }
   }
 
   /** Iterative FIND_NODE; resolves with the closest contacts found (closest first). */
@@ -899,12 +905,14 @@ export class Dsht extends EventEmitter<DshtEvents> {
     try {
       return await this.rpc.request(to, body, { signal });
     } catch (err) {
-      if (!(err instanceof AbortedError)) {
-        for (const t of this.#tables) t.recordFailure(to.id);
-        bump(this.#failed, toHex(to.id), this.clock.now());
-      }
+      if (!(err instanceof AbortedError)) this.#noteFailure(to.id);
       throw err;
     }
+  }
+
+  #noteFailure(id: Id): void {
+    for (const t of this.#tables) t.recordFailure(id);
+    bump(this.#failed, toHex(id), this.clock.now());
   }
 
   async #pingAlive(c: Contact): Promise<boolean> {

@@ -9,6 +9,7 @@ import type { ClusterPolicy } from '../src/dsht.js';
 import { keyFromName, toHex } from '../src/id/id.js';
 import type { LookupEvent } from '../src/lookup/lookup.js';
 import { SimFleet } from '../src/sim/fleet.js';
+import { DshtDirectory } from '../src/directory/node-directory.js';
 
 const REGIONS = 3;
 const METROS = 2;
@@ -108,6 +109,35 @@ describe('hierarchical get and put', () => {
     const got = await fleet.run(far!.get(key));
     expect(got.stats.level).toBe(0);
     expect(got.values).toEqual([value]);
+  });
+
+  it('NodeDirectory.near answers with live proxies of the own metro for a nearby address', async () => {
+    const fleet = new SimFleet({
+      nodes: REGIONS * METROS * PER_METRO,
+      seed: 6,
+      ipOf,
+      latencyMs: latency,
+      dsht: { levels: 3, service: { httpPort: 8090 } },
+      clusterFor: (i) => staticPolicy(ipOf(i)),
+    });
+    await fleet.start();
+    const me = fleet.nodes.find((n) => n.contact.ip === '10.2.1.3')!;
+    // RTT to resolvers as the DNS server would measure them: 6 ms in 10.2.1.x, 40 ms in 10.2.x, else 150.
+    const rttTo = (ip: string): number => 2 * latency('10.2.1.3', ip);
+    const dir = new DshtDirectory({ dsht: me, rttTo });
+    // Make the metro's members recently heard (as index traffic would).
+    await fleet.run(Promise.all(me.routes(2).map((c) => me.ping(c))));
+    const dead = me.routes(2)[0]!;
+    await fleet.run(fleet.nodes.find((n) => n.contact.ip === dead.ip)!.stop());
+    await fleet.run(me.ping(dead).catch(() => undefined)); // its failure is noticed
+    const near = await fleet.run(dir.near({ ip: '10.2.1.200' }, 4));
+    expect(near).toHaveLength(4);
+    expect(near[0]!.ipv4).toBe('10.2.1.3'); // this node serves too, first
+    expect(near.every((n) => n.ipv4!.startsWith('10.2.1.'))).toBe(true);
+    expect(near.some((n) => n.ipv4 === dead.ip)).toBe(false);
+    const regional = await fleet.run(dir.near({ ip: '10.2.2.200' }, 4));
+    expect(regional.every((n) => n.ipv4!.startsWith('10.2.'))).toBe(true);
+    expect(dir.cluster(2, 50).some((n) => n.ipv4 === dead.ip)).toBe(false);
   });
 
   it('skips a cluster level where the key is already loaded', async () => {

@@ -158,9 +158,15 @@ export class AnswerBuilder {
 
   /** Does the answer to `q` depend on where the client is? */
   needsLocation(q: Query): boolean {
-    if (!LOCATED_TYPES.has(q.qtype)) return false;
     if (this.#nsByName.has(q.qname)) return false;
-    return parseCoralName(q.qname, this.#zones).kind === 'origin';
+    const kind = parseCoralName(q.qname, this.#zones).kind;
+    if (kind === 'apex') return this.#nsNearestFirst(q);
+    return kind === 'origin' && LOCATED_TYPES.has(q.qtype);
+  }
+
+  /** Apex NS (and ANY) answers list the nameservers nearest the client first, when there are several. */
+  #nsNearestFirst(q: Query): boolean {
+    return this.#nameservers.length > 1 && (q.qtype === TYPE.NS || q.qtype === TYPE.ANY);
   }
 
   /** Our OPT for a response to `q` (none when it had none), echoing its ECS with `scope`. */
@@ -349,6 +355,42 @@ export class AnswerBuilder {
         );
       case 'apex': {
         const soa = this.#soaRecord(parsed.zone, false, qname);
+        if (this.#nsNearestFirst(q)) {
+          // Coral's nameservers are also proxies: order them as the client's nearest proxies.
+          const ctx = ctxIn ?? this.#locator.context(peer.address, peer.bytes, q.opt?.ecs);
+          const loc = await this.#locator.locate(
+            ctx,
+            Math.max(this.#answerCount, this.#nameservers.length),
+          );
+          const ordered = this.#nameserversNear(loc.nodes);
+          const opt = this.responseOpt(q, loc.scope);
+          const records = ordered.map((n): ResourceRecord => nsRecord(qname, n, this.#nsTtl));
+          const glue = ordered.flatMap((n) => [
+            ...this.#addressRecords(n.name, n, TYPE.A),
+            ...this.#addressRecords(n.name, n, TYPE.AAAA),
+          ]);
+          const near = loc.nodes
+            .filter((node) => ordered.some((n) => sameHost(n, node)))
+            .map((node) => node.id);
+          return respond(
+            RCODE.NOERROR,
+            true,
+            q.qtype === TYPE.ANY ? [soa, ...records] : records,
+            [],
+            glue,
+            {
+              method: loc.method,
+              detail: `nameservers nearest first (${near.length} matched): ${loc.detail}`,
+              nodes: near,
+              ...(opt?.ecs ? { scope: opt.ecs.scopePrefix } : {}),
+              rrlKind: 'answer',
+              rrlName: `${q.qname}/${q.qtype}`,
+            },
+            opt,
+            Math.min(this.#nsTtl, this.#soa.ttl) * 1000,
+            ctx.bucket,
+          );
+        }
         const nsRecords = this.#nsRecords(qname);
         const glue = this.#nameservers.flatMap((n) => [
           ...this.#addressRecords(n.name, n, TYPE.A),
@@ -512,10 +554,23 @@ export class AnswerBuilder {
   }
 
   #nsRecords(owner: string): ResourceRecord[] {
-    // No nameserver is known to be nearer than another: rotate the order so load spreads.
-    const start = this.#nameservers.length > 1 ? this.#random.int(this.#nameservers.length) : 0;
-    const ordered = [...this.#nameservers.slice(start), ...this.#nameservers.slice(0, start)];
-    return ordered.map((n) => ({ type: 'NS', name: owner, ttl: this.#nsTtl, host: n.name }));
+    return this.#nameservers.map((n) => nsRecord(owner, n, this.#nsTtl));
+  }
+
+  /**
+   * Nameservers that are (at the address of) one of `nodes`, in the nodes' order, then the rest
+   * rotated at random so load spreads.
+   */
+  #nameserversNear(nodes: readonly NodeInfo[]): NameserverConfig[] {
+    const first: NameserverConfig[] = [];
+    for (const node of nodes) {
+      for (const ns of this.#nameservers) {
+        if (!first.includes(ns) && sameHost(ns, node)) first.push(ns);
+      }
+    }
+    const rest = this.#nameservers.filter((ns) => !first.includes(ns));
+    const start = rest.length > 1 ? this.#random.int(rest.length) : 0;
+    return [...first, ...rest.slice(start), ...rest.slice(0, start)];
   }
 
   #addressRecords(owner: string, ns: NameserverConfig, qtype: number): ResourceRecord[] {
@@ -528,6 +583,18 @@ export class AnswerBuilder {
     }
     return out;
   }
+}
+
+function nsRecord(owner: string, ns: NameserverConfig, ttl: number): ResourceRecord {
+  return { type: 'NS', name: owner, ttl, host: ns.name };
+}
+
+/** Is this nameserver at one of the node's addresses? */
+function sameHost(ns: NameserverConfig, node: NodeInfo): boolean {
+  return (
+    (ns.ipv4 !== undefined && ns.ipv4 === node.ipv4) ||
+    (ns.ipv6 !== undefined && ns.ipv6 === node.ipv6)
+  );
 }
 
 function positiveInt(name: string, v: number): number {

@@ -111,6 +111,31 @@ describe('location order', () => {
     expect(a.d.method).toBe('no-proxy');
   });
 
+  it('apex NS lists the nameservers nearest the client first', async () => {
+    const dir = fleet()
+      .add(node(2))
+      .add(node(3), { hints: ['127.0.0.0/24'] })
+      .add(node(4));
+    const nameservers = [2, 3, 4].map((i) => ({ name: `ns${i}.nyud.net`, ipv4: `10.0.0.${i}` }));
+    s = await start({ nameservers, answerCount: 1 }, dir);
+    const r = parse(await udpAsk(s.port, encodeQuery({ name: 'nyud.net', type: 2 })));
+    expect(r.answers.map((a) => a.ns)).toHaveLength(3);
+    expect(r.answers[0]!.ns).toBe('ns3.nyud.net'); // node 3 is hinted under the resolver's /24
+    expect(r.additionals.find((g) => g.type === 1)).toMatchObject({
+      name: 'ns3.nyud.net',
+      address: '10.0.0.3',
+    });
+    expect(lastDecision(s.server)).toMatchObject({ method: 'hint', nodes: [node(3).id] });
+    // A view sends this resolver to node 4: ns4 first now.
+    await s.server.close();
+    s = await start(
+      { nameservers, answerCount: 1, views: [{ cidr: '127.0.0.0/8', nodes: [node(4).id] }] },
+      dir,
+    );
+    const v = parse(await udpAsk(s.port, encodeQuery({ name: 'nyud.net', type: 2 })));
+    expect(v.answers[0]!.ns).toBe('ns4.nyud.net');
+  });
+
   it('a view matched on the resolver address, and a view with no live node falls through', async () => {
     const dir = fleet()
       .add(node(2, { region: 'campus' }))

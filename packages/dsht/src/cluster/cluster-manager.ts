@@ -425,8 +425,8 @@ export class ClusterManager {
    * own, and others that rank above it (or any, while its own no longer fits). For those it first
    * wants members it has too few estimates for (up to `minMembersSampled` per cluster), then, for
    * its own cluster and for clusters that look near (a sampled member under T·(1+m)), up to
-   * `minMembersSampled` members whose newest sample is older than `reprobeMs`. Far clusters and
-   * smaller ones cost no probes.
+   * `minMembersSampled` members whose newest sample is older than `reprobeMs`. Far clusters (a
+   * member whose fastest sample is over T·(1+m)) and smaller ones cost no probes.
    */
   probeTargets(max: number): string[] {
     const now = this.#clock.now();
@@ -443,6 +443,9 @@ export class ClusterManager {
       for (const [id, members] of groups) {
         const isOwn = id === s.clusterId;
         if (!isOwn && !misfit && !this.#better(this.#rankOf(level, id, members), ownRank)) continue;
+        // A member whose fastest round trip is already far over the threshold rules its cluster
+        // out (the join needs every sampled member under it): no need to measure the others.
+        if (!isOwn && this.#anyFar(members, nearBelow)) continue;
         let sampled = 0;
         let near = false;
         const unsampled: string[] = [];
@@ -558,6 +561,14 @@ export class ClusterManager {
       reason: misfit ? 'misfit' : 'better',
       founded: target === FOUND,
     };
+  }
+
+  #anyFar(members: ReadonlySet<string>, above: number): boolean {
+    for (const p of members) {
+      const min = this.rtt.minimum(p);
+      if (min !== undefined && min > above) return true;
+    }
+    return false;
   }
 
   /** RTT fitness of a set of members against a level threshold. */

@@ -125,6 +125,16 @@ export class RttEstimator {
     return medianOf(live);
   }
 
+  /**
+   * Smallest live sample, or undefined. Delay only ever adds to a path's latency, so the minimum is
+   * a lower bound of the path's RTT even from a single sample: one sample far above a threshold is
+   * enough to know the peer is not under it.
+   */
+  minimum(peerId: string): number | undefined {
+    const live = this.#live(peerId);
+    return live.length === 0 ? undefined : Math.min(...live);
+  }
+
   /** Number of live (not aged-out) samples for `peerId`. */
   sampleCount(peerId: string): number {
     const s = this.#peers.get(peerId);

@@ -346,6 +346,28 @@ describe('ClusterManager: inputs from the network', () => {
     expect(m.probeTargets(10).sort()).toEqual(['a', 'b', 'c']);
     expect(m.probeTargets(2)).toHaveLength(2);
   });
+
+  it('spends no probes on smaller clusters or on clusters a single far sample rules out', () => {
+    const { m } = setup();
+    // Join C1 (three members at 5 ms).
+    for (const p of ['a', 'b', 'c']) {
+      advertise(m, p, [[2, C1, 3, 100]]);
+      samples(m, p, 5);
+    }
+    ticks(m, CLUSTER_CONFIRM_TICKS);
+    expect(m.clusterOf(2)).toBe(C1);
+    // C2 is bigger, but one sample to one of its members took 80 ms (over 25 ms).
+    for (const p of ['d', 'e', 'f', 'g', 'h', 'i', 'j', 'k']) advertise(m, p, [[2, C2, 9, 100]]);
+    m.onRttSample('d', 80);
+    // C3 is smaller than C1: never worth joining while C1 fits.
+    advertise(m, 'z', [[2, 'c3c3c3c3c3c3c3c3', 1, 0]]);
+    expect(m.probeTargets(10)).toEqual([]);
+    // Without the far sample C2 would be measured.
+    m.onPeerGone('d');
+    const targets = m.probeTargets(10);
+    expect(targets).toHaveLength(3);
+    for (const t of targets) expect(['e', 'f', 'g', 'h', 'i', 'j', 'k']).toContain(t);
+  });
 });
 
 describe('ClusterManager: lifecycle and options', () => {

@@ -33,6 +33,18 @@ describe('RttEstimator', () => {
     expect(rtt.window).toBe(RTT_WINDOW);
   });
 
+  it('knows the fastest live sample', async () => {
+    const clock = new ManualClock();
+    const rtt = new RttEstimator({ clock }, { maxAgeMs: 1_000 });
+    expect(rtt.minimum('p')).toBeUndefined();
+    rtt.add('p', 30);
+    await clock.advance(600);
+    rtt.add('p', 50);
+    expect(rtt.minimum('p')).toBe(30);
+    await clock.advance(500);
+    expect(rtt.minimum('p')).toBe(50);
+  });
+
   it('needs minSamples before it gives an estimate', () => {
     const rtt = new RttEstimator({ clock: new ManualClock() });
     rtt.add('p', 10);
