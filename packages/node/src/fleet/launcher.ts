@@ -14,6 +14,9 @@ import { AdminClient } from '../cli/client.js';
 /** packages/node/dist/cli.js (the same path from src/fleet under vitest and from dist/fleet). */
 export const CLI_PATH = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
+/** Level-0 contacts each node must have before a large fleet counts as formed. */
+export const FORMED_MIN_CONTACTS = 16;
+
 export interface FleetOptions {
   nodes: number;
   /** Directory for data directories and logs (one subdirectory per node). */
@@ -122,10 +125,13 @@ export class Fleet {
     };
   }
 
-  /** Wait until every node answers /readyz and has every other node in its level-0 table. */
+  /**
+   * Wait until every node answers /readyz and knows the others: all of them in a small fleet, at
+   * least {@link FORMED_MIN_CONTACTS} in a large one (a routing table need not hold everyone).
+   */
   async waitFormed(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    const want = this.nodes.length - 1;
+    const want = Math.min(this.nodes.length - 1, FORMED_MIN_CONTACTS);
     for (const node of this.nodes) {
       for (;;) {
         if (node.process.exitCode !== null) {
