@@ -6,8 +6,33 @@
 import { isIP } from 'node:net';
 import { Dsht, DshtClusterBinding, DshtDirectory, LEVEL_COUNT } from '@coral/dsht';
 import { CoralProxy, urlKey } from '@coral/httpprx';
-import { DnsServer } from '@coral/dnssrv';
+import { DnsServer, type NodeInfo } from '@coral/dnssrv';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
+
+/**
+ * The DSHT's directory, plus this node itself where the DNS server asks about a region or a node
+ * id: `DshtDirectory` answers those from the routing tables, which never hold the node itself, so a
+ * view naming this node (or its region) would otherwise skip it on its own DNS server.
+ */
+export class FleetDirectory extends DshtDirectory {
+  override inRegion(region: string, count: number): NodeInfo[] {
+    const self = this.self();
+    const others = super.inRegion(region, count);
+    return self.region === region ? [self, ...others].slice(0, count) : others;
+  }
+
+  /** The live proxy with this id (this node included), when known. */
+  get(id: string): NodeInfo | undefined {
+    const self = this.self();
+    if (self.id === id) return self;
+    return super.random(Number.MAX_SAFE_INTEGER).find((n) => n.id === id);
+  }
+
+  /** Whether the proxy with this id is live now (the DNS server re-checks cached answers with it). */
+  isLive(id: string): boolean {
+    return this.get(id) !== undefined;
+  }
+}
 
 export const realServices: ServiceFactory = {
   async dsht({ config, logger, metrics, bind, dataDir, service }) {
@@ -26,7 +51,7 @@ export const realServices: ServiceFactory = {
   },
 
   directory({ config, dsht }) {
-    return new DshtDirectory(
+    return new FleetDirectory(
       { dsht: dsht as unknown as Dsht },
       { levelThresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] },
     );

@@ -62,7 +62,10 @@ beforeAll(async () => {
   const { port } = await origin.listen();
   name = `www.origin.test.${port}.nyud.net`;
   const logger = createLogger({ level: 'silent' });
-  nodeA = await CoralNode.start(configFor(ipA), { services: realServices, logger });
+  nodeA = await CoralNode.start(configFor(ipA, { CORAL_REGION: 'eu' }), {
+    services: realServices,
+    logger,
+  });
   nodeB = await CoralNode.start(configFor(ipB, { CORAL_BOOTSTRAP: `${ipA}:8091` }), {
     services: realServices,
     logger,
@@ -148,6 +151,17 @@ describe('admin API of a running node', () => {
     expect(
       (await admin(nodeA, 'GET', '/v1/cache')).json().objects.map((o: { url: string }) => o.url),
     ).not.toContain(url);
+  });
+
+  it('gives the DNS server a directory that includes the node itself by region and id', () => {
+    const idA = nodeA.info().nodeId;
+    expect(nodeA.directory.inRegion('eu', 2).map((n) => n.id)).toEqual([idA]);
+    expect(nodeA.directory.inRegion('us', 2)).toEqual([]);
+    expect(nodeA.directory.get?.(idA)?.ipv4).toBe(ipA);
+    expect(nodeB.directory.inRegion('eu', 2).map((n) => n.id)).toEqual([idA]);
+    expect(nodeB.directory.get?.(idA)?.ipv4).toBe(ipA);
+    expect(nodeB.directory.isLive?.(idA)).toBe(true);
+    expect(nodeB.directory.isLive?.('00'.repeat(20))).toBe(false);
   });
 
   it('records DNS decisions and the resolver probe cache', async () => {
