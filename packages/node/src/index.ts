@@ -19,7 +19,7 @@ export * from './errors.js';
 export { CoralNode, VERSION, rendezvousRank, type CoralNodeComponents } from './compose/node.js';
 export type { ServiceFactory, DshtPort, ProxyPort, DnsPort, ServiceArgs } from './compose/ports.js';
 export { runNode } from './compose/run.js';
-export { realServices } from './compose/services.js';
+export { realServices, FleetDirectory } from './compose/services.js';
 export {
   DshtContentIndex,
   DEFAULT_CLAIM_RANK_CAP,
