@@ -44,7 +44,13 @@ import {
   type DnsServerOptions,
 } from './types.js';
 
-const noopLogger: DnsLogger = { debug() {}, info() {}, warn() {}, error() {} };
+const noopLogger: DnsLogger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  isLevelEnabled: () => false,
+};
 
 interface CacheEntry {
   bytes: Buffer;
@@ -645,23 +651,24 @@ export class DnsServer {
       meta,
     };
     this.#ringNext = (this.#ringNext + 1) % this.#ring.length;
-    // The reason for every answer, as log fields (debug level: a no-op unless enabled).
-    this.#logger.debug(
-      {
-        component: 'dnssrv',
-        client: peer.address,
-        transport,
-        name: meta.name,
-        type: meta.type,
-        rcode: meta.rcode,
-        method: meta.method,
-        reason: meta.detail,
-        nodes: meta.nodes,
-        cached,
-        outcome,
-      },
-      'dns answer',
-    );
+    // The reason for every answer, as log fields (debug level; not even built when disabled).
+    if (this.#logger.isLevelEnabled?.('debug') !== false)
+      this.#logger.debug(
+        {
+          component: 'dnssrv',
+          client: peer.address,
+          transport,
+          name: meta.name,
+          type: meta.type,
+          rcode: meta.rcode,
+          method: meta.method,
+          reason: meta.detail,
+          nodes: meta.nodes,
+          cached,
+          outcome,
+        },
+        'dns answer',
+      );
     if (bytes) {
       const rc = RCODE_NAME[meta.rcode] ?? String(meta.rcode);
       this.#c.responses++;

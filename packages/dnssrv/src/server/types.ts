@@ -10,6 +10,8 @@ export interface DnsLogger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
+  /** pino's level check; when present, per-answer debug lines are built only if it says yes. */
+  isLevelEnabled?(level: string): boolean;
 }
 
 /** Metrics hook: the node package maps these onto prom-client counters. */
