@@ -209,6 +209,16 @@ describe('Dsht', () => {
     await ok.stop();
   });
 
+  it('refreshes buckets left idle for an hour, and sweeps expired values', async () => {
+    const { nodes, clock } = await smallFleet(10);
+    const node = nodes[4]!;
+    const before = node.snapshot().rpc.byType.FIND_NODE?.ok ?? 0;
+    node.store.store(0, keyFromName('brief'), keyFromName('p'), enc('x'), 30);
+    await clock.advance(61 * 60_000 + 1);
+    expect(node.snapshot().rpc.byType.FIND_NODE?.ok ?? 0).toBeGreaterThan(before);
+    expect(node.store.size).toBe(0);
+  });
+
   it('aborts a lookup in flight', async () => {
     const { nodes, clock } = await smallFleet(12);
     const ac = new AbortController();
