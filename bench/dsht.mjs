@@ -29,8 +29,8 @@ const { values: args } = parseArgs({
     topology: { type: 'string', default: 'uniform' },
     regions: { type: 'string', default: '4' },
     metros: { type: 'string', default: '5' },
-    requests: { type: 'string', default: '3000' },
-    'cluster-minutes': { type: 'string', default: '6' },
+    requests: { type: 'string', default: '2000' },
+    'cluster-minutes': { type: 'string', default: '5' },
     churn: { type: 'string', default: '0' },
   },
 });
