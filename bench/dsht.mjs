@@ -29,8 +29,9 @@ const { values: args } = parseArgs({
     topology: { type: 'string', default: 'uniform' },
     regions: { type: 'string', default: '4' },
     metros: { type: 'string', default: '5' },
-    requests: { type: 'string', default: '3000' },
-    'cluster-minutes': { type: 'string', default: '6' },
+    requests: { type: 'string', default: '2000' },
+    'cluster-minutes': { type: 'string', default: '5' },
+    churn: { type: 'string', default: '0' },
   },
 });
 if (args.topology !== 'uniform' && args.topology !== 'geo') {
@@ -269,6 +270,7 @@ async function runGeo() {
       ({ n, k }) => fleet.nodes[n].put(key(k), holder(n), 3600).catch(() => undefined),
     );
     const results = [];
+    const announced = new Set(seeders.map((n, k) => `${n}:${k}`));
     // Requests arrive in waves of 100, so earlier announcements are there for later gets.
     for (let i = 0; i < workload.length; i += 100) {
       const wave = workload.slice(i, i + 100);
@@ -278,6 +280,7 @@ async function runGeo() {
         if (r && r.values.length > 0) {
           // Announce the copy this node now holds (most local level first).
           await node.put(key(w.key), holder(w.node), 3600).catch(() => undefined);
+          announced.add(`${w.node}:${w.key}`);
         }
         return r
           ? {
@@ -301,11 +304,57 @@ async function runGeo() {
       purity = { 1: Number(reports[0].purity.toFixed(4)), 2: Number(reports[1].purity.toFixed(4)) };
       clusters = { 0: 1, 1: reports[0].clusters, 2: reports[1].clusters };
     }
-    return { results, purity, clusters, fleet, clusterWall };
+    let churned;
+    const churn = Number(args.churn);
+    if (hierarchical && churn > 0) {
+      // A fraction of the fleet leaves abruptly; three minutes later the surviving publishers re-put
+      // what they hold, then random survivors get random workload keys.
+      const crng = new SeededRandom(seed * 31 + 5);
+      const gone = new Set(
+        shuffleCopy([...Array(nodes).keys()], crng).slice(0, Math.round(nodes * churn)),
+      );
+      await fleet.run(Promise.all([...gone].map((i) => fleet.nodes[i].stop())));
+      await sleep(3 * 60_000);
+      const reputs = [...announced]
+        .map((a) => a.split(':').map(Number))
+        .filter(([n]) => !gone.has(n));
+      await batchedOn(fleet, reputs, 200, ([n, k]) =>
+        fleet.nodes[n].put(key(k), holder(n), 3600).catch(() => undefined),
+      );
+      const alive = [...Array(nodes).keys()].filter((i) => !gone.has(i));
+      const probes = Array.from({ length: 1000 }, () => ({
+        node: alive[crng.int(alive.length)],
+        key: workload[crng.int(workload.length)].key,
+      }));
+      const got = await batchedOn(fleet, probes, 200, (p) =>
+        fleet.nodes[p.node].get(key(p.key)).then(
+          (r) => r.values.length > 0,
+          () => false,
+        ),
+      );
+      const assignmentAlive = new Map(
+        alive.map((i) => [
+          topo.nodes[i].ip,
+          [0, 1, 2].map((l) => bindings[i].manager.clusterOf(l)),
+        ]),
+      );
+      const rep = [1, 2].map((l) =>
+        purityReport(l, assignmentAlive, topo.baseRttMs, thresholds[l]),
+      );
+      churned = {
+        left: gone.size,
+        reputs: reputs.length,
+        getSuccess: got.filter(Boolean).length / got.length,
+        clusterPurity: { 1: Number(rep[0].purity.toFixed(4)), 2: Number(rep[1].purity.toFixed(4)) },
+        clusters: { 1: rep[0].clusters, 2: rep[1].clusters },
+      };
+    }
+    return { results, purity, clusters, fleet, clusterWall, churned };
   }
 
+  // A churn run measures the clustered fleet only (no flat comparison).
   const h = await runOnce(true);
-  const f = await runOnce(false);
+  const f = Number(args.churn) > 0 ? undefined : await runOnce(false);
   const summarize = (results) => {
     const ok = results.filter((r) => r.ok);
     const lat = ok.map((r) => r.latencyMs).sort((a, b) => a - b);
@@ -326,7 +375,8 @@ async function runGeo() {
     };
   };
   const hs = summarize(h.results);
-  const fs = summarize(f.results);
+  const none = { getSuccess: null, p50: null, p95: null, msgsPerGet: null };
+  const fs = f ? summarize(f.results) : none;
   const result = {
     bench: 'dsht',
     topology: 'geo',
@@ -355,7 +405,8 @@ async function runGeo() {
     flatGetLatencyP95Ms: fs.p95,
     flatMsgsPerGet: fs.msgsPerGet,
     clusterMinutes,
-    datagrams: h.fleet.network.stats.sent + f.fleet.network.stats.sent,
+    ...(h.churned ? { churn: h.churned } : {}),
+    datagrams: h.fleet.network.stats.sent + (f?.fleet.network.stats.sent ?? 0),
     wallSeconds: Number(((performance.now() - wallStart) / 1000).toFixed(1)),
   };
   const rows = [
@@ -365,13 +416,23 @@ async function runGeo() {
     ['requests (keys, Zipf s=1)', `${requests} (${keysCount})`],
     [
       'gets found: clustered / flat',
-      `${(hs.getSuccess * 100).toFixed(2)}% / ${(fs.getSuccess * 100).toFixed(2)}%`,
+      `${(hs.getSuccess * 100).toFixed(2)}% / ${f ? (fs.getSuccess * 100).toFixed(2) + '%' : 'n/a'}`,
     ],
     ['answered at level 2 / 1 / 0', hs.at.map((x) => `${(x * 100).toFixed(1)}%`).join(' / ')],
     ['get latency p50 / p95 clustered (sim ms)', `${hs.p50} / ${hs.p95}`],
     ['get latency p50 / p95 flat (sim ms)', `${fs.p50} / ${fs.p95}`],
     ['hops p50 / p95, msgs per get (clustered)', `${hs.hopsP50} / ${hs.hopsP95}, ${hs.msgsPerGet}`],
     ['msgs per get (flat)', fs.msgsPerGet],
+    ...(h.churned
+      ? [
+          ['churn: nodes left / re-puts', `${h.churned.left} / ${h.churned.reputs}`],
+          ['churn: gets found afterwards', `${(h.churned.getSuccess * 100).toFixed(2)}%`],
+          [
+            'churn: purity level 1 / 2',
+            `${h.churned.clusterPurity[1]} / ${h.churned.clusterPurity[2]}`,
+          ],
+        ]
+      : []),
     ['wall time', `${result.wallSeconds} s (clusters formed after ${h.clusterWall.toFixed(1)} s)`],
   ];
   const w = Math.max(...rows.map((r) => r[0].length));

@@ -92,6 +92,11 @@ export interface DshtOptions {
   service?: ServiceInfo;
   /** Accept peers whose advertised IP is not their source IP. Default false. */
   allowNat?: boolean;
+  /**
+   * The address peers reach this node at, when it differs from the bound one (a wildcard bind, or a
+   * NAT in front — then peers need `allowNat`). The node id is SHA-1 of this address.
+   */
+  advertise?: { ip: string; port?: number };
   /** RPC tunables (defaults in constants.ts). */
   rpcTimeoutMs?: number;
   rpcRetries?: number;
@@ -292,7 +297,16 @@ export class Dsht extends EventEmitter<DshtEvents> {
     if (this.#running) return;
     const bootstrap = (opts.bootstrap ?? []).map(parseAddress);
     await this.transport.start();
-    const addr = this.transport.address;
+    const bound = this.transport.address;
+    // A node bound to a wildcard (0.0.0.0 / ::) must say which address peers reach it at.
+    const addr = {
+      ip: this.options.advertise?.ip ?? bound.ip,
+      port: this.options.advertise?.port ?? bound.port,
+    };
+    if (addr.ip === '0.0.0.0' || addr.ip === '::') {
+      await this.transport.close();
+      throw new InvalidArgumentError('bound to a wildcard address: set options.advertise.ip');
+    }
     this.#id = nodeIdFor(addr.ip, addr.port);
     const svc = this.options.service ?? {};
     this.#contact = { id: this.#id, ip: addr.ip, port: addr.port };

@@ -194,6 +194,31 @@ describe('Dsht', () => {
     });
   });
 
+  it('needs an advertised address when bound to a wildcard', async () => {
+    const clock = new ManualClock();
+    const net = new SimNetwork({ clock, random: new SeededRandom(1) });
+    const wild = new Dsht({ transport: net.createTransport('0.0.0.0', 4000), clock });
+    await expect(wild.start()).rejects.toMatchObject({ code: 'DSHT_ERR_INVALID_ARGUMENT' });
+    const ok = new Dsht(
+      { transport: net.createTransport('0.0.0.0', 4001), clock },
+      { advertise: { ip: '10.0.0.5' } },
+    );
+    await ok.start();
+    expect(ok.contact).toMatchObject({ ip: '10.0.0.5', port: 4001 });
+    expect(toHex(ok.id)).toBe(toHex(keyFromName('10.0.0.5:4001')));
+    await ok.stop();
+  });
+
+  it('refreshes buckets left idle for an hour, and sweeps expired values', async () => {
+    const { nodes, clock } = await smallFleet(10);
+    const node = nodes[4]!;
+    const before = node.snapshot().rpc.byType.FIND_NODE?.ok ?? 0;
+    node.store.store(0, keyFromName('brief'), keyFromName('p'), enc('x'), 30);
+    await clock.advance(61 * 60_000 + 1);
+    expect(node.snapshot().rpc.byType.FIND_NODE?.ok ?? 0).toBeGreaterThan(before);
+    expect(node.store.size).toBe(0);
+  });
+
   it('aborts a lookup in flight', async () => {
     const { nodes, clock } = await smallFleet(12);
     const ac = new AbortController();

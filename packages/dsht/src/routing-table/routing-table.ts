@@ -195,7 +195,12 @@ export class RoutingTable {
     if (deepest < 0) return [];
     const start = Math.min(this.bucketIndex(target), deepest);
     const picked: Contact[] = [];
-    for (let i = start; i <= deepest; i++) {
+    // Contacts of the start bucket are closer to the target than every other contact (they share
+    // more leading bits with it), so when that bucket has enough, nothing else is needed.
+    for (const e of buckets[start]!.entries)
+      if (!exclude || !exclude(e.contact)) picked.push(e.contact);
+    if (picked.length >= count) return sortByDistance(picked, target).slice(0, count);
+    for (let i = start + 1; i <= deepest; i++) {
       for (const e of buckets[i]!.entries)
         if (!exclude || !exclude(e.contact)) picked.push(e.contact);
     }

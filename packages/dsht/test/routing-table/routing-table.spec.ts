@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '@coral/testkit';
+import { ManualClock, SeededRandom } from '@coral/testkit';
 import type { Contact } from '../../src/contact.js';
-import { fromHex, toHex } from '../../src/id/id.js';
+import { compareDistance, fromHex, toHex } from '../../src/id/id.js';
 import { RoutingTable } from '../../src/routing-table/routing-table.js';
 
 const SELF = fromHex('0'.repeat(40));
@@ -28,6 +28,32 @@ describe('RoutingTable', () => {
       '0100',
       '0001',
     ]);
+  });
+
+  it('closest() agrees with a brute-force sort (random tables and targets)', () => {
+    const rng = new SeededRandom(8);
+    for (let round = 0; round < 30; round++) {
+      const self = rng.bytes(new Uint8Array(20));
+      const t = new RoutingTable({ clock: new ManualClock() }, { selfId: self, k: 4 });
+      const all: Contact[] = [];
+      for (let i = 0; i < 200; i++) {
+        const id = rng.bytes(new Uint8Array(20));
+        // Half the ids near self, so deep buckets fill too.
+        if (i % 2 === 0) id.set(self.subarray(0, 1 + rng.int(3)));
+        const contact = { id, ip: '10.0.0.1', port: i + 1 };
+        if (t.add(contact) === 'added') all.push(contact);
+      }
+      for (let q = 0; q < 10; q++) {
+        const target = rng.bytes(new Uint8Array(20));
+        if (q % 3 === 0) target.set(self.subarray(0, 2));
+        for (const n of [1, 3, 8, 40]) {
+          const want = [...all].sort((a, b) => compareDistance(a.id, b.id, target)).slice(0, n);
+          expect(t.closest(target, n).map((c) => toHex(c.id))).toEqual(
+            want.map((c) => toHex(c.id)),
+          );
+        }
+      }
+    }
   });
 
   it('evicts the least recently seen contact only after its ping fails', async () => {
