@@ -9,6 +9,7 @@
 // --window N (queries in flight per socket at maximum rate, 4 sockets, default 32).
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import dgram from 'node:dgram';
 import { Worker } from 'node:worker_threads';
 import { DnsServer, InMemoryNodeDirectory } from '../packages/dnssrv/dist/index.js';
 
@@ -96,6 +97,20 @@ let loopDelay;
   await server.close();
 }
 
+// The floor this machine sets: the same load generator against a UDP echo server that does no
+// DNS work at all (same process layout: server on this thread, generator in a worker).
+{
+  const echo = dgram.createSocket('udp4');
+  echo.on('message', (m, r) => echo.send(m, r.port, r.address));
+  await new Promise((r) => echo.bind(0, '127.0.0.1', r));
+  await load(echo.address().port, 'rate', 500);
+  rows.push({
+    phase: 'fixed 5,000 q/s, UDP echo',
+    ...(await load(echo.address().port, 'rate', seconds * 1000)),
+  });
+  echo.close();
+}
+
 const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 console.log(
   `DNS redirector load — ${os.cpus().length} CPUs, loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}, ${nNames} names, ${seconds}s per phase`,
@@ -120,7 +135,7 @@ console.log(
     .map((x) => x.toFixed(2))
     .join(' ')}`,
 );
-const [noCache, max, at5k] = rows;
+const [noCache, max, at5k, echo5k] = rows;
 console.log(
   JSON.stringify({
     bench: 'dns',
@@ -133,6 +148,7 @@ console.log(
     lost: max.lost + at5k.lost,
     qpsNoCache: Math.round(noCache.qps),
     loopDelayP99MsAt5k: Number(f(loopDelay.p99)),
+    echoP99MsAt5k: Number(f(echo5k.p99Ms)),
     p99MsNoCache: Number(f(noCache.p99Ms)),
     loadavgBefore: load0.map((x) => Number(x.toFixed(2))),
     loadavgAfter: os.loadavg().map((x) => Number(x.toFixed(2))),
