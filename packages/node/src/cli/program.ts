@@ -7,7 +7,7 @@
  * configuration (nothing was started).
  */
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import type { CoralConfig } from '../config/schema.js';
+import { DEFAULT_PROXY_PORT, type CoralConfig } from '../config/schema.js';
 import { loadConfig } from '../config/load.js';
 import { ConfigError, CoralNodeError } from '../errors.js';
 import { AdminClient, DEFAULT_ADMIN_URL } from './client.js';
@@ -149,8 +149,13 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
     .command('coralize <url>')
     .description('print the Coralized form of an http URL')
     .option('--zone <zone>', 'Coral zone', io.env.CORAL_ZONE ?? 'nyud.net')
-    .option('--port <port>', "the proxy's port to put in the URL", intArg('--port', 1, 65535))
-    .action((url: string, opts: { zone: string; port?: number }) => {
+    .option(
+      '--port <port>',
+      "the proxy's port to put in the URL (80 leaves it out)",
+      intArg('--port', 1, 65535),
+      io.env.CORAL_PROXY_PORT ? Number(io.env.CORAL_PROXY_PORT) : DEFAULT_PROXY_PORT,
+    )
+    .action((url: string, opts: { zone: string; port: number }) => {
       print(deps.coralize(url, opts.zone, opts.port));
     });
 

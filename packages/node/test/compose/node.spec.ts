@@ -247,8 +247,13 @@ describe('coral-node client commands against the running node', () => {
   });
 
   it('coralize', async () => {
-    const r = await cli('coralize', 'http://www.example.com/a.jpg', '--port', '8090');
-    expect(r.out.trim()).toBe('http://www.example.com.nyud.net:8090/a.jpg');
+    const r = await cli('coralize', 'http://www.example.com/a.jpg', '--port', '8095');
+    expect(r.out.trim()).toBe('http://www.example.com.nyud.net:8095/a.jpg');
+    // Without --port: the proxy's default port, as the README's Coralized URLs show.
+    const d = await cli('coralize', 'http://www.example.com:8080/a.jpg?x=1');
+    expect(d.out.trim()).toBe('http://www.example.com.8080.nyud.net:8090/a.jpg?x=1');
+    const p80 = await cli('coralize', 'http://www.example.com/', '--port', '80');
+    expect(p80.out.trim()).toBe('http://www.example.com.nyud.net/');
   });
 
   it('reports an unreachable node with its code', async () => {
