@@ -49,7 +49,7 @@ import {
 } from './directory/hints.js';
 import { RoutingTable, type RoutingEntry } from './routing-table/routing-table.js';
 import { dispatch } from './rpc/handlers/index.js';
-import { Rpc, type DshtMetrics, type Logger, type RpcCounters } from './rpc/rpc.js';
+import { Rpc, emptyCounters, type DshtMetrics, type Logger, type RpcCounters } from './rpc/rpc.js';
 import { ValueStore, type StoredValue, type ValueStoreOptions } from './store/value-store.js';
 import type { Transport } from './transport/transport.js';
 import { UdpTransport } from './transport/udp.js';
@@ -1057,20 +1057,6 @@ function bump(map: Map<string, number>, key: string, value: number): void {
   // Bounded by dropping the entry inserted first (cheaper than keeping LRU order on every datagram).
   if (map.size >= 8192 && !map.has(key)) map.delete(map.keys().next().value as string);
   map.set(key, value);
-}
-
-function emptyCounters(): RpcCounters {
-  return {
-    requestsSent: 0,
-    requestsReceived: 0,
-    responsesReceived: 0,
-    retransmits: 0,
-    timeouts: 0,
-    malformed: 0,
-    spoofed: 0,
-    unexpected: 0,
-    byType: {},
-  };
 }
 
 export type { StoredValue };

@@ -77,6 +77,21 @@ export interface RpcCounters {
   byType: Record<string, { ok: number; timeout: number; error: number }>;
 }
 
+/** Counters of an RPC layer that has sent and received nothing yet. */
+export function emptyCounters(): RpcCounters {
+  return {
+    requestsSent: 0,
+    requestsReceived: 0,
+    responsesReceived: 0,
+    retransmits: 0,
+    timeouts: 0,
+    malformed: 0,
+    spoofed: 0,
+    unexpected: 0,
+    byType: {},
+  };
+}
+
 interface Pending {
   txid: number;
   to: Address;
@@ -103,17 +118,7 @@ export class Rpc {
   #pending = new Map<number, Pending>();
   #verified = new Map<string, Uint8Array>();
   readonly rtt = new RttTable(RTT_PEERS);
-  readonly counters: RpcCounters = {
-    requestsSent: 0,
-    requestsReceived: 0,
-    responsesReceived: 0,
-    retransmits: 0,
-    timeouts: 0,
-    malformed: 0,
-    spoofed: 0,
-    unexpected: 0,
-    byType: {},
-  };
+  readonly counters: RpcCounters = emptyCounters();
   /** Answers incoming requests. */
   onRequest: RequestHandler = () => ({
     type: 'ERROR',
