@@ -2,14 +2,20 @@
 //
 // Phases (each bounded in time): (1) maximum rate with the encoded-answer cache disabled (every
 // answer built and encoded through dns2), (2) maximum rate with the cache, (3) a fixed 5,000 q/s
-// with the cache. The load generator runs in a worker thread (its own event loop); the server
-// runs on this thread. Prints a table and ends with ONE JSON line.
+// with the cache, (4) the same fixed rate against a UDP echo server (the machine's floor). The
+// load comes from dnsperf when it is installed (a separate process; per-query latencies from its
+// -v output), otherwise from the Node generator in bench/dns-load-worker.mjs, in a worker thread
+// with its own event loop. The server runs on this thread. Prints a table and ends with ONE JSON line.
 //
 // Options: --seconds N (per measured phase, default 3), --names N (distinct names, default 1000),
-// --window N (queries in flight per socket at maximum rate, 4 sockets, default 32).
+// --window N (queries in flight per socket at maximum rate, 4 sockets, default 32),
+// --node-generator (use the Node generator even when dnsperf is installed).
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import dgram from 'node:dgram';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { DnsServer, InMemoryNodeDirectory } from '../packages/dnssrv/dist/index.js';
 
@@ -50,7 +56,57 @@ async function startServer(cache) {
   return { server, port };
 }
 
-function load(port, mode, durationMs, extra = {}) {
+const useDnsperf =
+  !process.argv.includes('--node-generator') &&
+  spawnSync('dnsperf', ['-h'], { stdio: 'ignore' }).error === undefined;
+const generator = useDnsperf ? 'dnsperf' : 'node';
+const load = useDnsperf ? loadDnsperf : loadNode;
+
+// dnsperf in its own process: EDNS queries for the same names, at most 128 in flight at maximum
+// rate, -Q 5000 for the fixed rate. Its per-query lines ("> NOERROR name A 0.000123") give latencies.
+let dnsperfDir;
+function loadDnsperf(port, mode, durationMs) {
+  if (!dnsperfDir) {
+    dnsperfDir = mkdtempSync(join(os.tmpdir(), 'coral-dnsperf-'));
+    writeFileSync(join(dnsperfDir, 'queries.txt'), names.map((n) => `${n} A\n`).join(''));
+    process.on('exit', () => rmSync(dnsperfDir, { recursive: true, force: true }));
+  }
+  const args = ['-s', '127.0.0.1', '-p', String(port), '-d', join(dnsperfDir, 'queries.txt')];
+  args.push('-l', String(Math.max(1, Math.round(durationMs / 1000))), '-e', '-v', '-t', '2');
+  args.push(...(mode === 'max' ? ['-q', '128'] : ['-q', '100', '-Q', '5000']));
+  return new Promise((resolve, reject) => {
+    const child = spawn('dnsperf', args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (d) => (out += d));
+    child.once('error', reject);
+    child.once('close', () => {
+      const lat = [];
+      for (const line of out.split('\n')) {
+        if (line.startsWith('> ')) lat.push(Number(line.slice(line.lastIndexOf(' ') + 1)) * 1000);
+      }
+      lat.sort((a, b) => a - b);
+      const pct = (p) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))];
+      const num = (re) => Number(re.exec(out)?.[1] ?? NaN);
+      const sent = num(/Queries sent:\s+(\d+)/);
+      const received = num(/Queries completed:\s+(\d+)/);
+      resolve({
+        mode,
+        sent,
+        received,
+        lost: sent - received,
+        qps: num(/Queries per second:\s+([\d.]+)/),
+        p50Ms: pct(50),
+        p90Ms: pct(90),
+        p99Ms: pct(99),
+        p999Ms: pct(99.9),
+        maxMs: lat[lat.length - 1],
+      });
+    });
+  });
+}
+
+function loadNode(port, mode, durationMs, extra = {}) {
   return new Promise((resolve, reject) => {
     const w = new Worker(new URL('./dns-load-worker.mjs', import.meta.url), {
       workerData: {
@@ -113,7 +169,7 @@ let loopDelay;
 
 const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 console.log(
-  `DNS redirector load — ${os.cpus().length} CPUs, loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}, ${nNames} names, ${seconds}s per phase`,
+  `DNS redirector load (${generator} generator) — ${os.cpus().length} CPUs, loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}, ${nNames} names, ${seconds}s per phase`,
 );
 console.log(
   'phase                        |      q/s |     sent | lost | p50 ms | p90 ms | p99 ms | p99.9 ms',
@@ -139,6 +195,7 @@ const [noCache, max, at5k, echo5k] = rows;
 console.log(
   JSON.stringify({
     bench: 'dns',
+    generator,
     qps: Math.round(max.qps),
     p50Ms: Number(f(max.p50Ms)),
     p99Ms: Number(f(max.p99Ms)),
