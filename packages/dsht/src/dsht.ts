@@ -488,18 +488,9 @@ export class Dsht extends EventEmitter<DshtEvents> {
     const max = opts.maxValues ?? GET_MAX_VALUES;
     let continueFrom: Contact | undefined;
     for (let level = this.levels - 1; level >= 0; level--) {
-      const table = this.#tables[level]!;
-      const seeds = table.closest(key, table.k);
       let finished: Extract<LookupEvent<GetProbe>, { type: 'FINISHED' }> | undefined;
       for await (const e of lookup<GetProbe>({
-        target: key,
-        level,
-        selfId: this.id,
-        seeds,
-        startFrom: continueFrom,
-        alpha: this.options.alpha ?? ALPHA,
-        halving: this.options.halving ?? true,
-        signal: opts.signal,
+        ...this.#levelWalk(key, level, continueFrom, opts.signal),
         query: async (c, signal): Promise<QueryOutcome<GetProbe>> => {
           const r = await this.#query(c, { type: 'GET', level, key, max }, signal);
           if (r.body.type !== 'VALUES') return { contacts: [], result: { values: [] } };
@@ -516,6 +507,24 @@ export class Dsht extends EventEmitter<DshtEvents> {
       if (finished?.stoppedAt) return;
       continueFrom = finished?.visited[0]?.contact;
     }
+  }
+
+  /**
+   * What a get or put walk toward `key` in one level starts from: that level's closest known
+   * contacts, and the closest node the previous (more local) level reached, asked first.
+   */
+  #levelWalk(key: Uint8Array, level: number, startFrom: Contact | undefined, signal?: AbortSignal) {
+    const table = this.#tables[level]!;
+    return {
+      target: key,
+      level,
+      selfId: this.id,
+      seeds: table.closest(key, table.k),
+      startFrom,
+      alpha: this.options.alpha ?? ALPHA,
+      halving: this.options.halving ?? true,
+      signal,
+    };
   }
 
   /** Find values for `key`: the local store, then the i3 shortcut, then the walk, level by level. */
@@ -623,18 +632,9 @@ export class Dsht extends EventEmitter<DshtEvents> {
     let continueFrom: Contact | undefined;
     for (let level = top; level >= 0; level--) {
       lastLevel = level;
-      const table = this.#tables[level]!;
-      const seeds = table.closest(key, table.k);
       let finished: Extract<LookupEvent<PutProbe>, { type: 'FINISHED' }> | undefined;
       for await (const e of lookup<PutProbe>({
-        target: key,
-        level,
-        selfId: this.id,
-        seeds,
-        startFrom: continueFrom,
-        alpha: this.options.alpha ?? ALPHA,
-        halving: this.options.halving ?? true,
-        signal: opts.signal,
+        ...this.#levelWalk(key, level, continueFrom, opts.signal),
         query: async (c, signal): Promise<QueryOutcome<PutProbe>> => {
           const r = await this.#query(
             c,
