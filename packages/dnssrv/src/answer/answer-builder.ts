@@ -284,6 +284,19 @@ export class AnswerBuilder {
       rrlName,
     });
 
+    // NOERROR with no answers (NODATA): the zone's SOA in authority for negative caching.
+    const nodata = (zone: string | undefined, detail: string) =>
+      respond(
+        RCODE.NOERROR,
+        true,
+        [],
+        zone ? [this.#soaRecord(zone, true)] : [],
+        [],
+        staticMeta(detail),
+        opt0,
+        this.#negTtl() * 1000,
+      );
+
     // The fleet's nameservers.
     const ns = this.#nsByName.get(q.qname);
     if (ns) {
@@ -301,16 +314,7 @@ export class AnswerBuilder {
           this.#nsTtl * 1000,
         );
       }
-      return respond(
-        RCODE.NOERROR,
-        true,
-        [],
-        zone ? [this.#soaRecord(zone, true)] : [],
-        [],
-        staticMeta('nameserver: no such type'),
-        opt0,
-        this.#negTtl() * 1000,
-      );
+      return nodata(zone, 'nameserver: no such type');
     }
 
     const parsed = parseCoralName(q.qname, this.#zones);
@@ -432,32 +436,14 @@ export class AnswerBuilder {
             this.#soa.ttl * 1000,
           );
         }
-        return respond(
-          RCODE.NOERROR,
-          true,
-          [],
-          [this.#soaRecord(parsed.zone, true)],
-          [],
-          staticMeta('apex: no such type'),
-          opt0,
-          this.#negTtl() * 1000,
-        );
+        return nodata(parsed.zone, 'apex: no such type');
       }
       case 'origin':
         break;
     }
 
     if (!LOCATED_TYPES.has(q.qtype)) {
-      return respond(
-        RCODE.NOERROR,
-        true,
-        [],
-        [this.#soaRecord(parsed.zone, true)],
-        [],
-        staticMeta('origin: type not served'),
-        opt0,
-        this.#negTtl() * 1000,
-      );
+      return nodata(parsed.zone, 'origin: type not served');
     }
 
     const ctx = ctxIn ?? this.#locator.context(peer.address, peer.bytes, q.opt?.ecs);

@@ -116,21 +116,7 @@ function presentation(labels: readonly string[]): { qname: string; escaped: bool
   let escaped = false;
   const parts: string[] = [];
   for (const l of labels) {
-    let simple = true;
-    for (let i = 0; i < l.length; i++) {
-      const c = l.charCodeAt(i);
-      if (!(
-        (c >= 97 && c <= 122) ||
-        (c >= 65 && c <= 90) ||
-        (c >= 48 && c <= 57) ||
-        c === 45 ||
-        c === 95
-      )) {
-        simple = false;
-        break;
-      }
-    }
-    if (simple) {
+    if (isSimple(l)) {
       parts.push(l.toLowerCase());
       continue;
     }
