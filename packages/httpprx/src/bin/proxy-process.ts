@@ -6,7 +6,7 @@
  * SIGKILLs it) and handy for trying the proxy by hand.
  */
 import { CoralProxy } from '../proxy/coral-proxy.js';
-import type { ProxyOptions } from '../proxy/coral-proxy.js';
+import type { ProxyOptions } from '../proxy/types.js';
 import { InMemoryContentIndex } from '../memory-index.js';
 
 async function main(): Promise<void> {

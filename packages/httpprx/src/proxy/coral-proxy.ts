@@ -85,14 +85,6 @@ import type {
   ProxyMetrics,
   ProxyOptions,
 } from './types.js';
-export type {
-  CacheListEntry,
-  Logger,
-  ProxyComponents,
-  ProxyMetrics,
-  ProxyOptions,
-  Resolver,
-} from './types.js';
 import { errorPage, ifRangeOk, pipeToResponse, requestPath } from './respond.js';
 import type { Outcome, StreamHead } from './inflight.js';
 

@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } fro
 import type { AddressInfo, Socket } from 'node:net';
 import { ManualClock } from '@coral/testkit';
 import { CoralProxy } from '../../src/proxy/coral-proxy.js';
-import type { ProxyOptions, ProxyComponents } from '../../src/proxy/coral-proxy.js';
+import type { ProxyOptions, ProxyComponents } from '../../src/proxy/types.js';
 import { InMemoryContentIndex } from '../../src/memory-index.js';
 
 export const T0 = Date.UTC(2026, 0, 1);

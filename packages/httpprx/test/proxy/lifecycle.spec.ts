@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@coral/testkit';
 import { CoralProxy } from '../../src/proxy/coral-proxy.js';
-import type { ProxyMetrics } from '../../src/proxy/coral-proxy.js';
+import type { ProxyMetrics } from '../../src/proxy/types.js';
 import { InMemoryContentIndex } from '../../src/memory-index.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { T0, get, startOrigin, startProxy, until } from '../helpers/harness.js';
