@@ -56,6 +56,7 @@ export {
 } from './rrl/response-rate-limiter.js';
 export {
   decodeQuery,
+  questionLabels,
   type Query,
   type DecodeResult,
   type EcsOption,

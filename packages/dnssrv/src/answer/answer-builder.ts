@@ -26,7 +26,7 @@ import {
 } from '../server/types.js';
 import { RCODE, TYPE } from '../wire/constants.js';
 import { encodeBare, encodeResponse } from '../wire/encode.js';
-import type { Query } from '../wire/query.js';
+import { type Query, questionLabels } from '../wire/query.js';
 import type { ResourceRecord, ResponseOpt } from '../wire/records.js';
 
 /** The resolver a query came from. */
@@ -199,7 +199,7 @@ export class AnswerBuilder {
     ctxIn: LocationContext | undefined,
     msg: Uint8Array,
   ): Promise<BuiltAnswer> {
-    const qname = q.labels.join('.');
+    const qname = questionLabels(msg, q).join('.');
     const opt0 = this.responseOpt(q, 0);
     const base = { name: q.qname, type: q.qtype, nodes: [] as string[] };
     const ecsText = q.opt?.ecs

@@ -66,6 +66,14 @@ export function compileViews(views: readonly ViewConfig[]): CompiledView[] {
   });
 }
 
+/** What never changes for one resolver address, and its last bucket (rebuilt when its tag does). */
+interface ResolverMemo {
+  view: number;
+  probeKey: string;
+  rttTag?: string;
+  bucket?: string;
+}
+
 export class Locator {
   readonly #directory: NodeDirectory;
   readonly #probes: ResolverProbes;
@@ -73,7 +81,7 @@ export class Locator {
   readonly #random: Random;
   readonly #views: CompiledView[];
   readonly #hintTimeoutMs: number;
-  readonly #memo = new Map<string, { view: number; probeKey: string }>();
+  readonly #memo = new Map<string, ResolverMemo>();
 
   constructor(
     components: { directory: NodeDirectory; probes: ResolverProbes; clock: Clock; random?: Random },
@@ -119,9 +127,19 @@ export class Locator {
       }
     }
     const rttTag = rtt === undefined ? 'u' : rtt === null ? 'x' : String(rttLevel);
-    const bucket = view
-      ? `v${view.index}${view.via[0]}`
-      : `${usable ? `e${formatIp(usable.address)}/${usable.sourcePrefix}|` : ''}r${probeKey}:${rttTag}`;
+    let bucket: string;
+    if (view) {
+      bucket = `v${view.index}${view.via[0]}`;
+    } else if (usable) {
+      bucket = `e${formatIp(usable.address)}/${usable.sourcePrefix}|r${probeKey}:${rttTag}`;
+    } else {
+      // The common case, a resolver without ECS: one string per resolver and probe state.
+      if (memo.rttTag !== rttTag) {
+        memo.rttTag = rttTag;
+        memo.bucket = `r${probeKey}:${rttTag}`;
+      }
+      bucket = memo.bucket!;
+    }
     return { resolverIp, resolver, ecs: usable, view, probeKey, rtt, rttLevel, bucket };
   }
 

@@ -9,6 +9,7 @@
  * general path, which builds records and encodes them with dns2.
  */
 import dgram from 'node:dgram';
+import dns from 'node:dns';
 import net from 'node:net';
 import { type Clock, type Random, systemClock, systemRandom } from '@coral/testkit';
 import {
@@ -119,7 +120,8 @@ export class DnsServer {
   readonly #tcpMaxConnections: number;
   readonly #tcpMaxQueries: number;
 
-  readonly #cache = new Map<string, CacheTop>();
+  /** Encoded answers by name, then by {@link variantKey} (type, class, EDNS flavour, ECS). */
+  readonly #cache = new Map<string, Map<number | string, CacheTop>>();
   #cacheEntries = 0;
   readonly #pending = new Map<string, Promise<BuiltAnswer>>();
   readonly #ring: (Ring | undefined)[];
@@ -250,7 +252,10 @@ export class DnsServer {
 
   #bindUdp(port: number, host: string): Promise<number> {
     return new Promise((resolve, reject) => {
-      const sock = dgram.createSocket({ type: host.includes(':') ? 'udp6' : 'udp4' });
+      const sock = dgram.createSocket({
+        type: host.includes(':') ? 'udp6' : 'udp4',
+        lookup: lookupLiteral,
+      });
       sock.once('error', reject);
       sock.bind(port, host, () => {
         sock.off('error', reject);
@@ -514,10 +519,10 @@ export class DnsServer {
       );
     }
     const cacheable = this.#cacheOn && q.qnameContiguous && !q.escaped;
-    const baseKey = cacheable ? cacheKey(q) : '';
+    const variant = cacheable ? variantKey(q) : 0;
     let ctx: LocationContext | undefined;
     if (cacheable) {
-      const top = this.#cache.get(baseKey);
+      const top = this.#cache.get(q.qname)?.get(variant);
       if (top) {
         let entry = top.static;
         if (!entry && top.byBucket) {
@@ -539,7 +544,7 @@ export class DnsServer {
       }
       this.#c.misses++;
     }
-    return this.#miss(q, msg, peer, transport, baseKey, cacheable, ctx);
+    return this.#miss(q, msg, peer, transport, variant, cacheable, ctx);
   }
 
   async #miss(
@@ -547,7 +552,7 @@ export class DnsServer {
     msg: Uint8Array,
     peer: Peer,
     transport: 'udp' | 'tcp',
-    baseKey: string,
+    variant: number | string,
     cacheable: boolean,
     ctxIn: LocationContext | undefined,
   ): Promise<Buffer | null> {
@@ -556,7 +561,7 @@ export class DnsServer {
       if (cacheable) {
         // Single flight: concurrent misses for the same answer share one build.
         const ctx = ctxIn ?? (this.#answers.needsLocation(q) ? this.#context(q, peer) : undefined);
-        const flightKey = `${baseKey}#${ctx?.bucket ?? ''}`;
+        const flightKey = `${q.qname}|${variant}#${ctx?.bucket ?? ''}`;
         let p = this.#pending.get(flightKey);
         if (!p) {
           p = this.#answers.build(q, peer, ctx, msg);
@@ -564,7 +569,7 @@ export class DnsServer {
           p.finally(() => this.#pending.delete(flightKey)).catch(() => {});
         }
         built = await p;
-        this.#store(baseKey, built);
+        this.#store(q.qname, variant, built);
         built = { ...built, bytes: patchCached(built.bytes, msg, q) };
       } else {
         built = await this.#answers.build(q, peer, undefined, msg);
@@ -587,7 +592,7 @@ export class DnsServer {
     return true;
   }
 
-  #store(baseKey: string, built: BuiltAnswer): void {
+  #store(qname: string, variant: number | string, built: BuiltAnswer): void {
     if (built.cacheMs <= 0) return;
     if (this.#cacheEntries >= this.#cacheMax) {
       this.#cache.clear();
@@ -598,8 +603,10 @@ export class DnsServer {
       meta: built.meta,
       expiresAt: this.#clock.now() + built.cacheMs,
     };
-    let top = this.#cache.get(baseKey);
-    if (!top) this.#cache.set(baseKey, (top = {}));
+    let variants = this.#cache.get(qname);
+    if (!variants) this.#cache.set(qname, (variants = new Map()));
+    let top = variants.get(variant);
+    if (!top) variants.set(variant, (top = {}));
     if (built.static) {
       if (!top.static) this.#cacheEntries++;
       top.static = entry;
@@ -642,14 +649,25 @@ export class DnsServer {
         }
       }
     }
-    this.#ring[this.#ringNext] = {
-      at: this.#clock.now(),
-      transport,
-      client: peer.address,
-      cached,
-      outcome,
-      meta,
-    };
+    // Ring slots are reused: a busy server writes one per query and should not allocate for it.
+    const slot = this.#ring[this.#ringNext];
+    if (slot) {
+      slot.at = this.#clock.now();
+      slot.transport = transport;
+      slot.client = peer.address;
+      slot.cached = cached;
+      slot.outcome = outcome;
+      slot.meta = meta;
+    } else {
+      this.#ring[this.#ringNext] = {
+        at: this.#clock.now(),
+        transport,
+        client: peer.address,
+        cached,
+        outcome,
+        meta,
+      };
+    }
     this.#ringNext = (this.#ringNext + 1) % this.#ring.length;
     // The reason for every answer, as log fields (debug level; not even built when disabled).
     if (this.#logger.isLevelEnabled?.('debug') !== false)
@@ -761,14 +779,30 @@ export class DnsServer {
   }
 }
 
-function cacheKey(q: Query): string {
-  let k = `${q.qname}|${q.qtype}|${q.qclass}|`;
-  if (!q.opt) return `${k}n`;
-  k += q.opt.dnssecOk ? 'd' : 'o';
-  const ecs = q.opt.ecs;
-  if (ecs) k += Buffer.from(ecs.raw).toString('hex');
-  return k;
+/**
+ * Everything but the name that changes an answer's bytes: type, class (IN or ANY get this far),
+ * EDNS or not and its DO bit, and the ECS option as sent. A small integer unless there is ECS.
+ */
+function variantKey(q: Query): number | string {
+  const opt = q.opt;
+  const k = q.qtype * 8 + (q.qclass === CLASS.ANY ? 4 : 0) + (!opt ? 0 : opt.dnssecOk ? 2 : 1);
+  return opt?.ecs ? `${k}|${Buffer.from(opt.ecs.raw).toString('hex')}` : k;
 }
+
+/**
+ * The socket's address lookup. Replies go to the address a datagram came from, always an IP
+ * literal: hand it back at once, where dns.lookup would answer it on the next tick (a closure and
+ * a tick per reply). Anything else still goes through dns.lookup.
+ */
+const lookupLiteral = ((
+  hostname: string,
+  options: number | dns.LookupOneOptions,
+  callback: (err: NodeJS.ErrnoException | null, address: string, family: number) => void,
+): void => {
+  const family = net.isIP(hostname);
+  if (family !== 0) callback(null, hostname, family);
+  else dns.lookup(hostname, typeof options === 'number' ? { family: options } : options, callback);
+}) as dgram.SocketOptions['lookup'];
 
 const peerBytes = new Map<string, Uint8Array>();
 

@@ -37,11 +37,10 @@ export interface Query {
   flags: number;
   rd: boolean;
   cd: boolean;
-  /** Labels as sent (latin1 strings, case preserved). */
-  labels: string[];
   /**
    * Lowercased presentation form without the trailing dot ('' = root). Bytes other than letters,
    * digits, '-' and '_' are escaped as \DDD, so a '.' inside a label cannot fake a zone suffix.
+   * The labels as sent (case kept) are {@link questionLabels}.
    */
   qname: string;
   /** True when some label needed escaping (such a name is never a Coralized origin). */
@@ -69,25 +68,37 @@ export type DecodeResult =
       query?: Query;
     };
 
-interface NameOut {
-  end: number;
-  labels: string[];
-  contiguous: boolean;
+// One name walk at a time (decoding is synchronous), so its results live in module state rather
+// than in an object per name: the decoder runs once per query and allocates next to nothing.
+const walked = { end: 0, contiguous: false, escaped: false, textLength: 0 };
+/** The presentation form of the last name walked with `text`: ≤ 63 × 4 bytes per label + dots. */
+const TEXT = Buffer.allocUnsafeSlow(1024);
+
+function isSimpleByte(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45 || c === 95;
 }
 
-/** Decode one name at `offset`; a string is an error reason. */
-function readName(msg: Uint8Array, offset: number): NameOut | string {
-  const labels: string[] = [];
+/**
+ * Check one name at `offset` and fill `walked` (its end, whether it is contiguous); with `text`
+ * also write its lowercased presentation form into TEXT. Returns an error reason, or undefined.
+ */
+function walkName(msg: Uint8Array, offset: number, text: boolean): string | undefined {
   let pos = offset;
   let end = -1;
   let total = 1;
   let lowest = offset; // pointers must go strictly below every position visited so far
+  let t = 0;
+  let escaped = false;
   for (;;) {
     if (pos >= msg.length) return 'name runs past the end';
     const len = msg[pos]!;
     if (len === 0) {
       if (end < 0) end = pos + 1;
-      return { end, labels, contiguous: end === pos + 1 && lowest === offset };
+      walked.end = end;
+      walked.contiguous = end === pos + 1 && lowest === offset;
+      walked.escaped = escaped;
+      walked.textLength = t;
+      return undefined;
     }
     const kind = len & 0xc0;
     if (kind === 0xc0) {
@@ -103,60 +114,48 @@ function readName(msg: Uint8Array, offset: number): NameOut | string {
     total += len + 1;
     if (total > 255) return 'name longer than 255 bytes';
     if (pos + 1 + len > msg.length) return 'label runs past the end';
-    labels.push(
-      String.fromCharCode.apply(null, msg.subarray(pos + 1, pos + 1 + len) as unknown as number[]),
-    );
+    if (text) {
+      if (t > 0) TEXT[t++] = 46; // '.'
+      for (let i = pos + 1; i <= pos + len; i++) {
+        let c = msg[i]!;
+        if (c >= 65 && c <= 90) c += 32;
+        if (isSimpleByte(c)) {
+          TEXT[t++] = c;
+        } else {
+          escaped = true;
+          TEXT[t++] = 92; // '\'
+          TEXT[t++] = 48 + Math.floor(c / 100);
+          TEXT[t++] = 48 + (Math.floor(c / 10) % 10);
+          TEXT[t++] = 48 + (c % 10);
+        }
+      }
+    }
     pos += 1 + len;
   }
 }
 
-/** Presentation form, lowercased, with \DDD escapes; `escaped` tells whether any were needed. */
-function presentation(labels: readonly string[]): { qname: string; escaped: boolean } {
-  if (labels.every(isSimple)) return { qname: labels.join('.').toLowerCase(), escaped: false };
-  let escaped = false;
-  const parts: string[] = [];
-  for (const l of labels) {
-    if (isSimple(l)) {
-      parts.push(l.toLowerCase());
+/** The question's labels exactly as sent (latin1, case kept), for a query `decodeQuery` accepted. */
+export function questionLabels(msg: Uint8Array, query: Query): string[] {
+  const bytes = Buffer.isBuffer(msg) ? msg : Buffer.from(msg.buffer, msg.byteOffset, msg.length);
+  const labels: string[] = [];
+  let pos = query.questionStart;
+  for (;;) {
+    const len = bytes[pos]!;
+    if (len === 0) return labels;
+    if ((len & 0xc0) === 0xc0) {
+      pos = ((len & 0x3f) << 8) | bytes[pos + 1]!;
       continue;
     }
-    escaped = true;
-    let out = '';
-    for (let i = 0; i < l.length; i++) {
-      let c = l.charCodeAt(i);
-      if (c >= 65 && c <= 90) c += 32;
-      if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45 || c === 95) {
-        out += String.fromCharCode(c);
-      } else {
-        out += `\\${String(c).padStart(3, '0')}`;
-      }
-    }
-    parts.push(out);
+    labels.push(bytes.toString('latin1', pos + 1, pos + 1 + len));
+    pos += 1 + len;
   }
-  return { qname: parts.join('.'), escaped };
-}
-
-function isSimple(l: string): boolean {
-  for (let i = 0; i < l.length; i++) {
-    const c = l.charCodeAt(i);
-    if (!(
-      (c >= 97 && c <= 122) ||
-      (c >= 65 && c <= 90) ||
-      (c >= 48 && c <= 57) ||
-      c === 45 ||
-      c === 95
-    )) {
-      return false;
-    }
-  }
-  return true;
 }
 
 /** Skip one resource record; returns its end or an error reason. */
 function skipRecord(msg: Uint8Array, offset: number): number | string {
-  const name = readName(msg, offset);
-  if (typeof name === 'string') return name;
-  const p = name.end;
+  const err = walkName(msg, offset, false);
+  if (err !== undefined) return err;
+  const p = walked.end;
   if (p + 10 > msg.length) return 'record header runs past the end';
   const rdlen = (msg[p + 8]! << 8) | msg[p + 9]!;
   if (p + 10 + rdlen > msg.length) return 'record data runs past the end';
@@ -219,6 +218,12 @@ function readEcs(d: Uint8Array): EcsOption | string {
   };
 }
 
+function formerr(reason: string, id: number, flags: number, query?: Query): DecodeResult {
+  return query
+    ? { ok: false, action: 'formerr', reason, id, flags, query }
+    : { ok: false, action: 'formerr', reason, id, flags };
+}
+
 /** Decode a query. Never throws. */
 export function decodeQuery(msg: Uint8Array): DecodeResult {
   if (msg.length < HEADER_SIZE) return { ok: false, action: 'drop', reason: 'short header' };
@@ -231,56 +236,49 @@ export function decodeQuery(msg: Uint8Array): DecodeResult {
   const an = (msg[6]! << 8) | msg[7]!;
   const ns = (msg[8]! << 8) | msg[9]!;
   const ar = (msg[10]! << 8) | msg[11]!;
-  const fail = (reason: string, query?: Query): DecodeResult =>
-    query
-      ? { ok: false, action: 'formerr', reason, id, flags, query }
-      : { ok: false, action: 'formerr', reason, id, flags };
-  if (qd !== 1) return fail(`QDCOUNT ${qd}`);
-  const name = readName(msg, HEADER_SIZE);
-  if (typeof name === 'string') return fail(name);
-  if (name.end + 4 > msg.length) return fail('question runs past the end');
-  const { qname, escaped } = presentation(name.labels);
+  if (qd !== 1) return formerr(`QDCOUNT ${qd}`, id, flags);
+  const bad = walkName(msg, HEADER_SIZE, true);
+  if (bad !== undefined) return formerr(bad, id, flags);
+  const qend = walked.end;
+  if (qend + 4 > msg.length) return formerr('question runs past the end', id, flags);
   const query: Query = {
     id,
     flags,
     rd: (flags & 0x0100) !== 0,
     cd: (flags & 0x0010) !== 0,
-    labels: name.labels,
-    qname,
-    escaped,
-    qtype: (msg[name.end]! << 8) | msg[name.end + 1]!,
-    qclass: (msg[name.end + 2]! << 8) | msg[name.end + 3]!,
+    qname: TEXT.toString('latin1', 0, walked.textLength),
+    escaped: walked.escaped,
+    qtype: (msg[qend]! << 8) | msg[qend + 1]!,
+    qclass: (msg[qend + 2]! << 8) | msg[qend + 3]!,
     questionStart: HEADER_SIZE,
-    questionEnd: name.end + 4,
-    qnameContiguous: name.contiguous,
+    questionEnd: qend + 4,
+    qnameContiguous: walked.contiguous,
   };
   let pos = query.questionEnd;
   // Answer and authority sections of a query are unusual but legal; skip them strictly.
   for (let i = 0; i < an + ns; i++) {
     const next = skipRecord(msg, pos);
-    if (typeof next === 'string') return fail(next, query);
+    if (typeof next === 'string') return formerr(next, id, flags, query);
     pos = next;
   }
   for (let i = 0; i < ar; i++) {
     // Peek at the type: an OPT is parsed, anything else skipped.
-    const owner = readName(msg, pos);
-    if (typeof owner === 'string') return fail(owner, query);
-    if (
-      owner.end + 2 <= msg.length &&
-      ((msg[owner.end]! << 8) | msg[owner.end + 1]!) === TYPE.OPT
-    ) {
-      if (query.opt) return fail('more than one OPT', query);
+    const bad = walkName(msg, pos, false);
+    if (bad !== undefined) return formerr(bad, id, flags, query);
+    const ownerEnd = walked.end;
+    if (ownerEnd + 2 <= msg.length && ((msg[ownerEnd]! << 8) | msg[ownerEnd + 1]!) === TYPE.OPT) {
+      if (query.opt) return formerr('more than one OPT', id, flags, query);
       const opt = readOpt(msg, pos);
-      if (typeof opt === 'string') return fail(opt, query);
+      if (typeof opt === 'string') return formerr(opt, id, flags, query);
       query.opt = opt.opt;
       pos = opt.end;
     } else {
       const next = skipRecord(msg, pos);
-      if (typeof next === 'string') return fail(next, query);
+      if (typeof next === 'string') return formerr(next, id, flags, query);
       pos = next;
     }
   }
-  if (pos !== msg.length) return fail(`${msg.length - pos} trailing bytes`, query);
+  if (pos !== msg.length) return formerr(`${msg.length - pos} trailing bytes`, id, flags, query);
   return { ok: true, query };
 }
 

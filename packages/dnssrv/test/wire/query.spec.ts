@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '@coral/testkit';
-import { decodeQuery } from '../../src/index.js';
+import { decodeQuery, questionLabels } from '../../src/index.js';
 import { encodeQuery } from '../helpers.js';
 
 function fails(b: Uint8Array) {
@@ -11,15 +11,13 @@ function fails(b: Uint8Array) {
 
 describe('decodeQuery — valid queries', () => {
   it('decodes a plain query, keeping the case as sent and lowercasing the key', () => {
-    const r = decodeQuery(
-      encodeQuery({ name: 'WwW.Example.COM.nyud.net', type: 28, id: 0xbeef, rd: true }),
-    );
+    const msg = encodeQuery({ name: 'WwW.Example.COM.nyud.net', type: 28, id: 0xbeef, rd: true });
+    const r = decodeQuery(msg);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.query).toMatchObject({
       id: 0xbeef,
       rd: true,
-      labels: ['WwW', 'Example', 'COM', 'nyud', 'net'],
       qname: 'www.example.com.nyud.net',
       escaped: false,
       qtype: 28,
@@ -27,6 +25,7 @@ describe('decodeQuery — valid queries', () => {
       qnameContiguous: true,
     });
     expect(r.query.opt).toBeUndefined();
+    expect(questionLabels(msg, r.query)).toEqual(['WwW', 'Example', 'COM', 'nyud', 'net']);
   });
 
   it('decodes EDNS with an ECS option', () => {
@@ -54,6 +53,26 @@ describe('decodeQuery — valid queries', () => {
     const q = decodeQuery(msg);
     expect(q.ok && q.query.qname).toBe('x.nyud\\046net');
     expect(q.ok && q.query.escaped).toBe(true);
+  });
+
+  it('lowercases letters inside escaped labels, escapes every other byte as \\DDD', () => {
+    const msg = Buffer.concat([
+      Buffer.from([0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]),
+      Buffer.from([5]),
+      Buffer.from('A B\xff_', 'latin1'),
+      Buffer.from([3]),
+      Buffer.from('Net', 'latin1'),
+      Buffer.from([0, 0, 1, 0, 1]),
+    ]);
+    const q = decodeQuery(msg);
+    if (!q.ok) throw new Error(q.reason);
+    expect(q.query.qname).toBe('a\\032b\\255_.net');
+    expect(q.query.escaped).toBe(true);
+    expect(questionLabels(msg, q.query)).toEqual(['A B\xff_', 'Net']);
+    // Each decode returns its own name: a later decode does not change an earlier result.
+    const other = decodeQuery(encodeQuery({ name: 'b.nyud.net' }));
+    expect(other.ok && other.query.qname).toBe('b.nyud.net');
+    expect(q.query.qname).toBe('a\\032b\\255_.net');
   });
 
   it('accepts a backwards compression pointer in an additional record', () => {
