@@ -141,6 +141,40 @@ describe('answers over UDP with raw packets', () => {
     expect(parse(b).answers.map((x) => x.address)).toEqual(parse(a).answers.map((x) => x.address));
   });
 
+  it('the answer cache keeps apart what changes the bytes: type, class, EDNS, DO, ECS', async () => {
+    s = await start({}, fleet().add(node(2)).add(node(3)));
+    const variants: Parameters<typeof encodeQuery>[0][] = [
+      { name: NAME },
+      { name: NAME, type: TYPE.AAAA },
+      { name: NAME, qclass: 255 },
+      { name: NAME, edns: { udpSize: 1232 } },
+      { name: NAME, edns: { udpSize: 1232, dnssecOk: true } },
+      { name: NAME, edns: { udpSize: 1232, ecs: { sourcePrefix: 24, address: [198, 51, 100] } } },
+      { name: NAME, edns: { udpSize: 1232, ecs: { sourcePrefix: 24, address: [203, 0, 113] } } },
+    ];
+    const first: Buffer[] = [];
+    for (const [i, v] of variants.entries())
+      first.push(await udpAsk(s.port, encodeQuery({ ...v, id: i })));
+    expect(s.server.stats().cache).toMatchObject({ hits: 0, misses: variants.length });
+    for (const [i, v] of variants.entries()) {
+      const again = await udpAsk(s.port, encodeQuery({ ...v, id: i }));
+      expect(lastDecision(s.server).cached).toBe(true);
+      expect(again.equals(first[i]!)).toBe(true); // same id, same question: the same bytes
+    }
+    expect(s.server.stats().cache).toMatchObject({
+      hits: variants.length,
+      misses: variants.length,
+    });
+    // And each variant got its own kind of answer.
+    const opt = (b: Buffer) => parse(b).additionals.find((r) => r.type === 41);
+    expect(opt(first[0]!)).toBeUndefined();
+    expect(opt(first[3]!)!.ttl & 0x8000).toBe(0);
+    expect(opt(first[4]!)!.ttl & 0x8000).toBe(0x8000); // DO echoed (RFC 3225)
+    expect(ecsOf(parse(first[5]!))).toMatchObject({ ip: '198.51.100.0', sourcePrefixLength: 24 });
+    expect(ecsOf(parse(first[6]!))).toMatchObject({ ip: '203.0.113.0', sourcePrefixLength: 24 });
+    expect(parse(first[1]!).answers.map((a) => a.type)).not.toContain(1);
+  });
+
   it('apex NS carries glue with long TTLs; SOA TTL is long too', async () => {
     s = await start({
       nameservers: [
