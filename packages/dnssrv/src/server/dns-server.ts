@@ -45,6 +45,9 @@ import {
   type DnsServerOptions,
 } from './types.js';
 
+/** Cached answers live between (1 - CACHE_JITTER) and 1 times their TTL. */
+const CACHE_JITTER = 0.25;
+
 const noopLogger: DnsLogger = {
   debug() {},
   info() {},
@@ -598,10 +601,12 @@ export class DnsServer {
       this.#cache.clear();
       this.#cacheEntries = 0;
     }
+    // Up to a quarter shorter at random, so answers cached together (a cold start, a burst of
+    // new names) do not all expire, and get rebuilt, in the same instant.
     const entry: CacheEntry = {
       bytes: built.bytes,
       meta: built.meta,
-      expiresAt: this.#clock.now() + built.cacheMs,
+      expiresAt: this.#clock.now() + built.cacheMs * (1 - CACHE_JITTER * this.#random.next()),
     };
     let variants = this.#cache.get(qname);
     if (!variants) this.#cache.set(qname, (variants = new Map()));

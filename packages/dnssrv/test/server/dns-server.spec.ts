@@ -6,6 +6,7 @@ import dgram from 'node:dgram';
 import dns from 'node:dns';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SeededRandom } from '@coral/testkit';
 import { DnsServer, TYPE } from '../../src/index.js';
 import {
   ecsOf,
@@ -424,6 +425,25 @@ describe('views, health, admin views', () => {
     s = await start({ views: [{ cidr: '127.0.0.1/32', nodes: [node(3).id, node(4).id] }] }, dir);
     dir.setLive(node(4).id, false);
     expect(await resolver(s.port).resolve4(NAME)).toEqual(['10.0.0.3']);
+  });
+
+  it('cached answers expire between 0.75 and 1 times their TTL, not all at once', async () => {
+    s = await start({}, fleet().add(node(2)), { random: new SeededRandom(3) });
+    const names = Array.from({ length: 20 }, (_, i) => `www.site${i}.example.com.nyud.net`);
+    const round = async () => {
+      const before = s!.server.stats().cache.misses;
+      for (const name of names) await udpAsk(s!.port, encodeQuery({ name }));
+      return s!.server.stats().cache.misses - before;
+    };
+    expect(await round()).toBe(20); // built and cached at t = 0
+    s.clock.advance(22_000); // < 0.75 × 30 s: every answer still cached
+    expect(await round()).toBe(0);
+    s.clock.advance(4_000); // 26 s: some have expired, some not
+    const rebuilt = await round();
+    expect(rebuilt).toBeGreaterThan(0);
+    expect(rebuilt).toBeLessThan(20);
+    s.clock.advance(4_001); // past 30 s: every answer from t = 0 is gone, the rebuilt ones are not
+    expect(await round()).toBe(20 - rebuilt);
   });
 
   it('a proxy that dies is not served from the answer cache', async () => {
