@@ -1,11 +1,21 @@
-// UDP load generator for bench/dns.mjs, run in a worker thread so it has its own event loop and
-// core. Sends pre-encoded A queries (with an EDNS OPT, random 0x20 case) to the server and
+// UDP load generator for bench/dns.mjs when dnsperf is not installed: a child process (its own
+// event loop; bench/dns.mjs pins it to a CPU like dnsperf) that gets its settings in one IPC
+// message. Sends pre-encoded A queries (with an EDNS OPT, random 0x20 case) to the server and
 // measures each round trip by transaction id. Modes: 'max' keeps `window` queries in flight per
 // socket; 'rate' sends at a fixed rate from a 1 ms ticker. Bounded by `durationMs`.
 import dgram from 'node:dgram';
-import { parentPort, workerData } from 'node:worker_threads';
 
-const { port, host, mode, durationMs, rate, window, sockets: nSockets, names, seed } = workerData;
+const {
+  port,
+  host,
+  mode,
+  durationMs,
+  rate,
+  window,
+  sockets: nSockets,
+  names,
+  seed,
+} = await new Promise((resolve) => process.once('message', resolve));
 
 let s = seed >>> 0 || 1;
 const rnd = () => {
@@ -119,7 +129,7 @@ for (const st of socks) st.sock.close();
 
 const lat = latencies.subarray(0, nLat).sort();
 const pct = (p) => (nLat === 0 ? NaN : lat[Math.min(nLat - 1, Math.floor((p / 100) * nLat))]);
-parentPort.postMessage({
+process.send({
   mode,
   sent,
   received,
@@ -132,3 +142,4 @@ parentPort.postMessage({
   p999Ms: pct(99.9),
   maxMs: nLat ? lat[nLat - 1] : NaN,
 });
+process.disconnect();

@@ -1,0 +1,101 @@
+// The server side of bench/dns.mjs, in a child process of its own so the bench can pin it to a
+// CPU (taskset) apart from, or together with, the load generator. One IPC message configures it:
+//   { kind: 'dns', cache: true|false }  a DnsServer with 20 live proxies (RRL off: one source)
+//   { kind: 'echo' }                    a UDP echo server: the same sockets, no DNS work at all
+// It answers { port } once bound. Then 'mark' starts a measurement window and 'report' ends it with
+// what the server spent in it: CPU time per answer, GC pauses (from perf_hooks 'gc' entries) and
+// the answer cache's counters. 'exit' closes the server and ends the process. (No timers run in
+// here while measuring: an event-loop delay monitor would wake the server every millisecond.)
+import dgram from 'node:dgram';
+import { PerformanceObserver, constants } from 'node:perf_hooks';
+import { DnsServer, InMemoryNodeDirectory } from '../packages/dnssrv/dist/index.js';
+
+const config = await new Promise((resolve) => process.once('message', resolve));
+
+function fleet() {
+  const hex = (i) => i.toString(16).padStart(40, '0');
+  const dir = new InMemoryNodeDirectory(
+    {},
+    { self: { id: hex(1), ipv4: '10.0.0.1', httpPort: 8090 } },
+  );
+  for (let i = 2; i <= 20; i++) {
+    dir.add(
+      { id: hex(i), ipv4: `10.0.0.${i}`, httpPort: 8090 },
+      { clusters: i < 6 ? [1, 2] : [1] },
+    );
+  }
+  return dir;
+}
+
+let answered; // () => answers so far
+let close;
+let cacheStats = () => undefined;
+if (config.kind === 'dns') {
+  const server = new DnsServer(
+    { directory: fleet() },
+    {
+      nameservers: [{ name: 'ns1.nyud.net', ipv4: '127.0.0.1' }],
+      rrl: { responsesPerSecond: 0 }, // one source sends everything: RRL would (rightly) drop it
+      answerCache: { enabled: config.cache },
+    },
+  );
+  const { port } = await server.listen({ port: 0, host: '127.0.0.1' });
+  answered = () => server.stats().responses;
+  cacheStats = () => server.stats().cache;
+  close = () => server.close();
+  process.send({ port });
+} else {
+  const echo = dgram.createSocket('udp4');
+  let n = 0;
+  echo.on('message', (m, r) => {
+    n++;
+    echo.send(m, r.port, r.address);
+  });
+  await new Promise((r) => echo.bind(0, '127.0.0.1', r));
+  answered = () => n;
+  close = () => new Promise((r) => echo.close(r));
+  process.send({ port: echo.address().port });
+}
+
+let window;
+const gc = new PerformanceObserver((list) => {
+  if (!window) return;
+  for (const e of list.getEntries()) {
+    const g = e.detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR ? window.minor : window.major;
+    g.count++;
+    g.totalMs += e.duration;
+    g.maxMs = Math.max(g.maxMs, e.duration);
+  }
+});
+gc.observe({ entryTypes: ['gc'] });
+
+process.on('message', async (msg) => {
+  if (msg === 'mark') {
+    window = {
+      cpu: process.cpuUsage(),
+      answers: answered(),
+      cache: cacheStats(),
+      minor: { count: 0, totalMs: 0, maxMs: 0 },
+      major: { count: 0, totalMs: 0, maxMs: 0 },
+    };
+    process.send('marked');
+  } else if (msg === 'report') {
+    const w = window;
+    window = undefined;
+    const cpu = process.cpuUsage(w.cpu);
+    const answers = answered() - w.answers;
+    const cache = cacheStats();
+    process.send({
+      answers,
+      cpuUsPerAnswer: answers > 0 ? (cpu.user + cpu.system) / answers : null,
+      gcMinor: w.minor,
+      gcMajor: w.major,
+      cacheHits: cache ? cache.hits - w.cache.hits : undefined,
+      cacheMisses: cache ? cache.misses - w.cache.misses : undefined,
+    });
+  } else if (msg === 'exit') {
+    gc.disconnect();
+    await close();
+    process.disconnect();
+  }
+});
