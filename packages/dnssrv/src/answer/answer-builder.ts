@@ -53,6 +53,29 @@ export interface AnswerMeta {
   rrlName: string;
 }
 
+/**
+ * An {@link AnswerMeta} with every field present, in one order. Built by spreading objects of
+ * varying shapes, metas got a hidden class each (~450 bytes per cached answer, and megamorphic
+ * reads of them on every cache hit); this keeps one shape.
+ */
+export function answerMeta(m: AnswerMeta): AnswerMeta {
+  return {
+    name: m.name,
+    type: m.type,
+    rcode: m.rcode,
+    aa: m.aa,
+    method: m.method,
+    detail: m.detail,
+    nodes: m.nodes,
+    ttl: m.ttl,
+    ecs: m.ecs,
+    scope: m.scope,
+    opt: m.opt,
+    rrlKind: m.rrlKind,
+    rrlName: m.rrlName,
+  };
+}
+
 export interface BuiltAnswer {
   bytes: Buffer;
   meta: AnswerMeta;
@@ -223,7 +246,7 @@ export class AnswerBuilder {
       });
       return {
         bytes,
-        meta: {
+        meta: answerMeta({
           ...base,
           rcode,
           aa: inZone,
@@ -233,7 +256,7 @@ export class AnswerBuilder {
           ...(opt0 ? { opt: opt0 } : {}),
           rrlKind: inZone ? 'nxdomain' : 'error',
           rrlName: zone ?? '',
-        },
+        }),
         cacheMs: 0,
         static: true,
       };
@@ -266,7 +289,7 @@ export class AnswerBuilder {
       });
       return {
         bytes,
-        meta: { ...base, ...ecsText, ...meta, rcode, aa, ...(opt ? { opt } : {}) },
+        meta: answerMeta({ ...base, ...ecsText, ...meta, rcode, aa, ...(opt ? { opt } : {}) }),
         cacheMs,
         static: bucket === undefined,
         ...(bucket !== undefined ? { bucket } : {}),
@@ -331,7 +354,7 @@ export class AnswerBuilder {
         });
         return {
           bytes,
-          meta: {
+          meta: answerMeta({
             ...base,
             ...ecsText,
             rcode: RCODE.REFUSED,
@@ -341,7 +364,7 @@ export class AnswerBuilder {
             ...(opt0 ? { opt: opt0 } : {}),
             rrlKind: 'error',
             rrlName: '',
-          },
+          }),
           cacheMs: 60_000,
           static: true,
         };

@@ -14,6 +14,7 @@ import net from 'node:net';
 import { type Clock, type Random, systemClock, systemRandom } from '@coral/testkit';
 import {
   AnswerBuilder,
+  answerMeta,
   type AnswerMeta,
   type BuiltAnswer,
   type Peer,
@@ -726,7 +727,7 @@ export class DnsServer {
       return null;
     }
     const rcode = d.action === 'notimp' ? RCODE.NOTIMP : RCODE.FORMERR;
-    const meta: AnswerMeta = {
+    const meta = answerMeta({
       name: d.query?.qname ?? '',
       type: d.query?.qtype ?? 0,
       rcode,
@@ -736,7 +737,7 @@ export class DnsServer {
       nodes: [],
       rrlKind: 'error',
       rrlName: '',
-    };
+    });
     const bytes = encodeBare({
       id: d.id ?? 0,
       queryFlags: d.flags ?? 0,
@@ -759,7 +760,7 @@ export class DnsServer {
     opt?: ResponseOpt,
   ): Buffer | null {
     const o = opt ?? this.#answers.responseOpt(q, 0);
-    const meta: AnswerMeta = {
+    const meta = answerMeta({
       name: q.qname,
       type: q.qtype,
       rcode,
@@ -770,7 +771,7 @@ export class DnsServer {
       ...(o ? { opt: o } : {}),
       rrlKind: rcode === RCODE.NXDOMAIN ? 'nxdomain' : 'error',
       rrlName: '',
-    };
+    });
     const bytes = encodeBare({
       id: q.id,
       queryFlags: q.flags,
