@@ -604,15 +604,26 @@ export class DnsServer {
     }
     // Up to a quarter shorter at random, so answers cached together (a cold start, a burst of
     // new names) do not all expire, and get rebuilt, in the same instant.
-    const entry: CacheEntry = {
-      bytes: built.bytes,
-      meta: built.meta,
-      expiresAt: this.#clock.now() + built.cacheMs * (1 - CACHE_JITTER * this.#random.next()),
-    };
+    const expiresAt =
+      this.#clock.now() + built.cacheMs * (1 - CACHE_JITTER * this.#random.next());
     let variants = this.#cache.get(qname);
     if (!variants) this.#cache.set(qname, (variants = new Map()));
     let top = variants.get(variant);
     if (!top) variants.set(variant, (top = {}));
+    const old = built.static ? top.static : top.byBucket?.get(built.bucket!);
+    if (old) {
+      // A rebuild: update the entry in place. What a busy server caches is long-lived, so every
+      // new object here survives a scavenge and is promoted; reusing the entry, its byte buffer
+      // and (when nothing changed) its meta keeps those pauses short. Cached bytes are only
+      // ever copied out (patchCached), never handed to a socket, so overwriting them is safe;
+      // a meta may be referenced by the decision ring, so it is replaced, never changed.
+      if (old.bytes.length === built.bytes.length) old.bytes.set(built.bytes);
+      else old.bytes = built.bytes;
+      if (!sameMeta(old.meta, built.meta)) old.meta = built.meta;
+      old.expiresAt = expiresAt;
+      return;
+    }
+    const entry: CacheEntry = { bytes: built.bytes, meta: built.meta, expiresAt };
     if (built.static) {
       if (!top.static) this.#cacheEntries++;
       top.static = entry;
@@ -783,6 +794,28 @@ export class DnsServer {
     });
     return this.#finish(bytes, meta, q, msg, peer, transport, false);
   }
+}
+
+/** Two metas that say the same (a rebuilt answer that chose the same way and the same nodes). */
+function sameMeta(a: AnswerMeta, b: AnswerMeta): boolean {
+  if (a.nodes.length !== b.nodes.length) return false;
+  for (let i = 0; i < a.nodes.length; i++) if (a.nodes[i] !== b.nodes[i]) return false;
+  return (
+    a.name === b.name &&
+    a.type === b.type &&
+    a.rcode === b.rcode &&
+    a.aa === b.aa &&
+    a.method === b.method &&
+    a.detail === b.detail &&
+    a.ttl === b.ttl &&
+    a.ecs === b.ecs &&
+    a.scope === b.scope &&
+    a.rrlKind === b.rrlKind &&
+    a.rrlName === b.rrlName &&
+    a.opt?.udpSize === b.opt?.udpSize &&
+    a.opt?.dnssecOk === b.opt?.dnssecOk &&
+    a.opt?.ecs?.scopePrefix === b.opt?.ecs?.scopePrefix
+  );
 }
 
 /**

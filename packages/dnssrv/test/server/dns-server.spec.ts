@@ -427,6 +427,34 @@ describe('views, health, admin views', () => {
     expect(await resolver(s.port).resolve4(NAME)).toEqual(['10.0.0.3']);
   });
 
+  it('a rebuilt answer replaces the cached one; earlier decisions keep what they said', async () => {
+    const dir = fleet().add(node(2)).add(node(3), { live: false });
+    s = await start({ views: [{ cidr: '127.0.0.1/32', nodes: [node(2).id, node(3).id] }] }, dir);
+    const ask = async (id: number) => udpAsk(s!.port, encodeQuery({ name: NAME, id }));
+    const addresses = (b: Buffer) => parse(b).answers.map((a) => a.address);
+    expect(addresses(await ask(1))).toEqual(['10.0.0.2']);
+    // The cached answer names a proxy that died: rebuilt (same length: updated in place).
+    dir.setLive(node(3).id, true);
+    dir.setLive(node(2).id, false);
+    const rebuilt = await ask(2);
+    expect(addresses(rebuilt)).toEqual(['10.0.0.3']);
+    expect(lastDecision(s.server).cached).toBe(false);
+    // Served from the cache from now on, the new answer byte for byte.
+    const again = await ask(2);
+    expect(lastDecision(s.server).cached).toBe(true);
+    expect(again.equals(rebuilt)).toBe(true);
+    // A rebuild to a different length (no proxy in the view: another one) replaces the bytes.
+    dir.setLive(node(3).id, false);
+    dir.add(node(4)).add(node(5));
+    const other = await ask(3);
+    expect(parse(other).answers.length).toBeGreaterThan(0);
+    expect(addresses(other)).not.toContain('10.0.0.3');
+    expect((await ask(3)).equals(other)).toBe(true);
+    const nodes = s.server.recentDecisions().map((d) => d.nodes);
+    expect(nodes[0]).toEqual([node(2).id]);
+    expect(nodes[1]).toEqual([node(3).id]);
+  });
+
   it('cached answers expire between 0.75 and 1 times their TTL, not all at once', async () => {
     s = await start({}, fleet().add(node(2)), { random: new SeededRandom(3) });
     const names = Array.from({ length: 20 }, (_, i) => `www.site${i}.example.com.nyud.net`);
