@@ -1,7 +1,8 @@
 // npm run bench:dns — load on the DNS redirector over real UDP on loopback.
 //
 // The server (bench/dns-server.mjs) and the load generator each run in a process of their own,
-// pinned to a CPU with taskset when it is there (Linux):
+// pinned to a CPU with taskset when it is there (Linux; for the server only its event-loop thread,
+// so V8's parallel scavenges still get the other CPU, as they would unpinned):
 //   - maximum rate, server on CPU 0 and generator on CPU 1 (both busy all the time): first with
 //     the encoded-answer cache disabled (every answer built and encoded through dns2), then with it
 //     (repeated, at most 5 times, until one attempt is quiet: see below);
@@ -56,9 +57,14 @@ const generator = useDnsperf ? 'dnsperf' : 'node';
 const SERVER_CPU = 0;
 const OTHER_CPU = 1;
 
-/** Pin every thread of a running process to one CPU. */
-function pinPid(pid, cpu) {
-  if (pin) spawnSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+/**
+ * Pin a running process to one CPU: all its threads, or only its main thread (a server's event
+ * loop), leaving V8's GC helper threads free to run on the other CPU as they would unpinned.
+ */
+function pinPid(pid, cpu, allThreads) {
+  if (!pin) return;
+  const args = [...(allThreads ? ['-a'] : []), '-p', '-c', String(cpu), String(pid)];
+  spawnSync('taskset', args, { stdio: 'ignore' });
 }
 
 const children = new Set();
@@ -70,7 +76,7 @@ process.on('exit', () => {
 async function startServer(config, cpu) {
   const child = fork(new URL('./dns-server.mjs', import.meta.url), { stdio: 'inherit' });
   children.add(child);
-  pinPid(child.pid, cpu);
+  pinPid(child.pid, cpu, false);
   child.send(config);
   const [{ port }] = await once(child, 'message');
   const ask = async (cmd) => {
@@ -82,7 +88,6 @@ async function startServer(config, cpu) {
     port,
     mark: () => ask('mark'),
     report: () => ask('report'),
-    move: (c) => pinPid(child.pid, c),
     async stop() {
       child.send('exit');
       await once(child, 'exit');
@@ -139,7 +144,7 @@ function loadDnsperf(port, mode, durationMs, cpu) {
 async function loadNode(port, mode, durationMs, cpu) {
   const child = fork(new URL('./dns-load.mjs', import.meta.url), { stdio: 'inherit' });
   children.add(child);
-  pinPid(child.pid, cpu);
+  pinPid(child.pid, cpu, true);
   child.send({
     port,
     host: '127.0.0.1',

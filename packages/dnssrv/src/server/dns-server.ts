@@ -604,8 +604,7 @@ export class DnsServer {
     }
     // Up to a quarter shorter at random, so answers cached together (a cold start, a burst of
     // new names) do not all expire, and get rebuilt, in the same instant.
-    const expiresAt =
-      this.#clock.now() + built.cacheMs * (1 - CACHE_JITTER * this.#random.next());
+    const expiresAt = this.#clock.now() + built.cacheMs * (1 - CACHE_JITTER * this.#random.next());
     let variants = this.#cache.get(qname);
     if (!variants) this.#cache.set(qname, (variants = new Map()));
     let top = variants.get(variant);
