@@ -1,7 +1,10 @@
 /**
  * The cache of resolver RTTs, per /24 (IPv4) or /48 (IPv6), with a TTL. Looking up a resolver
  * never waits: it returns what is known now and, when nothing fresh is known, starts a probe in
- * the background — at most one in flight per prefix and a bounded number overall.
+ * the background — at most one in flight per prefix and a bounded number overall. An expired
+ * result is still returned while its re-probe runs, for up to one more TTL: otherwise every
+ * answer for that resolver would change location bucket (and miss the answer cache) each time
+ * its RTT expired, only to change back a moment later.
  */
 import { type Clock, systemClock } from '@coral/testkit';
 import { parseIp, prefixKey } from '../net/ip.js';
@@ -90,9 +93,14 @@ export class ResolverProbes {
     }
     const row = this.#rows.get(k);
     const now = this.#clock.now();
-    const fresh = row?.expiresAt !== undefined && row.expiresAt > now;
-    if (!fresh && !row?.inFlight) this.#start(k, ip, row);
-    return fresh ? row!.rttMs : undefined;
+    if (row?.expiresAt !== undefined && row.expiresAt > now) return row.rttMs;
+    if (!row?.inFlight) this.#start(k, ip, row);
+    // Stale while re-probing: usable until one more TTL has passed since it expired.
+    const r = this.#rows.get(k);
+    if (r?.expiresAt !== undefined && r.measuredAt !== undefined) {
+      if (now < r.expiresAt + (r.expiresAt - r.measuredAt)) return r.rttMs;
+    }
+    return undefined;
   }
 
   /** Put a result in by hand (tests, or RTTs learnt elsewhere). */

@@ -19,8 +19,11 @@ describe('ResolverProbes', () => {
     expect(probes.lookup('192.0.2.200')).toBe(12.5);
     expect(prober.calls).toHaveLength(1);
     await clock.advance(1000);
-    expect(probes.lookup('192.0.2.200')).toBeUndefined(); // expired: re-probe, answer unknown
+    // Expired: re-probed, and the last RTT is still the answer while the probe runs.
+    expect(probes.lookup('192.0.2.200')).toBe(12.5);
     expect(prober.calls).toEqual(['192.0.2.1', '192.0.2.200']);
+    expect(probes.lookup('192.0.2.9')).toBe(12.5); // no second probe for the /24
+    expect(prober.calls).toHaveLength(2);
     prober.settle(null); // unreachable, cached for the shorter failure TTL
     await clock.advance(0);
     expect(probes.lookup('192.0.2.1')).toBeNull();
@@ -28,6 +31,23 @@ describe('ResolverProbes', () => {
     probes.lookup('192.0.2.1');
     expect(prober.calls).toHaveLength(3);
     expect(probes.counters).toMatchObject({ started: 3, measured: 1, unreachable: 1 });
+  });
+
+  it('an expired RTT is used for one more TTL at most, while re-probes do not answer', async () => {
+    const clock = new ManualClock();
+    const prober = new ControlledProber();
+    const probes = new ResolverProbes({ prober, clock }, { ttlMs: 1000 });
+    probes.lookup('198.51.100.1');
+    prober.settle(7);
+    await clock.advance(0);
+    await clock.advance(1500); // expired 500 ms ago: stale but usable, a re-probe starts
+    expect(probes.lookup('198.51.100.1')).toBe(7);
+    expect(probes.entries()[0]).toMatchObject({ rttMs: 7, inFlight: true });
+    await clock.advance(499); // 1,999 ms after the measurement: still usable
+    expect(probes.lookup('198.51.100.1')).toBe(7);
+    await clock.advance(1); // two TTLs old: unknown, even though the probe is still out
+    expect(probes.lookup('198.51.100.1')).toBeUndefined();
+    expect(prober.calls).toHaveLength(2);
   });
 
   it('bounds probes in flight overall and the number of prefixes kept', () => {
