@@ -240,7 +240,7 @@ export class AnswerBuilder {
     const qname = questionLabels(msg, q).join('.');
     const opt0 = this.responseOpt(q, 0);
     const base = { name: q.qname, type: q.qtype, nodes: [] as string[] };
-    const ecsText = q.opt?.ecs
+    const ecsText: { ecs?: string } = q.opt?.ecs
       ? { ecs: `${formatIp(q.opt.ecs.address)}/${q.opt.ecs.sourcePrefix}` }
       : {};
 
@@ -290,6 +290,7 @@ export class AnswerBuilder {
       cacheMs: number,
       bucket?: string,
     ): BuiltAnswer => {
+      // Literals rather than spreads on this path: see the note on toDns2 in wire/encode.ts.
       const bytes = encodeResponse({
         id: q.id,
         rd: q.rd,
@@ -300,14 +301,28 @@ export class AnswerBuilder {
         answers,
         authorities,
         additionals,
-        ...(opt ? { opt } : {}),
+        opt,
       });
       return {
         bytes,
-        meta: answerMeta({ ...base, ...ecsText, ...meta, rcode, aa, ...(opt ? { opt } : {}) }),
+        meta: answerMeta({
+          name: base.name,
+          type: base.type,
+          rcode,
+          aa,
+          method: meta.method,
+          detail: meta.detail,
+          nodes: meta.nodes ?? base.nodes,
+          ttl: meta.ttl,
+          ecs: ecsText.ecs,
+          scope: meta.scope,
+          opt,
+          rrlKind: meta.rrlKind,
+          rrlName: meta.rrlName,
+        }),
         cacheMs,
         static: bucket === undefined,
-        ...(bucket !== undefined ? { bucket } : {}),
+        bucket,
       };
     };
 
@@ -487,7 +502,6 @@ export class AnswerBuilder {
     const ctx = ctxIn ?? this.#locator.context(peer.address, peer.bytes, q.opt?.ecs);
     const loc = await this.#locator.locate(ctx, this.#answerCount);
     const opt = this.responseOpt(q, loc.scope);
-    const scopeMeta = opt?.ecs ? { scope: opt.ecs.scopePrefix } : {};
     const rrlName = `${q.qname}/${q.qtype}`;
     if (loc.method === 'no-proxy') {
       const built = respond(
@@ -500,7 +514,7 @@ export class AnswerBuilder {
           method: 'no-proxy',
           detail: loc.detail,
           ttl: this.#cnameTtl,
-          ...scopeMeta,
+          scope: opt?.ecs?.scopePrefix,
           rrlKind: 'answer',
           rrlName,
         },
@@ -531,7 +545,7 @@ export class AnswerBuilder {
           : `${loc.detail}; no ${v6 ? 'IPv6' : 'IPv4'} address`,
       nodes: used.length > 0 ? used : loc.nodes.map((n) => n.id),
       ttl,
-      ...scopeMeta,
+      scope: opt?.ecs?.scopePrefix,
       rrlKind: 'answer' as const,
       rrlName,
     };

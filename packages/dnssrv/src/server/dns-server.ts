@@ -574,7 +574,13 @@ export class DnsServer {
         }
         built = await p;
         this.#store(q.qname, variant, built);
-        built = { ...built, bytes: patchCached(built.bytes, msg, q) };
+        built = {
+          bytes: patchCached(built.bytes, msg, q),
+          meta: built.meta,
+          cacheMs: built.cacheMs,
+          static: built.static,
+          bucket: built.bucket,
+        };
       } else {
         built = await this.#answers.build(q, peer, undefined, msg);
       }
