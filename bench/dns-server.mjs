@@ -61,7 +61,14 @@ let window;
 const gc = new PerformanceObserver((list) => {
   if (!window) return;
   for (const e of list.getEntries()) {
-    const g = e.detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR ? window.minor : window.major;
+    const kind = e.detail?.kind;
+    const g =
+      kind === constants.NODE_PERFORMANCE_GC_MINOR
+        ? window.minor
+        : kind === constants.NODE_PERFORMANCE_GC_MAJOR
+          ? window.major
+          : undefined; // incremental marking steps and weak callbacks are not pauses of their own
+    if (!g) continue;
     g.count++;
     g.totalMs += e.duration;
     g.maxMs = Math.max(g.maxMs, e.duration);

@@ -264,15 +264,15 @@ console.log(
   `DNS redirector load (${generator} generator) — ${os.cpus().length} CPUs, ${layout}; loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}; ${nNames} names, ${seconds}s per phase`,
 );
 console.log(
-  'phase                        |      q/s |   sent | lost | p50 ms | p90 ms | p99 ms | p99.9 ms | srv µs/q | scavenges (max ms) | steal %',
+  'phase                        |      q/s |   sent | lost | p50 ms | p90 ms | p99 ms | p99.9 ms | srv µs/q | scavenges (max ms) | major GCs | steal %',
 );
 console.log(
-  '-----------------------------+----------+--------+------+--------+--------+--------+----------+----------+--------------------+--------',
+  '-----------------------------+----------+--------+------+--------+--------+--------+----------+----------+--------------------+-----------+--------',
 );
 for (const r of rows) {
   const s = r.server;
   console.log(
-    `${r.phase.padEnd(29)}| ${f(r.qps, 0).padStart(8)} | ${String(r.sent).padStart(6)} | ${String(r.lost).padStart(4)} | ${f(r.p50Ms).padStart(6)} | ${f(r.p90Ms).padStart(6)} | ${f(r.p99Ms).padStart(6)} | ${f(r.p999Ms).padStart(8)} | ${f(s.cpuUsPerAnswer, 1).padStart(8)} | ${`${s.gcMinor.count} (${f(s.gcMinor.maxMs, 2)})`.padStart(18)} | ${f(r.steal, 1).padStart(6)}`,
+    `${r.phase.padEnd(29)}| ${f(r.qps, 0).padStart(8)} | ${String(r.sent).padStart(6)} | ${String(r.lost).padStart(4)} | ${f(r.p50Ms).padStart(6)} | ${f(r.p90Ms).padStart(6)} | ${f(r.p99Ms).padStart(6)} | ${f(r.p999Ms).padStart(8)} | ${f(s.cpuUsPerAnswer, 1).padStart(8)} | ${`${s.gcMinor.count} (${f(s.gcMinor.maxMs, 2)})`.padStart(18)} | ${String(s.gcMajor.count).padStart(9)} | ${f(r.steal, 1).padStart(6)}`,
   );
 }
 const quiet = dnsTrials.filter(isQuiet);
