@@ -67,8 +67,12 @@ export class ByteWriter implements Dns2Writer {
     }
   }
 
+  /**
+   * The bytes written so far, as a view of this writer's buffer (no copy: dns2 calls this after
+   * every record it encodes and ignores the result but for the last). Copy it to keep it.
+   */
   toBuffer(): Buffer {
-    return Buffer.from(this.#bytes.subarray(0, Math.ceil(this.#bits / 8)));
+    return this.#bytes.subarray(0, Math.ceil(this.#bits / 8));
   }
 
   #pushBit(bit: number): void {

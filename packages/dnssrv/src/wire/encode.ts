@@ -104,8 +104,9 @@ export function encodeResponse(spec: ResponseSpec, writer: Dns2Writer = new Byte
   const additionals = spec.additionals.map(toDns2);
   if (spec.opt) additionals.push(optToDns2(spec.opt, spec.rcode));
   packet.additionals = additionals as never[];
-  // dns2's typings omit the writer parameter its toBuffer takes.
-  return (packet as unknown as { toBuffer(w: Dns2Writer): Buffer }).toBuffer(writer);
+  // dns2's typings omit the writer parameter its toBuffer takes. Copied: a ByteWriter returns a
+  // view of its own (larger) buffer.
+  return Buffer.from((packet as unknown as { toBuffer(w: Dns2Writer): Buffer }).toBuffer(writer));
 }
 
 export interface BareSpec {
