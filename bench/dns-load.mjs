@@ -1,10 +1,11 @@
 // UDP load generator for bench/dns.mjs when dnsperf is not installed: a child process (its own
-// event loop; bench/dns.mjs pins it to a CPU like dnsperf) that gets its settings in one IPC
-// message. Sends pre-encoded A queries (with an EDNS OPT, random 0x20 case) to the server and
+// event loop) that says 'ready', is pinned to a CPU by the bench like dnsperf, and then gets its
+// settings in one IPC message. Sends pre-encoded A queries (with an EDNS OPT, random 0x20 case) to the server and
 // measures each round trip by transaction id. Modes: 'max' keeps `window` queries in flight per
 // socket; 'rate' sends at a fixed rate from a 1 ms ticker. Bounded by `durationMs`.
 import dgram from 'node:dgram';
 
+process.send('ready'); // the bench pins this process's threads, then sends the settings
 const {
   port,
   host,

@@ -10,6 +10,8 @@ import dgram from 'node:dgram';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { DnsServer, InMemoryNodeDirectory } from '../packages/dnssrv/dist/index.js';
 
+// If the bench goes away (killed, interrupted), so does this server.
+process.once('disconnect', () => process.exit(0));
 const config = await new Promise((resolve) => process.once('message', resolve));
 
 function fleet() {
@@ -103,6 +105,6 @@ process.on('message', async (msg) => {
   } else if (msg === 'exit') {
     gc.disconnect();
     await close();
-    process.disconnect();
+    process.exit(0);
   }
 });

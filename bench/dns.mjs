@@ -65,29 +65,54 @@ const OTHER_CPU = 1;
 /**
  * Pin a running process to one CPU: all its threads, or only its main thread (a server's event
  * loop), leaving V8's GC helper threads free to run on the other CPU as they would unpinned.
+ * Threads inherit the affinity of the thread that creates them, so this is done once the child
+ * has said it is running (its helper threads exist by then), never right after fork().
  */
 function pinPid(pid, cpu, allThreads) {
   if (!pin) return;
   const args = [...(allThreads ? ['-a'] : []), '-p', '-c', String(cpu), String(pid)];
-  spawnSync('taskset', args, { stdio: 'ignore' });
+  const r = spawnSync('taskset', args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`taskset ${args.join(' ')} failed: ${r.stderr}`);
 }
 
 const children = new Set();
-process.on('exit', () => {
+const killChildren = () => {
   for (const c of children) c.kill('SIGKILL');
-});
+};
+process.on('exit', killChildren);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    killChildren();
+    process.exit(130);
+  });
+}
+
+/** The next IPC message from a child, or an error if it exits first. */
+async function nextMessage(child, what) {
+  const ac = new AbortController();
+  try {
+    const [m] = await Promise.race([
+      once(child, 'message', { signal: ac.signal }),
+      once(child, 'exit', { signal: ac.signal }).then(([code]) => {
+        throw new Error(`${what} exited (code ${code}) before answering`);
+      }),
+    ]);
+    return m;
+  } finally {
+    ac.abort();
+  }
+}
 
 /** A server child (dns or echo), pinned, answering on `port`. */
 async function startServer(config, cpu) {
   const child = fork(new URL('./dns-server.mjs', import.meta.url), { stdio: 'inherit' });
   children.add(child);
-  pinPid(child.pid, cpu, false);
   child.send(config);
-  const [{ port }] = await once(child, 'message');
-  const ask = async (cmd) => {
+  const { port } = await nextMessage(child, `server ${config.kind}`);
+  pinPid(child.pid, cpu, false);
+  const ask = (cmd) => {
     child.send(cmd);
-    const [reply] = await once(child, 'message');
-    return reply;
+    return nextMessage(child, `server ${config.kind}`);
   };
   return {
     port,
@@ -117,21 +142,32 @@ function loadDnsperf(port, mode, durationMs, cpu) {
     ? ['taskset', ['-c', String(cpu), 'dnsperf', ...args]]
     : ['dnsperf', args];
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
     let out = '';
+    let err = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (d) => (out += d));
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (d) => (err += d));
     child.once('error', reject);
-    child.once('close', () => {
+    child.once('close', (code) => {
+      children.delete(child);
+      if (code !== 0) {
+        reject(new Error(`${cmd} ${argv.join(' ')} exited with ${code}: ${err.trim()}`));
+        return;
+      }
       const lat = [];
       for (const line of out.split('\n')) {
         if (line.startsWith('> ')) lat.push(Number(line.slice(line.lastIndexOf(' ') + 1)) * 1000);
       }
-      lat.sort((a, b) => a - b);
       const pct = (p) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))];
       const num = (re) => Number(re.exec(out)?.[1] ?? NaN);
       const sent = num(/Queries sent:\s+(\d+)/);
       const received = num(/Queries completed:\s+(\d+)/);
+      // A query that timed out counts at the timeout (2 s), not as if it had not been sent.
+      for (let i = received; i < sent; i++) lat.push(2000);
+      lat.sort((a, b) => a - b);
       resolve({
         sent,
         received,
@@ -149,7 +185,8 @@ function loadDnsperf(port, mode, durationMs, cpu) {
 async function loadNode(port, mode, durationMs, cpu) {
   const child = fork(new URL('./dns-load.mjs', import.meta.url), { stdio: 'inherit' });
   children.add(child);
-  pinPid(child.pid, cpu, true);
+  await nextMessage(child, 'load generator'); // 'ready': its threads exist, pin them all
+  if (cpu !== undefined) pinPid(child.pid, cpu, true);
   child.send({
     port,
     host: '127.0.0.1',
@@ -161,7 +198,7 @@ async function loadNode(port, mode, durationMs, cpu) {
     names,
     seed: 42,
   });
-  const [result] = await once(child, 'message');
+  const result = await nextMessage(child, 'load generator');
   await once(child, 'exit');
   children.delete(child);
   return result;
@@ -259,7 +296,8 @@ await Promise.all([server.stop(), echo.stop()]);
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor((s.length - 1) / 2)];
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 const layout = pin
