@@ -2,9 +2,10 @@
  * The cache of resolver RTTs, per /24 (IPv4) or /48 (IPv6), with a TTL. Looking up a resolver
  * never waits: it returns what is known now and, when nothing fresh is known, starts a probe in
  * the background — at most one in flight per prefix and a bounded number overall. An expired
- * result is still returned while its re-probe runs, for up to one more TTL: otherwise every
- * answer for that resolver would change location bucket (and miss the answer cache) each time
- * its RTT expired, only to change back a moment later.
+ * result (an RTT or "unreachable") is still returned while its re-probe runs, for up to one more
+ * TTL, so a resolver's answers do not all change location bucket (and miss the answer cache) each
+ * time its RTT expires, only to change back a moment later. When no re-probe could start (probing
+ * off, too many in flight) an expired result is not used.
  */
 import { type Clock, systemClock } from '@coral/testkit';
 import { parseIp, prefixKey } from '../net/ip.js';
@@ -95,10 +96,10 @@ export class ResolverProbes {
     const now = this.#clock.now();
     if (row?.expiresAt !== undefined && row.expiresAt > now) return row.rttMs;
     if (!row?.inFlight) this.#start(k, ip, row);
-    // Stale while re-probing: usable until one more TTL has passed since it expired.
-    const r = this.#rows.get(k);
-    if (r?.expiresAt !== undefined && r.measuredAt !== undefined) {
-      if (now < r.expiresAt + (r.expiresAt - r.measuredAt)) return r.rttMs;
+    // Stale while re-probing (only then: probing off, busy or closed means unknown), and for one
+    // more TTL at most. (`#start` marks an existing row in flight; a new row has no result yet.)
+    if (row?.inFlight && row.expiresAt !== undefined && row.measuredAt !== undefined) {
+      if (now < row.expiresAt + (row.expiresAt - row.measuredAt)) return row.rttMs;
     }
     return undefined;
   }

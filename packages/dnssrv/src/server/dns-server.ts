@@ -522,7 +522,7 @@ export class DnsServer {
         'zone transfers not offered',
       );
     }
-    const cacheable = this.#cacheOn && q.qnameContiguous && !q.escaped;
+    const cacheable = this.#cacheOn && !q.escaped;
     const variant = cacheable ? variantKey(q) : 0;
     let ctx: LocationContext | undefined;
     if (cacheable) {
@@ -628,6 +628,8 @@ export class DnsServer {
       old.expiresAt = expiresAt;
       return;
     }
+    // Not copied: single-flight waiters share `built.bytes` with this entry, which is safe because
+    // they all resume (and copy it out with patchCached) before anything can rebuild the entry.
     const entry: CacheEntry = { bytes: built.bytes, meta: built.meta, expiresAt };
     if (built.static) {
       if (!top.static) this.#cacheEntries++;

@@ -14,7 +14,7 @@ import dns2 from 'dns2';
 import { formatIp } from '../net/ip.js';
 import { ByteWriter, type Dns2Writer } from './byte-writer.js';
 import { HEADER_SIZE, OPTION_ECS, TYPE } from './constants.js';
-import { type Query, questionLabels } from './query.js';
+import type { Query } from './query.js';
 import type { ResourceRecord, ResponseOpt, ResponseSpec } from './records.js';
 
 const { Packet } = dns2;
@@ -124,14 +124,7 @@ export interface BareSpec {
 /** Header + question (+ OPT) — no records. */
 export function encodeBare(spec: BareSpec): Buffer {
   const q = spec.question;
-  let qbytes: Uint8Array | undefined;
-  if (q) {
-    if (q.query.qnameContiguous) {
-      qbytes = q.msg.subarray(q.query.questionStart, q.query.questionEnd);
-    } else {
-      qbytes = encodeQuestionFromLabels(questionLabels(q.msg, q.query), q.query);
-    }
-  }
+  const qbytes = q ? q.msg.subarray(q.query.questionStart, q.query.questionEnd) : undefined;
   const optLen = spec.opt
     ? 11 + (spec.opt.ecs ? 8 + Math.ceil(spec.opt.ecs.sourcePrefix / 8) : 0)
     : 0;
@@ -164,23 +157,6 @@ export function encodeBare(spec: BareSpec): Buffer {
       out.set(o.ecs.address.subarray(0, n), p + 8);
     }
   }
-  return out;
-}
-
-function encodeQuestionFromLabels(labels: readonly string[], query: Query): Uint8Array {
-  let len = 1 + 4;
-  for (const l of labels) len += 1 + l.length;
-  const out = new Uint8Array(len);
-  let p = 0;
-  for (const l of labels) {
-    out[p++] = l.length;
-    for (let i = 0; i < l.length; i++) out[p++] = l.charCodeAt(i);
-  }
-  out[p++] = 0;
-  out[p++] = query.qtype >> 8;
-  out[p++] = query.qtype & 0xff;
-  out[p++] = query.qclass >> 8;
-  out[p] = query.qclass & 0xff;
   return out;
 }
 

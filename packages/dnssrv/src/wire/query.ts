@@ -47,11 +47,13 @@ export interface Query {
   escaped: boolean;
   qtype: number;
   qclass: number;
-  /** Offset of the question name and the byte after the question's class. */
+  /**
+   * Offset of the question name and the byte after the question's class. The question name is
+   * never compressed (a pointer there would have nothing before it to point to, and is rejected),
+   * so its wire bytes can be copied as they are.
+   */
   questionStart: number;
   questionEnd: number;
-  /** The question name is stored without compression (its wire form can be copied as is). */
-  qnameContiguous: boolean;
   opt?: OptRecord;
 }
 
@@ -70,8 +72,11 @@ export type DecodeResult =
 
 // One name walk at a time (decoding is synchronous), so its results live in module state rather
 // than in an object per name: the decoder runs once per query and allocates next to nothing.
-const walked = { end: 0, contiguous: false, escaped: false, textLength: 0 };
-/** The presentation form of the last name walked with `text`: ≤ 63 × 4 bytes per label + dots. */
+const walked = { end: 0, escaped: false, textLength: 0 };
+/**
+ * The presentation form of the last name walked with `text`. At most 1,003 bytes: 250 bytes of
+ * labels (four labels of 63, 63, 63 and 61 in a 255-byte name), each escaped as \DDD, and 3 dots.
+ */
 const TEXT = Buffer.allocUnsafeSlow(1024);
 
 function isSimpleByte(c: number): boolean {
@@ -79,7 +84,7 @@ function isSimpleByte(c: number): boolean {
 }
 
 /**
- * Check one name at `offset` and fill `walked` (its end, whether it is contiguous); with `text`
+ * Check one name at `offset` and fill `walked` (where it ends, whether it needed escapes); with `text`
  * also write its lowercased presentation form into TEXT. Returns an error reason, or undefined.
  */
 function walkName(msg: Uint8Array, offset: number, text: boolean): string | undefined {
@@ -95,7 +100,6 @@ function walkName(msg: Uint8Array, offset: number, text: boolean): string | unde
     if (len === 0) {
       if (end < 0) end = pos + 1;
       walked.end = end;
-      walked.contiguous = end === pos + 1 && lowest === offset;
       walked.escaped = escaped;
       walked.textLength = t;
       return undefined;
@@ -134,21 +138,18 @@ function walkName(msg: Uint8Array, offset: number, text: boolean): string | unde
   }
 }
 
-/** The question's labels exactly as sent (latin1, case kept), for a query `decodeQuery` accepted. */
+/**
+ * The question's labels exactly as sent (latin1, case kept), for a query `decodeQuery` accepted
+ * (its question name is plain labels, no compression, ending before `questionEnd - 4`).
+ */
 export function questionLabels(msg: Uint8Array, query: Query): string[] {
   const bytes = Buffer.isBuffer(msg) ? msg : Buffer.from(msg.buffer, msg.byteOffset, msg.length);
   const labels: string[] = [];
-  let pos = query.questionStart;
-  for (;;) {
-    const len = bytes[pos]!;
-    if (len === 0) return labels;
-    if ((len & 0xc0) === 0xc0) {
-      pos = ((len & 0x3f) << 8) | bytes[pos + 1]!;
-      continue;
-    }
-    labels.push(bytes.toString('latin1', pos + 1, pos + 1 + len));
-    pos += 1 + len;
+  const end = query.questionEnd - 5; // the root label's zero byte
+  for (let pos = query.questionStart; pos < end; pos += 1 + bytes[pos]!) {
+    labels.push(bytes.toString('latin1', pos + 1, pos + 1 + bytes[pos]!));
   }
+  return labels;
 }
 
 /** Skip one resource record; returns its end or an error reason. */
@@ -252,7 +253,6 @@ export function decodeQuery(msg: Uint8Array): DecodeResult {
     qclass: (msg[qend + 2]! << 8) | msg[qend + 3]!,
     questionStart: HEADER_SIZE,
     questionEnd: qend + 4,
-    qnameContiguous: walked.contiguous,
   };
   let pos = query.questionEnd;
   // Answer and authority sections of a query are unusual but legal; skip them strictly.

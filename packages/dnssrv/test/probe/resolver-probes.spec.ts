@@ -50,6 +50,19 @@ describe('ResolverProbes', () => {
     expect(prober.calls).toHaveLength(2);
   });
 
+  it('an expired RTT is not used when no re-probe can start (probing busy)', async () => {
+    const clock = new ManualClock();
+    const prober = new ControlledProber();
+    const probes = new ResolverProbes({ prober, clock }, { ttlMs: 1000, maxInFlight: 1 });
+    probes.lookup('198.51.100.1');
+    prober.settle(7);
+    await clock.advance(0);
+    probes.lookup('203.0.113.1'); // takes the only probe slot, and keeps it
+    await clock.advance(1500);
+    expect(probes.lookup('198.51.100.1')).toBeUndefined(); // expired, and no re-probe running
+    expect(probes.counters.skippedBusy).toBe(1);
+  });
+
   it('bounds probes in flight overall and the number of prefixes kept', () => {
     const prober = new ControlledProber();
     const probes = new ResolverProbes(

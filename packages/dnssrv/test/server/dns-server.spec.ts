@@ -176,6 +176,23 @@ describe('answers over UDP with raw packets', () => {
     expect(parse(first[1]!).answers.map((a) => a.type)).not.toContain(1);
   });
 
+  it('two ECS subnets in one view share a location bucket but not a cached answer', async () => {
+    const dir = fleet().add(node(2)).add(node(3));
+    s = await start({ views: [{ cidr: '198.51.0.0/16', nodes: [node(2).id, node(3).id] }] }, dir);
+    const ask = (address: number[]) =>
+      udpAsk(
+        s!.port,
+        encodeQuery({ name: NAME, edns: { udpSize: 1232, ecs: { sourcePrefix: 24, address } } }),
+      );
+    const a = parse(await ask([198, 51, 100]));
+    const b = parse(await ask([198, 51, 7]));
+    expect(s.server.stats().cache).toMatchObject({ hits: 0, misses: 2 });
+    expect(ecsOf(a)).toMatchObject({ ip: '198.51.100.0', scopePrefixLength: 16 });
+    expect(ecsOf(b)).toMatchObject({ ip: '198.51.7.0', scopePrefixLength: 16 });
+    expect(parse(await ask([198, 51, 7])).answers).toEqual(b.answers);
+    expect(s.server.stats().cache).toMatchObject({ hits: 1, misses: 2 });
+  });
+
   it('apex NS carries glue with long TTLs; SOA TTL is long too', async () => {
     s = await start({
       nameservers: [
@@ -464,13 +481,13 @@ describe('views, health, admin views', () => {
       return s!.server.stats().cache.misses - before;
     };
     expect(await round()).toBe(20); // built and cached at t = 0
-    s.clock.advance(22_000); // < 0.75 × 30 s: every answer still cached
+    await s.clock.advance(22_000); // < 0.75 × 30 s: every answer still cached
     expect(await round()).toBe(0);
-    s.clock.advance(4_000); // 26 s: some have expired, some not
+    await s.clock.advance(4_000); // 26 s: some have expired, some not
     const rebuilt = await round();
     expect(rebuilt).toBeGreaterThan(0);
     expect(rebuilt).toBeLessThan(20);
-    s.clock.advance(4_001); // past 30 s: every answer from t = 0 is gone, the rebuilt ones are not
+    await s.clock.advance(4_001); // past 30 s: every answer from t = 0 is gone, the rebuilt ones are not
     expect(await round()).toBe(20 - rebuilt);
   });
 

@@ -22,7 +22,6 @@ describe('decodeQuery — valid queries', () => {
       escaped: false,
       qtype: 28,
       qclass: 1,
-      qnameContiguous: true,
     });
     expect(r.query.opt).toBeUndefined();
     expect(questionLabels(msg, r.query)).toEqual(['WwW', 'Example', 'COM', 'nyud', 'net']);
@@ -69,10 +68,26 @@ describe('decodeQuery — valid queries', () => {
     expect(q.query.qname).toBe('a\\032b\\255_.net');
     expect(q.query.escaped).toBe(true);
     expect(questionLabels(msg, q.query)).toEqual(['A B\xff_', 'Net']);
-    // Each decode returns its own name: a later decode does not change an earlier result.
-    const other = decodeQuery(encodeQuery({ name: 'b.nyud.net' }));
-    expect(other.ok && other.query.qname).toBe('b.nyud.net');
-    expect(q.query.qname).toBe('a\\032b\\255_.net');
+  });
+
+  it('the longest presentation form fits: a 255-byte name of escaped bytes', () => {
+    // Labels of 63, 63, 63 and 61 bytes (+ 4 length bytes + the root = 255), every byte 0xff.
+    const labels = [63, 63, 63, 61].map((n) =>
+      Buffer.concat([Buffer.from([n]), Buffer.alloc(n, 0xff)]),
+    );
+    const msg = Buffer.concat([
+      Buffer.from([0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]),
+      ...labels,
+      Buffer.from([0, 0, 1, 0, 1]),
+    ]);
+    const q = decodeQuery(msg);
+    if (!q.ok) throw new Error(q.reason);
+    expect(q.query.qname).toHaveLength(250 * 4 + 3);
+    expect(q.query.qname.startsWith('\\255\\255')).toBe(true);
+    expect(questionLabels(msg, q.query).map((l) => l.length)).toEqual([63, 63, 63, 61]);
+    // One byte more is refused.
+    const longer = Buffer.concat([msg.subarray(0, 12), Buffer.from([1, 0x61]), msg.subarray(12)]);
+    expect(decodeQuery(longer)).toMatchObject({ ok: false, reason: 'name longer than 255 bytes' });
   });
 
   it('accepts a backwards compression pointer in an additional record', () => {
