@@ -15,7 +15,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import type { Contact } from '../contact.js';
 import { DEFAULT_LEVEL_THRESHOLDS_MS, LIVE_WINDOW_MS } from '../constants.js';
 import type { Dsht } from '../dsht.js';
-import { idEquals, toHex } from '../id/id.js';
+import { fromHex, idEquals, toHex } from '../id/id.js';
 import { networkHintKeys, regionHintKey } from './hints.js';
 
 /** Same shape as `@coral/dnssrv`'s NodeInfo. */
@@ -56,6 +56,8 @@ export function toNodeInfo(c: Contact): DirectoryNode | undefined {
   return info;
 }
 
+const HEX_ID = /^[0-9a-f]{40}$/;
+
 export class DshtDirectory {
   readonly levelThresholdsMs: readonly number[];
   #dsht: Dsht;
@@ -76,6 +78,17 @@ export class DshtDirectory {
 
   #live(c: Contact): boolean {
     return this.#dsht.isLive(c.id, this.#window);
+  }
+
+  /**
+   * Whether the node with this id (40 hex digits) is live: this node itself, or heard from within
+   * the live window with no failed RPC since. Two map lookups, no table scan: the DNS server asks
+   * for every proxy of a cached answer on every cache hit.
+   */
+  isLive(id: string): boolean {
+    if (id === toHex(this.#dsht.contact.id)) return true;
+    if (!HEX_ID.test(id)) return false;
+    return this.#dsht.isLive(fromHex(id), this.#window);
   }
 
   /** Live proxies in this node's table at `level` (its cluster there), this node first when it serves. */

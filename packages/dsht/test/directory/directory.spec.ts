@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeNodeRecord, encodeNodeRecord, networkHintKeys } from '../../src/directory/hints.js';
 import { DshtDirectory } from '../../src/directory/node-directory.js';
-import { keyFromName, nodeIdFor } from '../../src/id/id.js';
+import { keyFromName, nodeIdFor, toHex } from '../../src/id/id.js';
 import { SimFleet } from '../../src/sim/fleet.js';
 
 const ipOf = (i: number): string =>
@@ -70,5 +70,11 @@ describe('DshtDirectory', () => {
     expect(anywhere.some((n) => deadIps.has(n.ipv4!))).toBe(false);
     expect(dir.random(50).some((n) => deadIps.has(n.ipv4!))).toBe(false);
     expect(dir.inRegion('r1', 50).some((n) => deadIps.has(n.ipv4!))).toBe(false);
+    // isLive agrees with what the directory hands out, without scanning the tables.
+    for (const n of dir.random(50)) expect(dir.isLive(n.id)).toBe(true);
+    for (const n of dead) expect(dir.isLive(toHex(n.contact.id))).toBe(false); // silent 6 min
+    expect(dir.isLive(dir.self().id)).toBe(true);
+    expect(dir.isLive('00'.repeat(20))).toBe(false); // never heard of
+    expect(dir.isLive('not an id')).toBe(false);
   });
 });

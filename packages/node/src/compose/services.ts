@@ -27,11 +27,6 @@ export class FleetDirectory extends DshtDirectory {
     if (self.id === id) return self;
     return super.random(Number.MAX_SAFE_INTEGER).find((n) => n.id === id);
   }
-
-  /** Whether the proxy with this id is live now (the DNS server re-checks cached answers with it). */
-  isLive(id: string): boolean {
-    return this.get(id) !== undefined;
-  }
 }
 
 export const realServices: ServiceFactory = {
