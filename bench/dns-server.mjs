@@ -1,6 +1,8 @@
 // The server side of bench/dns.mjs, in a child process of its own so the bench can pin it to a
 // CPU (taskset) apart from, or together with, the load generator. One IPC message configures it:
-//   { kind: 'dns', cache: true|false }  a DnsServer with 20 live proxies (RRL off: one source)
+//   { kind: 'dns', cache: true|false, directory }  a DnsServer (RRL off: one source) locating
+//     proxies through directory 'memory' (an InMemoryNodeDirectory of 20) or 'dsht' (a
+//     DshtDirectory over node 0 of a 200-node simulated fleet, as a real coral-node does)
 //   { kind: 'echo' }                    a UDP echo server: the same sockets, no DNS work at all
 // It answers { port } once bound. Then 'mark' starts a measurement window and 'report' ends it with
 // what the server spent in it: CPU time per answer, GC pauses (from perf_hooks 'gc' entries) and
@@ -9,6 +11,7 @@
 import dgram from 'node:dgram';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { DnsServer, InMemoryNodeDirectory } from '../packages/dnssrv/dist/index.js';
+import { DshtDirectory, SimFleet } from '../packages/dsht/dist/index.js';
 
 // If the bench goes away (killed, interrupted), so does this server.
 process.once('disconnect', () => process.exit(0));
@@ -29,12 +32,24 @@ function fleet() {
   return dir;
 }
 
+/** A real DSHT directory: node 0 of a simulated fleet, every node a proxy (its clock stands still). */
+async function dshtDirectory() {
+  const fleet = new SimFleet({
+    nodes: 200,
+    seed: 7,
+    dsht: { hints: false, service: { httpPort: 8090, region: 'r1' } },
+  });
+  await fleet.start();
+  return new DshtDirectory({ dsht: fleet.nodes[0] });
+}
+
 let answered; // () => answers so far
 let close;
 let cacheStats = () => undefined;
 if (config.kind === 'dns') {
+  const directory = config.directory === 'dsht' ? await dshtDirectory() : fleet();
   const server = new DnsServer(
-    { directory: fleet() },
+    { directory },
     {
       nameservers: [{ name: 'ns1.nyud.net', ipv4: '127.0.0.1' }],
       rrl: { responsesPerSecond: 0 }, // one source sends everything: RRL would (rightly) drop it

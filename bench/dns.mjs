@@ -25,7 +25,9 @@
 // Options: --seconds N (per measured phase, default 3), --trials N (quiet trials wanted, default
 // 5), --max-trials N (default 15), --names N (distinct names, default 1000), --window N (Node
 // generator: queries in flight per socket at maximum rate, 4 sockets, default 32),
-// --node-generator (even when dnsperf is installed), --no-pin (no taskset).
+// --node-generator (even when dnsperf is installed), --no-pin (no taskset), --directory dsht (the
+// server locates proxies through a DshtDirectory over a 200-node simulated fleet, as a real node
+// does, instead of an in-memory directory of 20).
 import os from 'node:os';
 import { fork, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -49,6 +51,9 @@ const MAX_RATE_ATTEMPTS = 5;
 const nNames = arg('names', 1000);
 const window = arg('window', 32);
 const names = Array.from({ length: nNames }, (_, i) => `www.site${i}.example.com.nyud.net`);
+const directoryArg = process.argv.indexOf('--directory');
+const directory = directoryArg >= 0 ? process.argv[directoryArg + 1] : 'memory';
+if (directory !== 'memory' && directory !== 'dsht') throw new Error('--directory memory|dsht');
 
 const has = (cmd, args) => spawnSync(cmd, args, { stdio: 'ignore' }).status === 0;
 const pin =
@@ -254,13 +259,13 @@ const rows = [];
 const sharedCpu = pin ? SERVER_CPU : undefined;
 
 {
-  const server = await startServer({ kind: 'dns', cache: false }, SERVER_CPU);
+  const server = await startServer({ kind: 'dns', cache: false, directory }, SERVER_CPU);
   await load(server.port, 'max', 1000, OTHER_CPU); // warm up the JIT
   rows.push({ phase: 'max rate, no answer cache', ...(await measure(server, 'max', OTHER_CPU)) });
   await server.stop();
 }
 
-const server = await startServer({ kind: 'dns', cache: true }, SERVER_CPU);
+const server = await startServer({ kind: 'dns', cache: true, directory }, SERVER_CPU);
 const echo = await startServer({ kind: 'echo' }, SERVER_CPU);
 await load(server.port, 'max', 1000, OTHER_CPU);
 const isQuiet = (r) => r.steal === null || r.steal < QUIET_STEAL_PCT;
@@ -304,7 +309,7 @@ const layout = pin
   ? `max rate: server CPU ${SERVER_CPU}, generator CPU ${OTHER_CPU}; 5,000 q/s: both on CPU ${SERVER_CPU}`
   : 'not pinned';
 console.log(
-  `DNS redirector load (${generator} generator) — ${os.cpus().length} CPUs, ${layout}; loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}; ${nNames} names, ${seconds}s per phase`,
+  `DNS redirector load (${generator} generator, ${directory} directory) — ${os.cpus().length} CPUs, ${layout}; loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}; ${nNames} names, ${seconds}s per phase`,
 );
 console.log(
   'phase                        |      q/s |   sent | lost | p50 ms | p90 ms | p99 ms | p99.9 ms | srv µs/q | scavenges (max ms) | major GCs | steal %',
@@ -345,6 +350,7 @@ console.log(
   JSON.stringify({
     bench: 'dns',
     generator,
+    directory,
     pinned: pin,
     qps: Math.round(max.qps),
     p50Ms: round(max.p50Ms),
