@@ -850,14 +850,19 @@ const lookupLiteral = ((
   else dns.lookup(hostname, typeof options === 'number' ? { family: options } : options, callback);
 }) as dgram.SocketOptions['lookup'];
 
-const peerBytes = new Map<string, Uint8Array>();
+/**
+ * Per source address: its bytes, and one string for it. Node makes a new address string for every
+ * datagram; the decision ring keeps the last few hundred of them, so each scavenge would promote
+ * the ones it finds there. The ring and everything else get this one instead.
+ */
+const peers = new Map<string, { address: string; bytes: Uint8Array }>();
 
 function peerOf(address: string, port: number): Peer {
-  let bytes = peerBytes.get(address);
-  if (!bytes) {
-    bytes = parseIp(address) ?? new Uint8Array(4);
-    if (peerBytes.size >= 4096) peerBytes.clear();
-    peerBytes.set(address, bytes);
+  let known = peers.get(address);
+  if (!known) {
+    known = { address, bytes: parseIp(address) ?? new Uint8Array(4) };
+    if (peers.size >= 4096) peers.clear();
+    peers.set(address, known);
   }
-  return { address, port, bytes };
+  return { address: known.address, port, bytes: known.bytes };
 }
