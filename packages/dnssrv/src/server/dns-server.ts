@@ -10,6 +10,7 @@
  */
 import dgram from 'node:dgram';
 import dns from 'node:dns';
+import { once } from 'node:events';
 import net from 'node:net';
 import { type Clock, type Random, systemClock, systemRandom } from '@coral/testkit';
 import {
@@ -254,43 +255,38 @@ export class DnsServer {
     }
   }
 
-  #bindUdp(port: number, host: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const sock = dgram.createSocket({
-        type: host.includes(':') ? 'udp6' : 'udp4',
-        lookup: lookupLiteral,
-      });
-      sock.once('error', reject);
-      sock.bind(port, host, () => {
-        sock.off('error', reject);
-        try {
-          sock.setRecvBufferSize(this.#udpRcvBuf);
-        } catch (err) {
-          this.#logger.warn({ component: 'dnssrv', err }, 'cannot set the UDP receive buffer');
-        }
-        sock.on('error', (err) => this.#logger.warn({ err }, 'udp socket error'));
-        sock.on('message', (msg, rinfo) => this.#onUdp(msg, rinfo));
-        this.#udp = sock;
-        resolve(sock.address().port);
-      });
+  async #bindUdp(port: number, host: string): Promise<number> {
+    const sock = dgram.createSocket({
+      type: host.includes(':') ? 'udp6' : 'udp4',
+      lookup: lookupLiteral,
     });
+    // Listen first: with lookupLiteral, bind() can emit 'listening' before it returns.
+    const listening = once(sock, 'listening'); // rejects with the bind error
+    sock.bind(port, host);
+    await listening;
+    try {
+      sock.setRecvBufferSize(this.#udpRcvBuf);
+    } catch (err) {
+      this.#logger.warn({ component: 'dnssrv', err }, 'cannot set the UDP receive buffer');
+    }
+    sock.on('error', (err) => this.#logger.warn({ err }, 'udp socket error'));
+    sock.on('message', (msg, rinfo) => this.#onUdp(msg, rinfo));
+    this.#udp = sock;
+    return sock.address().port;
   }
 
-  #bindTcp(port: number, host: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      // Half-open: a client may send its query and FIN at once (socket.end(frame)); our side
-      // stays writable until every pending answer is written.
-      const server = net.createServer({ allowHalfOpen: true }, (sock) => this.#onTcp(sock));
-      server.maxConnections = this.#tcpMaxConnections;
-      server.on('drop', () => this.#c.tcpRejected++);
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        server.on('error', (err) => this.#logger.warn({ err }, 'tcp server error'));
-        this.#tcp = server;
-        resolve((server.address() as net.AddressInfo).port);
-      });
-    });
+  async #bindTcp(port: number, host: string): Promise<number> {
+    // Half-open: a client may send its query and FIN at once (socket.end(frame)); our side
+    // stays writable until every pending answer is written.
+    const server = net.createServer({ allowHalfOpen: true }, (sock) => this.#onTcp(sock));
+    server.maxConnections = this.#tcpMaxConnections;
+    server.on('drop', () => this.#c.tcpRejected++);
+    const listening = once(server, 'listening'); // rejects with the listen error
+    server.listen(port, host);
+    await listening;
+    server.on('error', (err) => this.#logger.warn({ err }, 'tcp server error'));
+    this.#tcp = server;
+    return (server.address() as net.AddressInfo).port;
   }
 
   async close(): Promise<void> {

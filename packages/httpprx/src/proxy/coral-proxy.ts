@@ -4,6 +4,7 @@
  *   revalidating); join an in-flight fetch; ask the index for holders and race the nearest; else
  *   the origin; stream to every waiter while storing; announce `fetching` / `complete`.
  */
+import { once } from 'node:events';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -234,13 +235,9 @@ export class CoralProxy {
       s.on('close', () => this.#sockets.delete(s));
     });
     this.#server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    const listening = once(server, 'listening'); // rejects with the listen error
+    server.listen(port, host);
+    await listening;
     const a = server.address() as AddressInfo;
     if (this.#self.httpPort === 0) this.#self.httpPort = a.port;
     // Objects kept on disk from a previous run are announced again right away.

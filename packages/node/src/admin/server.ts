@@ -3,6 +3,7 @@
  * as a function of a plain request object, so tests call it in-process with any remote address;
  * `listen()` puts it behind `node:http`. Endpoints are listed in docs/admin-api.md.
  */
+import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -269,13 +270,9 @@ export class AdminApi {
     const server = createServer(this.listener);
     server.keepAliveTimeout = 5_000;
     this.#server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    const listening = once(server, 'listening'); // rejects with the listen error
+    server.listen(port, host);
+    await listening;
     const addr = server.address() as AddressInfo;
     return { host: addr.address, port: addr.port };
   }

@@ -8,6 +8,7 @@
  * Paths: `/` an HTML page linking every object; `/obj/<i>` object i (cacheable for an hour);
  * `/counts` the request counters as JSON (not counted, not cacheable).
  */
+import { once } from 'node:events';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -87,10 +88,9 @@ export class SampleOrigin {
   }
 
   async listen(): Promise<{ host: string; port: number }> {
-    await new Promise<void>((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(this.#options.port, this.#options.host, () => resolve());
-    });
+    const listening = once(this.#server, 'listening'); // rejects with the listen error
+    this.#server.listen(this.#options.port, this.#options.host);
+    await listening;
     const a = this.#server.address() as AddressInfo;
     this.address = { host: a.address, port: a.port };
     return this.address;
