@@ -228,6 +228,44 @@ export class AnswerBuilder {
   }
 
   /**
+   * A response without records (REFUSED, NXDOMAIN, BADVERS, ...): header, the question as sent and
+   * `opt` (by default the OPT record this query gets), with a meta saying why (`detail`).
+   */
+  bare(
+    q: Query,
+    msg: Uint8Array,
+    rcode: number,
+    aa: boolean,
+    detail: string,
+    rrlName = '',
+    opt: ResponseOpt | undefined = this.responseOpt(q, 0),
+  ): { bytes: Buffer; meta: AnswerMeta } {
+    const bytes = encodeBare({
+      id: q.id,
+      queryFlags: q.flags,
+      aa,
+      tc: false,
+      rcode,
+      question: { msg, query: q },
+      opt,
+    });
+    const meta = answerMeta({
+      name: q.qname,
+      type: q.qtype,
+      rcode,
+      aa,
+      method: 'none',
+      detail,
+      nodes: [],
+      ecs: q.opt?.ecs ? `${formatIp(q.opt.ecs.address)}/${q.opt.ecs.sourcePrefix}` : undefined,
+      opt,
+      rrlKind: rcode === RCODE.NXDOMAIN ? 'nxdomain' : 'error',
+      rrlName,
+    });
+    return { bytes, meta };
+  }
+
+  /**
    * The full answer to `q` (the query bytes `msg` are echoed where needed). `ctxIn` is the
    * location context when the caller already computed it (it keys the cache).
    */
@@ -249,29 +287,10 @@ export class AnswerBuilder {
       const parsed = parseCoralName(q.qname, this.#zones);
       const zone = parsed.kind === 'outside' ? undefined : parsed.zone;
       const inZone = zone !== undefined;
+      const detail = inZone ? 'name cannot be an origin' : 'outside the zones';
       const rcode = inZone ? RCODE.NXDOMAIN : RCODE.REFUSED;
-      const bytes = encodeBare({
-        id: q.id,
-        queryFlags: q.flags,
-        aa: inZone,
-        tc: false,
-        rcode,
-        question: { msg, query: q },
-        ...(opt0 ? { opt: opt0 } : {}),
-      });
       return {
-        bytes,
-        meta: answerMeta({
-          ...base,
-          rcode,
-          aa: inZone,
-          method: 'none',
-          detail: inZone ? 'name cannot be an origin' : 'outside the zones',
-          ...ecsText,
-          ...(opt0 ? { opt: opt0 } : {}),
-          rrlKind: inZone ? 'nxdomain' : 'error',
-          rrlName: zone ?? '',
-        }),
+        ...this.bare(q, msg, rcode, inZone, detail, zone ?? '', opt0),
         cacheMs: 0,
         static: true,
       };
@@ -373,31 +392,8 @@ export class AnswerBuilder {
     const parsed = parseCoralName(q.qname, this.#zones);
     switch (parsed.kind) {
       case 'outside': {
-        const bytes = encodeBare({
-          id: q.id,
-          queryFlags: q.flags,
-          aa: false,
-          tc: false,
-          rcode: RCODE.REFUSED,
-          question: { msg, query: q },
-          ...(opt0 ? { opt: opt0 } : {}),
-        });
-        return {
-          bytes,
-          meta: answerMeta({
-            ...base,
-            ...ecsText,
-            rcode: RCODE.REFUSED,
-            aa: false,
-            method: 'none',
-            detail: 'outside the zones',
-            ...(opt0 ? { opt: opt0 } : {}),
-            rrlKind: 'error',
-            rrlName: '',
-          }),
-          cacheMs: 60_000,
-          static: true,
-        };
+        const refused = this.bare(q, msg, RCODE.REFUSED, false, 'outside the zones', '', opt0);
+        return { ...refused, cacheMs: 60_000, static: true };
       }
       case 'invalid':
         return respond(

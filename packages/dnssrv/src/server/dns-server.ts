@@ -773,28 +773,7 @@ export class DnsServer {
     detail: string,
     opt?: ResponseOpt,
   ): Buffer | null {
-    const o = opt ?? this.#answers.responseOpt(q, 0);
-    const meta = answerMeta({
-      name: q.qname,
-      type: q.qtype,
-      rcode,
-      aa,
-      method: 'none',
-      detail,
-      nodes: [],
-      ...(o ? { opt: o } : {}),
-      rrlKind: rcode === RCODE.NXDOMAIN ? 'nxdomain' : 'error',
-      rrlName: '',
-    });
-    const bytes = encodeBare({
-      id: q.id,
-      queryFlags: q.flags,
-      aa,
-      tc: false,
-      rcode,
-      question: { msg, query: q },
-      ...(o ? { opt: o } : {}),
-    });
+    const { bytes, meta } = this.#answers.bare(q, msg, rcode, aa, detail, '', opt);
     return this.#finish(bytes, meta, q, msg, peer, transport, false);
   }
 }
