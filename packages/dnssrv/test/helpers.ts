@@ -173,13 +173,7 @@ export async function tcpAsk(port: number, msgs: Buffer[]): Promise<Buffer[]> {
 }
 
 /** Poll `cond` on the event loop (no fixed sleeps); fail after `limitMs`. */
-export async function waitFor(cond: () => boolean, limitMs = 10_000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > limitMs) throw new Error('waitFor: condition never became true');
-    await new Promise((r) => setImmediate(r));
-  }
-}
+export { waitFor } from '@coral/testkit';
 
 export const hex = (i: number): string => i.toString(16).padStart(40, '0');
 

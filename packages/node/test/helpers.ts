@@ -1,6 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor as poll } from '@coral/testkit';
 
 /** A third octet for 127.0.B.x addresses no other concurrently running test is likely to use. */
 export function randomSubnet(): number {
@@ -12,16 +13,10 @@ export function tmpDir(prefix: string): string {
 }
 
 /** Poll `fn` until it returns a truthy value, within a bound (for conditions, not durations). */
-export async function waitFor<T>(
+export function waitFor<T>(
   fn: () => Promise<T> | T,
   timeoutMs = 20_000,
   what = 'condition',
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return poll(fn, { what, limitMs: timeoutMs, everyMs: 50 });
 }

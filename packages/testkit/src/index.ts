@@ -18,3 +18,4 @@ export {
   flushMicrotasks,
 } from './clock.js';
 export { type Random, SeededRandom, systemRandom, shuffle } from './random.js';
+export { waitFor, type WaitForOptions } from './wait.js';

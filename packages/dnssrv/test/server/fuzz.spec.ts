@@ -108,7 +108,7 @@ describe('fuzz', () => {
       const n = Math.min(BATCH, TOTAL - sent);
       for (let i = 0; i < n; i++) sock.send(fuzzPacket(rng), s.port, '127.0.0.1');
       sent += n;
-      await waitFor(() => s!.server.stats().queries.udp === sent, 20_000);
+      await waitFor(() => s!.server.stats().queries.udp === sent, { limitMs: 20_000 });
     }
     expect(s.server.stats().queries.udp).toBe(TOTAL);
 

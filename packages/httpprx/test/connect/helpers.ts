@@ -1,5 +1,7 @@
 import type { ResolvedAddress, Resolver } from '../../src/connect/index.js';
 
+export { until } from '../helpers/harness.js';
+
 /** A resolver answering from a mutable table, counting its calls per name. */
 export class TableResolver implements Resolver {
   readonly calls = new Map<string, number>();
@@ -15,14 +17,5 @@ export class TableResolver implements Resolver {
 
   count(host: string): number {
     return this.calls.get(host) ?? 0;
-  }
-}
-
-/** Wait for a real-world condition (socket events), polling briefly; fails after `ms`. */
-export async function until(cond: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 5));
   }
 }

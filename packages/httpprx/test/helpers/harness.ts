@@ -2,7 +2,7 @@
 import { createServer, request } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { ManualClock } from '@coral/testkit';
+import { ManualClock, waitFor } from '@coral/testkit';
 import { CoralProxy } from '../../src/proxy/coral-proxy.js';
 import type { ProxyOptions, ProxyComponents } from '../../src/proxy/types.js';
 import { InMemoryContentIndex } from '../../src/memory-index.js';
@@ -140,13 +140,9 @@ export function httpDate(ms: number): string {
 
 /** Wait (on real time, bounded) until `cond` holds — for events in other sockets, not durations. */
 export async function until(
-  cond: () => boolean,
+  cond: () => boolean | Promise<boolean>,
   what = 'condition',
   limitMs = 10_000,
 ): Promise<void> {
-  const end = Date.now() + limitMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
+  await waitFor(cond, { what, limitMs, everyMs: 2 });
 }

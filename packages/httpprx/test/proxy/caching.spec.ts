@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { get, httpDate, startOrigin, startProxy } from '../helpers/harness.js';
+import { get, httpDate, startOrigin, startProxy, until } from '../helpers/harness.js';
 import type { Origin, ProxyHarness } from '../helpers/harness.js';
 
 let origin: Origin;
@@ -368,7 +368,7 @@ describe('revalidation', () => {
     await until(() => release !== undefined, 'background refresh');
     expect(hitsFor('/swr')).toBe(2); // exactly one refresh for three stale hits
     release!();
-    await untilAsync(async () => (await fetchP('/swr')).body.toString() === 'swr2');
+    await until(async () => (await fetchP('/swr')).body.toString() === 'swr2', 'refreshed body');
     // Past the window: the client waits for revalidation instead.
     await px.clock.advance(100_000);
     const late = await fetchP('/swr');
@@ -425,21 +425,6 @@ describe('revalidation', () => {
     });
   }
 });
-
-async function until(cond: () => boolean, what: string) {
-  const end = Date.now() + 10_000;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-async function untilAsync(cond: () => Promise<boolean>) {
-  const end = Date.now() + 10_000;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
 
 describe('answering from a stored full response', () => {
   const big = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));

@@ -34,8 +34,7 @@ describe('disk-backed proxy', () => {
     expect((await get(px.port, origin.coralHost, '/0')).body.equals(big)).toBe(true);
     // (The client has the whole body before the file is committed; wait for the commit.)
     const listed = async () => (await px.proxy.cacheList()).length;
-    for (let i = 0; i < 1000 && (await listed()) === 0; i++)
-      await new Promise((r) => setTimeout(r, 5));
+    await until(async () => (await listed()) > 0, 'the object committed');
     const r = await get(px.port, origin.coralHost, '/0', { range: 'bytes=1000000-1000099' });
     expect(r.status).toBe(206);
     expect(r.body.equals(big.subarray(1_000_000, 1_000_100))).toBe(true);

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Level } from 'level';
 import type { StoredMeta } from '../../src/store/types.js';
-import { get, startOrigin } from '../helpers/harness.js';
+import { get, startOrigin, until } from '../helpers/harness.js';
 import type { Origin } from '../helpers/harness.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../../../..', import.meta.url)));
@@ -145,14 +145,10 @@ describe('crash safety of the disk store (real process, SIGKILL)', () => {
       }
       // 2. Store one more object for sure (so later rounds have complete objects to serve)...
       expect((await get(port, host, `/obj/${round}`)).body.equals(bodies[round]!)).toBe(true);
-      const deadline = Date.now() + 30_000;
-      while (
-        (await get(port, host, `/obj/${round}`, { 'cache-control': 'only-if-cached' })).status !==
-        200
-      ) {
-        if (Date.now() > deadline) throw new Error('object never stored');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      const cached = async () =>
+        (await get(port, host, `/obj/${round}`, { 'cache-control': 'only-if-cached' })).status ===
+        200;
+      await until(cached, 'the object stored', 30_000);
       // ...then fetch everything at once and kill it once this much has gone by (a different
       // moment each round: mid-transfer for some objects, during commit or just after for others).
       const killAt = (round + 1) * 4 * 1024 * 1024 + round * 333_333;
