@@ -53,6 +53,12 @@ export interface AnswerMeta {
   rrlName: string;
 }
 
+/** The client subnet a query's ECS option names (`198.51.100.0/24`), for metas and logs. */
+function ecsSubnet(q: Query): string | undefined {
+  const ecs = q.opt?.ecs;
+  return ecs ? `${formatIp(ecs.address)}/${ecs.sourcePrefix}` : undefined;
+}
+
 /**
  * Details repeat across answers ('rtt 3.10 ms < level-2 20 ms → level-2 cluster'): cached metas
  * share one string each instead of keeping a copy per answer. Bounded; emptied when full.
@@ -257,7 +263,7 @@ export class AnswerBuilder {
       method: 'none',
       detail,
       nodes: [],
-      ecs: q.opt?.ecs ? `${formatIp(q.opt.ecs.address)}/${q.opt.ecs.sourcePrefix}` : undefined,
+      ecs: ecsSubnet(q),
       opt,
       rrlKind: rcode === RCODE.NXDOMAIN ? 'nxdomain' : 'error',
       rrlName,
@@ -278,9 +284,6 @@ export class AnswerBuilder {
     const qname = questionLabels(msg, q).join('.');
     const opt0 = this.responseOpt(q, 0);
     const base = { name: q.qname, type: q.qtype, nodes: [] as string[] };
-    const ecsText: { ecs?: string } = q.opt?.ecs
-      ? { ecs: `${formatIp(q.opt.ecs.address)}/${q.opt.ecs.sourcePrefix}` }
-      : {};
 
     // Names that needed escaping are never origins: NXDOMAIN in a zone, REFUSED outside.
     if (q.escaped) {
@@ -333,7 +336,7 @@ export class AnswerBuilder {
           detail: meta.detail,
           nodes: meta.nodes ?? base.nodes,
           ttl: meta.ttl,
-          ecs: ecsText.ecs,
+          ecs: ecsSubnet(q),
           scope: meta.scope,
           opt,
           rrlKind: meta.rrlKind,
