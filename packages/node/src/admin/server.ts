@@ -111,7 +111,10 @@ export class AdminApi {
         async (_r, _u, [key]) => {
           const k = parseKey(decodeURIComponent(key!));
           const values = await b.localGet(k);
-          return json(200, { key: k, values: values.map(viewValue) });
+          return json(200, {
+            key: k,
+            values: values.map((v) => ({ ...viewValue(v.value), levels: v.levels })),
+          });
         },
       ],
       [

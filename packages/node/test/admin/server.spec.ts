@@ -28,7 +28,7 @@ function backend(calls: string[]): AdminBackend {
     readiness: () => ({ ready: calls.includes('ready'), checks: { dsht: true } }),
     clusters: () => [{ level: 0, size: 1 }],
     routes: (level) => [{ level }],
-    localGet: (k) => store.get(hex(k)) ?? [],
+    localGet: (k) => (store.get(hex(k)) ?? []).map((value) => ({ value, levels: [0, 2] })),
     get: async (k) => ({ values: store.get(hex(k)) ?? [], stats: { hops: 1 } }),
     put: async (k, v, ttl) => {
       calls.push(`put ${ttl}`);
@@ -92,7 +92,8 @@ describe('AdminApi.handle', () => {
     const got = await body(req('GET', `/v1/dsht/values/${hexKey}`));
     expect(got.json.values).toEqual([{ base64: 'aGk=', text: 'hi' }]);
     expect(got.json.stats).toEqual({ hops: 1 });
-    expect((await body(req('GET', '/v1/dsht/local/greeting'))).json.values[0].text).toBe('hi');
+    const local = (await body(req('GET', '/v1/dsht/local/greeting'))).json.values;
+    expect(local).toEqual([expect.objectContaining({ text: 'hi', levels: [0, 2] })]);
   });
 
   it('rejects bad put bodies with every problem named', async () => {
