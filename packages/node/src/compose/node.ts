@@ -217,7 +217,7 @@ export class CoralNode implements AdminBackend {
 
     this.admin = new AdminApi(
       { backend: this, metrics, logger: log('admin') },
-      { token: config.admin.token },
+      { token: config.admin.token, publicMetrics: config.admin.publicMetrics },
     );
     this.listening.admin = await step('admin', () =>
       this.admin.listen(config.admin.port, addresses.bind.admin),

@@ -49,6 +49,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['admin.host', 'string'],
   ['admin.port', 'int'],
   ['admin.token', 'string'],
+  ['admin.publicMetrics', 'bool'],
   ['log.level', 'string'],
   ['shutdownGraceMs', 'int'],
   ['exampleOrigin', 'string'],

@@ -153,6 +153,8 @@ const adminSchema = z.strictObject({
   port: port.default(DEFAULT_ADMIN_PORT),
   /** Bearer token; when set, requests from non-loopback addresses must present it. */
   token: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
+  /** Serve /metrics to any client without the token (Prometheus scraping by annotation). */
+  publicMetrics: z.boolean().default(false),
 });
 
 export const configSchema = z.strictObject({
