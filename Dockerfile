@@ -32,7 +32,7 @@ RUN --mount=type=secret,id=npm_ca \
 COPY tsconfig.base.json tsconfig.json ./
 COPY packages packages
 RUN npx tsc -b && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
- && rm -rf packages/*/src packages/*/test packages/*/test-containers packages/*/tsconfig.json \
+ && rm -rf packages/*/src packages/*/tsconfig.json \
            packages/*/dist/.tsbuildinfo
 
 FROM ${NODE_IMAGE} AS runtime

@@ -5,16 +5,26 @@
 # official images). The layout mirrors node:*-slim (node and npm under /usr/local).
 #
 #   base-image.sh TAG [DOCKER]
+#
+# The image is labelled with a digest of what went in; when TAG already carries the same digest it
+# is kept, so the Dockerfile's layers built on it stay cached from one run to the next.
 set -eu
 tag=$1
 docker=${2:-docker}
 
-stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT INT TERM
-
 node=$(readlink -f "$(command -v node)")
 npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 tools="sh mkdir chown chmod rm cp mv ln cat ls env"
+
+# shellcheck disable=SC2086
+digest=$( { sha256sum "$node" $(for t in $tools; do readlink -f "$(command -v "$t")"; done);
+  cat "$npm_dir/package.json"; cat "$0"; } | sha256sum | cut -c1-32)
+if [ "$("$docker" image inspect -f '{{index .Config.Labels "org.coral.base-digest"}}' "$tag" 2>/dev/null)" = "$digest" ]; then
+  exit 0
+fi
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT INT TERM
 
 mkdir -p "$stage/usr/bin" "$stage/usr/lib" "$stage/usr/lib64" "$stage/usr/sbin" \
   "$stage/usr/local/bin" "$stage/usr/local/lib/node_modules" "$stage/etc" "$stage/tmp" \
@@ -55,4 +65,5 @@ chown 1000:1000 "$stage/home/node"
 tar --numeric-owner -C "$stage" -cf - . | "$docker" import \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'CMD ["node"]' \
+  --change "LABEL org.coral.base-digest=$digest" \
   - "$tag" >/dev/null
