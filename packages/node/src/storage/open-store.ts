@@ -28,11 +28,7 @@ export type DbFailure = 'locked' | 'corrupt' | 'other';
  * the database names is missing) or `other` (permissions, disk full, ...: not for us to repair).
  */
 export function classifyDbError(err: unknown): DbFailure {
-  for (
-    let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0;
-    e && depth < 8;
-    e = e.cause as typeof e, depth++
-  ) {
+  for (const e of causes(err)) {
     if (e.code === 'LEVEL_LOCKED') return 'locked';
     if (e.code === 'LEVEL_CORRUPTION' || e.code === 'LEVEL_DECODE_ERROR') return 'corrupt';
     if (e.code === 'LEVEL_IO_ERROR' && /No such file or directory/.test(String(e.message))) {
@@ -40,6 +36,27 @@ export function classifyDbError(err: unknown): DbFailure {
     }
   }
   return 'other';
+}
+
+/**
+ * The lock file LevelDB names in its error (`IO error: lock /data/cache/meta/LOCK: Resource
+ * temporarily unavailable`): the database may sit below the store's directory.
+ */
+function lockFileOf(err: unknown): string | undefined {
+  for (const e of causes(err)) {
+    const m = /\block (\/\S*LOCK):/.exec(String(e.message));
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+/** An error and its `cause`s, outermost first (bounded). */
+function* causes(err: unknown): Generator<{ code?: unknown; message?: unknown }> {
+  let e = err;
+  for (let depth = 0; typeof e === 'object' && e !== null && depth < 8; depth++) {
+    yield e as { code?: unknown; message?: unknown };
+    e = (e as { cause?: unknown }).cause;
+  }
 }
 
 /**
@@ -103,7 +120,7 @@ export async function openStore<T>(ctx: OpenStoreContext, open: () => Promise<T>
   } catch (err) {
     const failure = classifyDbError(err);
     if (failure === 'locked') {
-      const lockFile = join(ctx.dir, 'LOCK');
+      const lockFile = lockFileOf(err) ?? join(ctx.dir, 'LOCK');
       throw new DataDirLockedError(ctx.dataDir, lockFile, await lockHolderPid(lockFile), err);
     }
     if (failure === 'other') throw err;

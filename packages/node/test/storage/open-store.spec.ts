@@ -2,11 +2,14 @@
  * How the node tells a database held by another process from a corrupt one, and finds the pid
  * holding a LevelDB lock in the kernel's lock table.
  */
-import { statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { describe, expect, it } from 'vitest';
-import { classifyDbError, lockHolderPid } from '../../src/storage/open-store.js';
+import { ManualClock } from '@coral/testkit';
+import { DataDirLockedError } from '../../src/errors.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { classifyDbError, lockHolderPid, openStore } from '../../src/storage/open-store.js';
 import { tmpDir } from '../helpers.js';
 
 /** A classic-level open error: LEVEL_DATABASE_NOT_OPEN whose cause says why. */
@@ -77,5 +80,53 @@ describe('lockHolderPid', () => {
     writeFileSync(table, `1: POSIX  ADVISORY  WRITE 4242 ff:ff:${st.ino} 0 EOF\n`);
     expect(await lockHolderPid(lock, table)).toBeUndefined();
     expect(await lockHolderPid(lock, join(dir, 'no-such-table'))).toBeUndefined();
+  });
+});
+
+describe('openStore', () => {
+  const context = (dataDir: string, counted: string[]) => ({
+    store: 'cache' as const,
+    dir: join(dataDir, 'cache'),
+    dataDir,
+    logger: createLogger({ level: 'silent' }),
+    metrics: { corruptStore: (s: string) => void counted.push(s) },
+    clock: new ManualClock(Date.UTC(2026, 0, 2, 3, 4, 5)),
+  });
+
+  it('names the lock file LevelDB reports, below the store directory', async () => {
+    const dataDir = tmpDir('open-locked');
+    const lock = join(dataDir, 'cache', 'meta', 'LOCK');
+    const err = await openStore(context(dataDir, []), async () => {
+      throw openError('LEVEL_LOCKED', `IO error: lock ${lock}: Resource temporarily unavailable`);
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DataDirLockedError);
+    expect(err).toMatchObject({ code: 'CORAL_ERR_DATA_DIR_LOCKED', dataDir, lockFile: lock });
+  });
+
+  it('moves a corrupt store aside once and opens an empty one; leaves other failures alone', async () => {
+    const dataDir = tmpDir('open-corrupt');
+    const counted: string[] = [];
+    mkdirSync(join(dataDir, 'cache', 'meta'), { recursive: true });
+    writeFileSync(join(dataDir, 'cache', 'meta', 'CURRENT'), '');
+    let calls = 0;
+    const opened = await openStore(context(dataDir, counted), async () => {
+      calls++;
+      if (existsSync(join(dataDir, 'cache', 'meta', 'CURRENT'))) {
+        throw openError('LEVEL_CORRUPTION', 'Corruption: CURRENT file does not end with newline');
+      }
+      return 'opened';
+    });
+    expect(opened).toBe('opened');
+    expect(calls).toBe(2);
+    expect(counted).toEqual(['cache']);
+    expect(readdirSync(dataDir)).toEqual(['cache.corrupt-2026-01-02T03-04-05-000Z']);
+
+    const denied = openError('LEVEL_IO_ERROR', 'IO error: x/LOCK: Permission denied');
+    await expect(
+      openStore(context(dataDir, counted), async () => {
+        throw denied;
+      }),
+    ).rejects.toBe(denied);
+    expect(counted).toEqual(['cache']);
   });
 });
