@@ -13,6 +13,7 @@ import { Readable } from 'node:stream';
 import { systemClock } from '@coral/testkit';
 import type { Clock, TimerHandle } from '@coral/testkit';
 import type { ContentIndex, Holder } from '../content-index.js';
+import { originKey } from '../connect/index.js';
 import type { SmartConnector } from '../connect/index.js';
 import {
   CACHE_NAME,
@@ -52,14 +53,11 @@ import {
   varyValues,
 } from '../cache/policy.js';
 import type { HeaderRecord, PolicyOptions, RequestRules } from '../cache/policy.js';
-import {
-  coralize,
-  normalizeUrl,
-  originUrl,
-  parseCoralHost,
-  splitHostHeader,
-  urlKey,
-} from '../mapping/coral-name.js';
+import { coralize, normalizeUrl, parseCoralHost, urlKey } from '../mapping/coral-name.js';
+import { admit, singleHost } from '../request/admission.js';
+import { answerClientError, refuseConnect } from '../request/client-error.js';
+import { originBase, upstreamUrl } from '../request/target.js';
+import type { OriginBase } from '../request/target.js';
 import { RateLimiter } from '../guards/rate-limiter.js';
 import { createOriginConnector } from '../origin/connector.js';
 import { Upstream } from '../origin/upstream.js';
@@ -86,7 +84,7 @@ import type {
   ProxyMetrics,
   ProxyOptions,
 } from './types.js';
-import { errorPage, ifRangeOk, pipeToResponse, requestPath } from './respond.js';
+import { errorPage, ifRangeOk, pipeToResponse } from './respond.js';
 import type { Outcome, StreamHead } from './inflight.js';
 
 interface Ctx {
@@ -117,7 +115,7 @@ export class CoralProxy {
   readonly #log: Logger;
   readonly #metrics: ProxyMetrics | undefined;
   readonly #zones: string[];
-  readonly #sites: Map<string, URL>;
+  readonly #sites: Map<string, OriginBase>;
   readonly #self: { nodeId: string; ip: string; httpPort: number };
   readonly #via: string;
   readonly #policy: PolicyOptions;
@@ -157,7 +155,10 @@ export class CoralProxy {
     this.#metrics = components.metrics;
     this.#zones = options.zones ?? [...DEFAULT_ZONES];
     this.#sites = new Map(
-      Object.entries(options.sites ?? {}).map(([h, u]) => [h.toLowerCase(), new URL(u)]),
+      Object.entries(options.sites ?? {}).map(([h, u]) => [
+        h.toLowerCase(),
+        originBase(new URL(u)),
+      ]),
     );
     this.#self = { ...options.self };
     this.#via = `1.1 coral-${options.self.nodeId.slice(0, 12)}`;
@@ -194,6 +195,9 @@ export class CoralProxy {
       },
       {
         allowPrivateOrigins: options.allowPrivateOrigins ?? false,
+        // The operator named the site origins: they may be on a private network without opening
+        // every private address to Coralized names.
+        privateAllowed: [...this.#sites.values()].map((o) => originKey(o.hostname, o.port)),
         ...(options.hosts ? { hosts: options.hosts } : {}),
         timeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
         negativeTtlMs: options.negativeTtlMs ?? NEGATIVE_TTL_MS,
@@ -228,8 +232,16 @@ export class CoralProxy {
 
   async listen(port: number, host?: string): Promise<{ address: string; port: number }> {
     await this.open();
-    const server = createServer({ keepAliveTimeout: 5_000 }, this.handler);
-    server.on('clientError', (_err, socket) => socket.destroy());
+    // Host is checked by the handler (admission), which answers with the proxy's own error page.
+    const server = createServer(
+      { keepAliveTimeout: 5_000, requireHostHeader: false },
+      this.handler,
+    );
+    server.on('clientError', (err: Error & { code?: string }, socket) => {
+      const answered = answerClientError(err, socket, this.#via);
+      if (answered) this.#metrics?.clientError?.(answered.code);
+    });
+    server.on('connect', (_req, socket) => refuseConnect(socket, this.#via, 'GET, HEAD'));
     server.on('connection', (s: Socket) => {
       this.#sockets.add(s);
       s.on('close', () => this.#sockets.delete(s));
@@ -339,7 +351,12 @@ export class CoralProxy {
         h[PEER_HEADER] === undefined
       ) {
         const hot = this.#hot.get(route.hotKey);
-        if (hot && hot.fast && this.#store.get(hot.meta.key) === hot.meta) {
+        if (
+          hot &&
+          hot.fast &&
+          this.#store.get(hot.meta.key) === hot.meta &&
+          singleHost(req.rawHeaders)
+        ) {
           const age = currentAge(hot.meta.facts, this.#clock.now());
           if (age < hot.lifetime) {
             res.writeHead(hot.meta.status, HotCache.block(hot, age));
@@ -382,28 +399,31 @@ export class CoralProxy {
         new ProxyError('CORAL_LOOP_DETECTED', `request already passed through ${this.#via}`),
       );
     }
-    const hostHeader = req.headers.host;
-    if (!hostHeader) {
-      return this.#sendError(res, method, new ProxyError('CORAL_BAD_HOST', 'missing Host header'));
+    let admitted;
+    try {
+      admitted = admit(req);
+    } catch (e) {
+      // A bad Host or target: the message may not be what it seems (smuggling, a body we will
+      // not read), so the connection is closed after the answer.
+      if (e instanceof ProxyError) return this.#sendError(res, method, e, { connection: 'close' });
+      throw e;
     }
+    const { host: hostHeader, authority, path } = admitted;
     let mode: 'coral' | 'site';
     let url: string;
     let zone: string | undefined;
-    let clientPort: number | undefined;
-    const path = requestPath(req.url);
+    const clientPort = authority.port;
     try {
-      const split = splitHostHeader(hostHeader);
-      clientPort = split.port;
-      const site = this.#sites.get(split.name);
+      const site = this.#sites.get(authority.name);
       if (site) {
         mode = 'site';
-        url = normalizeUrl(new URL(path, site).href);
+        url = upstreamUrl(site, path);
       } else {
         const target = parseCoralHost(hostHeader, this.#zones);
         if (!target) {
           throw new ProxyError(
             'CORAL_NOT_CORALIZED',
-            `${split.name} is not a Coralized name: this proxy serves only *.${this.#zones.join(', *.')}` +
+            `${authority.name} is not a Coralized name: this proxy serves only *.${this.#zones.join(', *.')}` +
               ' (for example http://www.example.com.' +
               (this.#zones[0] ?? 'nyud.net') +
               '/)',
@@ -411,7 +431,10 @@ export class CoralProxy {
         }
         mode = 'coral';
         zone = target.zone;
-        url = normalizeUrl(originUrl(target, path));
+        url = upstreamUrl(
+          { protocol: 'http:', hostname: target.originHost, port: target.originPort },
+          path,
+        );
       }
     } catch (e) {
       if (e instanceof ProxyError) return this.#sendError(res, method, e);
@@ -449,7 +472,10 @@ export class CoralProxy {
     };
     if (method !== 'GET' && method !== 'HEAD') return this.#forwardUnsafe(ctx);
     if (this.#routes.size > 50_000) this.#routes.clear();
-    this.#routes.set(hostHeader + (req.url ?? ''), { hotKey: primary + '|' });
+    // The fast path looks requests up by the raw Host and target this one was admitted with.
+    if (req.headers.host !== undefined) {
+      this.#routes.set(req.headers.host + (req.url ?? ''), { hotKey: primary + '|' });
+    }
     return this.#lookup(ctx);
   }
 

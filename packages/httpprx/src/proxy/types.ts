@@ -18,6 +18,8 @@ export interface ProxyMetrics {
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
   rateLimited(): void;
+  /** A request the HTTP parser refused (answered 400/408/431 and closed): the error code. */
+  clientError?(code: string): void;
 }
 
 export type { Resolver } from '../connect/index.js';
@@ -35,7 +37,10 @@ export interface ProxyComponents {
 export interface ProxyOptions {
   /** Zones whose subdomains are Coralized names. Default `DEFAULT_ZONES` (src/constants.ts). */
   zones?: string[];
-  /** Site (accelerator) mode: host name → origin base URL (`http://origin.example:8080`). */
+  /**
+   * Site (accelerator) mode: host name → origin URL (`http://origin.example:8080`); only its
+   * scheme, host and port are used, request paths always stay on that origin.
+   */
   sites?: Record<string, string>;
   /** Directory for the disk store; absent = memory-only store. */
   dataDir?: string;

@@ -1,7 +1,7 @@
 /** Real loopback origins, proxies and a raw HTTP client for the proxy tests. */
 import { createServer, request } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
 import { ManualClock, waitFor } from '@coral/testkit';
 import { CoralProxy } from '../../src/proxy/coral-proxy.js';
 import type { ProxyOptions, ProxyComponents } from '../../src/proxy/types.js';
@@ -34,7 +34,6 @@ export async function startOrigin(
   port = 0,
 ): Promise<Origin> {
   const hits: OriginHit[] = [];
-  const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -44,24 +43,24 @@ export async function startOrigin(
       handler(req, res, body);
     });
   });
+  const close = closer(server);
+  await new Promise<void>((r) => server.listen(port, ip, r));
+  const p = (server.address() as AddressInfo).port;
+  return { ip, port: p, coralHost: `origin.test.${p}.nyud.net`, hits, server, close };
+}
+
+/** Track a server's connections; the returned function destroys them and closes the server. */
+export function closer(server: NetServer): () => Promise<void> {
+  const sockets = new Set<Socket>();
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  await new Promise<void>((r) => server.listen(port, ip, r));
-  const p = (server.address() as AddressInfo).port;
-  return {
-    ip,
-    port: p,
-    coralHost: `origin.test.${p}.nyud.net`,
-    hits,
-    server,
-    close: () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  };
+  return () =>
+    new Promise<void>((r) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    });
 }
 
 export interface ProxyHarness {
