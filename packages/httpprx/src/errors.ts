@@ -45,6 +45,8 @@ export const ERROR_CODES = {
   CORAL_NOT_CACHED: 504,
   /** A stored response must be revalidated (must-revalidate) and the origin could not be reached. */
   CORAL_REVALIDATION_FAILED: 504,
+  /** A peer request (peer marker header) whose `Coral-Peer-Auth` did not verify. */
+  CORAL_PEER_UNAUTHORIZED: 403,
   /** The proxy is shutting down. */
   CORAL_SHUTTING_DOWN: 503,
 } as const;

@@ -29,6 +29,7 @@ import {
   NEGATIVE_TTL_MS,
   ORIGIN_BODY_TIMEOUT_MS,
   ORIGIN_TIMEOUT_MS,
+  PEER_AUTH_HEADER,
   PEER_HEADER,
   PEER_FETCHING_TIMEOUT_MS,
   PEER_RACE,
@@ -62,6 +63,10 @@ import { RateLimiter } from '../guards/rate-limiter.js';
 import { createOriginConnector } from '../origin/connector.js';
 import { Upstream } from '../origin/upstream.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
+import type { PeerAuth } from '../peer/auth.js';
+import { PeerConnector } from '../peer/connector.js';
+import { chooseHolders } from '../peer/members.js';
+import type { FleetMembers, PeerTarget } from '../peer/members.js';
 import { racePeers, readAllBounded } from '../peer/peer-fetch.js';
 import { DiskStore } from '../store/disk-store.js';
 import { MemoryStore } from '../store/memory-store.js';
@@ -105,6 +110,10 @@ interface Ctx {
   peer: boolean;
 }
 
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 const SERVER_ERROR_STATUSES = new Set([500, 502, 503, 504]);
@@ -116,6 +125,9 @@ export class CoralProxy {
   readonly #metrics: ProxyMetrics | undefined;
   readonly #zones: string[];
   readonly #sites: Map<string, OriginBase>;
+  readonly #members: FleetMembers | undefined;
+  readonly #peerAuth: PeerAuth | undefined;
+  readonly #peerConnector: PeerConnector;
   readonly #self: { nodeId: string; ip: string; httpPort: number };
   readonly #via: string;
   readonly #policy: PolicyOptions;
@@ -160,6 +172,8 @@ export class CoralProxy {
         originBase(new URL(u)),
       ]),
     );
+    this.#members = components.members;
+    this.#peerAuth = components.peerAuth;
     this.#self = { ...options.self };
     this.#via = `1.1 coral-${options.self.nodeId.slice(0, 12)}`;
     this.#policy = { defaultTtlSeconds: options.defaultTtlSeconds ?? 0 };
@@ -211,8 +225,19 @@ export class CoralProxy {
         bodyTimeoutMs: options.originBodyTimeoutMs ?? ORIGIN_BODY_TIMEOUT_MS,
       },
     );
-    // Peers are fleet members on any address; their bounds come from the clock (racePeers).
-    this.#peers = new Upstream({}, { headersTimeoutMs: 0, bodyTimeoutMs: 0, connections: 8 });
+    // Peers are reached only at verified member addresses (or what the origin policy allows);
+    // their bounds come from the clock (racePeers).
+    this.#peerConnector = new PeerConnector(
+      { clock: this.#clock, ...(components.dial ? { dial: components.dial } : {}) },
+      {
+        allowPrivate: options.allowPrivateOrigins ?? false,
+        timeoutMs: Math.max(this.#peerTimeout, this.#peerFetchingTimeout),
+      },
+    );
+    this.#peers = new Upstream(
+      { connect: this.#peerConnector.undiciConnect() },
+      { headersTimeoutMs: 0, bodyTimeoutMs: 0, connections: 8 },
+    );
     this.handler = (req, res) => this.#onRequest(req, res);
   }
 
@@ -409,6 +434,26 @@ export class CoralProxy {
       throw e;
     }
     const { host: hostHeader, authority, path } = admitted;
+    if (req.headers[PEER_HEADER] !== undefined && this.#peerAuth) {
+      const verdict = this.#peerAuth.verify({
+        method,
+        authority: hostHeader,
+        path: req.url ?? '',
+        header: headerValue(req.headers[PEER_AUTH_HEADER]),
+      });
+      if (verdict !== 'ok') {
+        this.#metrics?.peerRejected?.(verdict);
+        this.#log.debug(
+          { peer: req.socket.remoteAddress, reason: verdict },
+          'peer request refused: Coral-Peer-Auth did not verify',
+        );
+        return this.#sendError(
+          res,
+          method,
+          new ProxyError('CORAL_PEER_UNAUTHORIZED', `peer request not authenticated (${verdict})`),
+        );
+      }
+    }
     let mode: 'coral' | 'site';
     let url: string;
     let zone: string | undefined;
@@ -580,11 +625,12 @@ export class CoralProxy {
 
   async #join(ctx: Ctx, inf: InFlight): Promise<void> {
     inf.joiners++;
+    this.#metrics?.joined?.();
     const o = await inf.outcome;
     if (o.kind === 'stream') {
       const values = varyValues(o.head.vary, ctx.reqHeaders);
       const match = values.every((v, i) => v === o.head.varyValues[i]);
-      if (!o.head.shareable || !match) {
+      if (!o.head.shareable || !match || (ctx.peer && o.head.peerVerified === false)) {
         if (ctx.peer)
           return this.#sendError(
             ctx.res,
@@ -768,7 +814,13 @@ export class CoralProxy {
     const params = [`fwd=${head.fwd}`, `fwd-status=${head.fwdStatus}`];
     if (head.stored) params.push('stored');
     if (collapsed) params.push('collapsed');
-    if (head.peer) params.push(`detail=peer-${head.peer.slice(0, 12)}`);
+    const details: string[] = [];
+    if (head.peer) details.push(`peer-${head.peer.slice(0, 12)}`);
+    if (head.peer && head.peerVerified === false) details.push('unverified');
+    if (head.notMembers) details.push(`not-member-holders-${head.notMembers}`);
+    // RFC 9211 detail: one token, or a string when there is more than one fact.
+    if (details.length === 1) params.push(`detail=${details[0]}`);
+    else if (details.length > 1) params.push(`detail="${details.join(' ')}"`);
     headers['cache-status'] = cacheStatus(CACHE_NAME, params);
     this.#rewriteLocation(ctx, headers);
     const flat = flatten(headers);
@@ -883,22 +935,21 @@ export class CoralProxy {
     opts: { register: boolean; allowPeers: boolean; stale?: StoredMeta; fwd: string },
   ): Promise<void> {
     const forwardHeaders = this.#forwardHeaders(ctx);
-    // 1. Peers that announced the object.
+    // 1. Verified members that announced the object.
+    let notMembers = 0;
     if (opts.allowPeers) {
-      let holders: Holder[] = [];
-      try {
-        holders = (await this.#lookupHolders(ctx.keyBytes)).filter(
-          (h) =>
-            h.nodeId !== this.#self.nodeId &&
-            !(h.ip === this.#self.ip && h.httpPort === this.#self.httpPort),
-        );
-      } catch (e) {
-        this.#log.warn({ err: String(e) }, 'index lookup failed');
-      }
+      const choice = await this.#peerTargets(ctx.keyBytes);
+      notMembers = choice.notMembers;
       this.#announce(ctx.keyBytes, this.#holder('fetching'), FETCHING_TTL_SECONDS);
       if (
-        holders.length > 0 &&
-        (await this.#fetchFromPeers(ctx, inf, holders.slice(0, this.#peerRace), forwardHeaders))
+        choice.targets.length > 0 &&
+        (await this.#fetchFromPeers(
+          ctx,
+          inf,
+          choice.targets.slice(0, this.#peerRace),
+          forwardHeaders,
+          notMembers,
+        ))
       ) {
         return;
       }
@@ -971,7 +1022,31 @@ export class CoralProxy {
       responseTime,
       fwd: opts.fwd,
       source: 'origin',
+      notMembers,
     });
+  }
+
+  /**
+   * The members to ask for `keyBytes`: holders from the index mapped to verified member addresses
+   * (peer/members.ts). Without `members` there is no peer fetch, and no lookup either.
+   */
+  async #peerTargets(keyBytes: Uint8Array): Promise<{ targets: PeerTarget[]; notMembers: number }> {
+    if (!this.#members) return { targets: [], notMembers: 0 };
+    let holders: Holder[] = [];
+    try {
+      holders = await this.#lookupHolders(keyBytes);
+    } catch (e) {
+      this.#log.warn({ err: String(e) }, 'index lookup failed');
+    }
+    const choice = chooseHolders(holders, this.#members, this.#self);
+    if (choice.notMembers > 0) {
+      for (let i = 0; i < choice.notMembers; i++) this.#metrics?.holderSkipped?.('not-member');
+      this.#log.debug(
+        { key: Buffer.from(keyBytes).toString('hex'), skipped: choice.notMembers },
+        'holder records naming no verified member skipped',
+      );
+    }
+    return choice;
   }
 
   /** `index.lookup`, bounded by `indexTimeoutMs` on the clock even if the index ignores the signal. */
@@ -1041,16 +1116,19 @@ export class CoralProxy {
   async #fetchFromPeers(
     ctx: Ctx,
     inf: InFlight,
-    holders: Holder[],
+    targets: PeerTarget[],
     headers: Record<string, string>,
+    notMembers: number,
   ): Promise<boolean> {
     const winner = await racePeers(
       {
         upstream: this.#peers,
         clock: this.#clock,
+        connector: this.#peerConnector,
+        ...(this.#peerAuth ? { auth: this.#peerAuth } : {}),
         onEvent: (e) => this.#log.debug(e, 'peer event'),
       },
-      holders,
+      targets,
       {
         path: ctx.path,
         host: ctx.host,
@@ -1081,8 +1159,13 @@ export class CoralProxy {
       return false;
     }
     const h = winner.holder;
+    // The record's size and sha256 are checked in both modes (a mismatch is always a lie or a
+    // fault), but only an authenticated record (keyed mode) makes a match mean anything: in open
+    // mode the copy is served to the clients that asked and is not stored (see #streamResponse).
+    const claimed = headerValue(winner.response.headers[SHA256_HEADER]);
     const bad =
       (Number.isFinite(declared) && declared !== data.length) ||
+      (claimed !== undefined && claimed.toLowerCase() !== sha256) ||
       (h.size !== undefined && h.size !== data.length) ||
       (h.sha256 !== undefined && h.sha256.toLowerCase() !== sha256);
     if (bad) {
@@ -1105,6 +1188,8 @@ export class CoralProxy {
       fwd: 'peer',
       source: 'peer',
       peer: h.nodeId,
+      peerVerified: this.#members?.recordsAuthenticated === true,
+      notMembers,
     });
     return true;
   }
@@ -1120,6 +1205,9 @@ export class CoralProxy {
       fwd: string;
       source: 'origin' | 'peer';
       peer?: string;
+      /** A peer copy checked against an authenticated record (keyed mode). */
+      peerVerified?: boolean;
+      notMembers?: number;
     },
   ): Promise<void> {
     const all = toRecord(res.headers);
@@ -1148,7 +1236,9 @@ export class CoralProxy {
         ? storable(ctx.reqHeaders, res.status, headers, this.#policy)
         : { store: false, reason: 'method' };
     const cookieBlocked = ctx.mode === 'site' && setCookie !== undefined;
-    const store = decision.store && !cookieBlocked && !ctx.rules.noStore;
+    const unverifiedPeer = o.source === 'peer' && o.peerVerified !== true;
+    const shareable = decision.store && !cookieBlocked && !ctx.rules.noStore;
+    const store = shareable && !unverifiedPeer;
     const vary = varyNames(headers);
     const head: StreamHead = {
       status: res.status,
@@ -1158,10 +1248,11 @@ export class CoralProxy {
       fwd: o.fwd,
       fwdStatus: res.status,
       stored: store,
-      shareable: store,
+      shareable,
       vary,
       varyValues: varyValues(vary, ctx.reqHeaders),
-      ...(o.peer ? { peer: o.peer } : {}),
+      ...(o.peer ? { peer: o.peer, peerVerified: !unverifiedPeer } : {}),
+      ...(o.notMembers ? { notMembers: o.notMembers } : {}),
     };
     inf.settle({ kind: 'stream', head });
     if (noBody) {
