@@ -9,6 +9,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
 import type { NodeDirectory, NodeInfo } from '@coral/dnssrv';
+import type { FleetMembers } from '@coral/httpprx';
 import type { Logger } from 'pino';
 import type { AdminBackend, DshtGetView, NodeInfoView, ReadinessView } from '../admin/backend.js';
 import { AdminApi } from '../admin/server.js';
@@ -133,6 +134,17 @@ export class CoralNode implements AdminBackend {
         claimRankCap: config.index.claimRankCap,
       },
     );
+    // Stopgap until the DSHT's verified membership is wired (issue 10, wave 2): the proxy asks
+    // only holders that are live proxies of the directory, at the directory's address for them,
+    // in open mode (holder records are not authenticated yet).
+    const members: FleetMembers = {
+      recordsAuthenticated: false,
+      member: (id) => {
+        const n = this.directory?.get?.(id);
+        const ip = n?.ipv4 ?? n?.ipv6;
+        return n && ip ? { ip, httpPort: n.httpPort } : undefined;
+      },
+    };
     this.proxy = await step('proxy', () =>
       services.proxy({
         ...args,
@@ -140,6 +152,7 @@ export class CoralNode implements AdminBackend {
         index: this.index,
         self,
         dataDir: join(dataDir, 'cache'),
+        members,
       }),
     );
     await step('proxy', () => this.proxy.listen(config.proxy.port, addresses.bind.proxy));
