@@ -360,6 +360,7 @@ export class AnswerBuilder {
     });
 
     // NOERROR with no answers (NODATA): the zone's SOA in authority for negative caching.
+    // Rate limited per zone, like NXDOMAIN (BIND: empty answers are counted by their zone).
     const nodata = (zone: string | undefined, detail: string) =>
       respond(
         RCODE.NOERROR,
@@ -367,7 +368,7 @@ export class AnswerBuilder {
         [],
         zone ? [this.#soaRecord(zone, true)] : [],
         [],
-        staticMeta(detail),
+        staticMeta(detail, 'nodata', zone ?? ''),
         opt0,
         this.#negTtl() * 1000,
       );
@@ -501,7 +502,9 @@ export class AnswerBuilder {
     const ctx = ctxIn ?? this.#locator.context(peer.address, peer.bytes, q.opt?.ecs);
     const loc = await this.#locator.locate(ctx, this.#answerCount);
     const opt = this.responseOpt(q, loc.scope);
-    const rrlName = `${q.qname}/${q.qtype}`;
+    // Every name under the zone is synthesized (like a wildcard): rate limited as one name per
+    // zone, whatever the name and type, so rotating names does not reset a client's budget.
+    const rrlName = wildcardOf(parsed.zone);
     if (loc.method === 'no-proxy') {
       const built = respond(
         RCODE.NOERROR,
@@ -545,8 +548,8 @@ export class AnswerBuilder {
       nodes: used.length > 0 ? used : loc.nodes.map((n) => n.id),
       ttl,
       scope: opt?.ecs?.scopePrefix,
-      rrlKind: 'answer' as const,
-      rrlName,
+      rrlKind: answers.length > 0 ? ('answer' as const) : ('nodata' as const),
+      rrlName: answers.length > 0 ? rrlName : parsed.zone,
     };
     const built = respond(
       RCODE.NOERROR,
@@ -620,6 +623,14 @@ export class AnswerBuilder {
     }
     return out;
   }
+}
+
+/** The RRL name of every synthesized answer in `zone` (interned: one string per zone). */
+const wildcards = new Map<string, string>();
+function wildcardOf(zone: string): string {
+  let w = wildcards.get(zone);
+  if (w === undefined) wildcards.set(zone, (w = `*.${zone}`));
+  return w;
 }
 
 function nsRecord(owner: string, ns: NameserverConfig, ttl: number): ResourceRecord {
