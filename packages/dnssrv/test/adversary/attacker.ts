@@ -1,9 +1,10 @@
 /**
  * The attacker in the adversary tests: UDP sockets of its own, bound to its own 127.x addresses
  * (Linux routes all of 127.0.0.0/8 to loopback), sending to the server at 127.0.0.1 and keeping
- * whatever comes back.
+ * whatever comes back. Every socket made here is closed after each test.
  */
 import dgram from 'node:dgram';
+import { afterEach } from 'vitest';
 
 export interface UdpAttacker {
   readonly address: string;
@@ -21,13 +22,22 @@ export async function udpAttacker(address: string): Promise<UdpAttacker> {
   });
   const got: Buffer[] = [];
   sock.on('message', (m) => got.push(m));
-  return {
+  const attacker: UdpAttacker = {
     address,
     got,
     send: (msg, port) => sock.send(msg, port, '127.0.0.1'),
-    close: () => sock.close(),
+    close: () => {
+      if (live.delete(attacker)) sock.close();
+    },
   };
+  live.add(attacker);
+  return attacker;
 }
+
+const live = new Set<UdpAttacker>();
+afterEach(() => {
+  for (const a of [...live]) a.close();
+});
 
 /** Sockets on many addresses at once (one per entry of `addresses`). */
 export function udpAttackers(addresses: string[]): Promise<UdpAttacker[]> {

@@ -13,9 +13,7 @@ import { start, type Started } from '../server/support.js';
 import { udpAttacker, udpAttackers, type UdpAttacker } from './attacker.js';
 
 let s: Started | undefined;
-const socks: UdpAttacker[] = [];
 afterEach(async () => {
-  for (const a of socks.splice(0)) a.close();
   await s?.server.close();
   s = undefined;
 });
@@ -41,7 +39,6 @@ describe('adversary: hint walks and probes under rotation', () => {
     const { dir, walks } = countingFleet();
     s = await start({}, dir);
     const a = await udpAttacker('127.66.4.2');
-    socks.push(a);
     for (let i = 0; i < 300; i++) {
       a.send(encodeQuery({ name: `n${i}.rotate${i}.example.nyud.net`, id: i }), s.port);
     }
@@ -58,7 +55,6 @@ describe('adversary: hint walks and probes under rotation', () => {
       const list = await udpAttackers(
         Array.from({ length: 100 }, (_, i) => `127.${70 + second}.${i}.2`),
       );
-      socks.push(...list);
       list.forEach((a, i) => a.send(encodeQuery({ name: `x${i}.example.com.nyud.net` }), s!.port));
       await waitFor(() => answered(list) === 100);
     };
@@ -74,7 +70,6 @@ describe('adversary: hint walks and probes under rotation', () => {
     // One source rotating its ECS subnet over 100 /24s: the same walk bound, no new probe.
     await s.clock.advance(1000);
     const e = await udpAttacker('127.72.0.2');
-    socks.push(e);
     for (let i = 0; i < 100; i++) {
       const ecs = { sourcePrefix: 24, address: [203, 0, i] };
       e.send(encodeQuery({ name: `e${i}.example.com.nyud.net`, id: i, edns: { ecs } }), s.port);
@@ -91,7 +86,6 @@ describe('adversary: hint walks and probes under rotation', () => {
     const { dir, walks } = countingFleet(true);
     s = await start({ hints: { walksPerSecond: 1000 } }, dir);
     const list = await udpAttackers(Array.from({ length: 50 }, (_, i) => `127.73.${i}.2`));
-    socks.push(...list);
     list.forEach((a, i) => a.send(encodeQuery({ name: `h${i}.example.com.nyud.net` }), s!.port));
     await waitFor(() => s!.server.stats().queries.udp === 50);
     await waitFor(() => answered(list) === 42); // no walk for them: answered at once (random)

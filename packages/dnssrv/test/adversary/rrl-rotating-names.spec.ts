@@ -9,12 +9,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { TYPE } from '../../src/index.js';
 import { encodeQuery, fleet, header, node, udpAsk, waitFor } from '../helpers.js';
 import { start, type Started } from '../server/support.js';
-import { udpAttacker, type UdpAttacker } from './attacker.js';
+import { udpAttacker } from './attacker.js';
 
 let s: Started | undefined;
-const socks: UdpAttacker[] = [];
 afterEach(async () => {
-  for (const a of socks.splice(0)) a.close();
   await s?.server.close();
   s = undefined;
 });
@@ -26,7 +24,6 @@ describe('adversary: RRL with rotating names', () => {
     s = await start({ rrl: {} }, fleet().add(node(2)).add(node(3)));
     const a1 = await udpAttacker('127.66.0.2');
     const a2 = await udpAttacker('127.66.0.3'); // same /24: same budget
-    socks.push(a1, a2);
     // Names and types rotate. The fleet has no IPv6: A and ANY are answers, AAAA, CNAME (proxies
     // are live) and MX are NODATA; each kind has its own budget per (prefix, zone).
     const types = [TYPE.A, TYPE.AAAA, TYPE.ANY, TYPE.CNAME, TYPE.MX];
@@ -79,7 +76,6 @@ describe('adversary: RRL with rotating names', () => {
   it('rotating types of one name or names of many zones-looking shapes do not help either', async () => {
     s = await start({ rrl: { responsesPerSecond: 5, slip: 0 } }, fleet().add(node(2)));
     const a = await udpAttacker('127.66.0.9');
-    socks.push(a);
     const names = [
       'a.com.nyud.net',
       'a.com.8080.nyud.net',
