@@ -6,6 +6,7 @@
  */
 import type { Random } from '@coral/testkit';
 import { DnsConfigError } from '../errors.js';
+import { nonNegativeInt, positiveInt } from '../server/validate.js';
 import type { LocationContext, Locator } from '../locate/locator.js';
 import { normalizeZone, parseCoralName } from '../names/coral-name.js';
 import { formatIp, parseIp } from '../net/ip.js';
@@ -643,18 +644,4 @@ function sameHost(ns: NameserverConfig, node: NodeInfo): boolean {
     (ns.ipv4 !== undefined && ns.ipv4 === node.ipv4) ||
     (ns.ipv6 !== undefined && ns.ipv6 === node.ipv6)
   );
-}
-
-function positiveInt(name: string, v: number): number {
-  if (!Number.isInteger(v) || v < 1) {
-    throw new DnsConfigError(`${name} must be an integer ≥ 1, got ${v}`);
-  }
-  return v;
-}
-
-function nonNegativeInt(name: string, v: number): number {
-  if (!Number.isInteger(v) || v < 0) {
-    throw new DnsConfigError(`${name} must be an integer ≥ 0, got ${v}`);
-  }
-  return v;
 }

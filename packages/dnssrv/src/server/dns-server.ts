@@ -29,6 +29,7 @@ import type { NodeDirectory } from '../node-directory.js';
 import { type Prober, TcpConnectProber } from '../probe/prober.js';
 import { type ProbeEntry, ResolverProbes } from '../probe/resolver-probes.js';
 import { ResponseRateLimiter, type RrlVerdict } from '../rrl/response-rate-limiter.js';
+import { checkLimits } from './validate.js';
 import {
   DEFAULT_TCP_IPV4_PREFIX,
   DEFAULT_TCP_IPV6_PREFIX,
@@ -164,6 +165,7 @@ export class DnsServer {
   };
 
   constructor(components: DnsServerComponents, options: DnsServerOptions = {}) {
+    checkLimits(options as Record<string, unknown>);
     this.#directory = components.directory;
     this.#clock = components.clock ?? systemClock;
     this.#logger = components.logger ?? noopLogger;

@@ -616,6 +616,23 @@ describe('views, health, admin views', () => {
           { nameservers: [{ name: 'ns1.nyud.net', ipv4: '1.2.3' }] },
         ),
     ).toThrow(expect.objectContaining({ code: 'DNS_ERR_CONFIG' }));
+    // Limits: each bad one named in the message.
+    for (const [options, name] of [
+      [{ tcp: { maxConnectionsPerSource: 0 } }, 'tcp.maxConnectionsPerSource'],
+      [{ tcp: { ipv6PrefixLength: 129 } }, 'tcp.ipv6PrefixLength'],
+      [{ hints: { walksPerSecond: -1 } }, 'hints.walksPerSecond'],
+      [{ probe: { maxPerSecond: Number.NaN } }, 'probe.maxPerSecond'],
+      [{ answerCache: { maxBytes: 1.5 } }, 'answerCache.maxBytes'],
+      [{ rrl: { slip: -2 } }, 'rrl.slip'],
+      [{ hintTimeoutMs: -1 }, 'hintTimeoutMs'],
+    ] as const) {
+      expect(() => new DnsServer({ directory: fleet() }, options)).toThrow(
+        expect.objectContaining({ code: 'DNS_ERR_CONFIG', message: expect.stringContaining(name) }),
+      );
+    }
+    expect(
+      () => new DnsServer({ directory: fleet() }, { hints: { walksPerSecond: 0.5 } }),
+    ).not.toThrow();
   });
 });
 
