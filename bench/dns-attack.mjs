@@ -10,10 +10,10 @@
 //   - many sources: 16 idle connections from each of 40 addresses (640 > the table's 256).
 // In each phase the victim (127.77.1.3) makes --queries sequential exchanges, each a new TCP
 // connection, one query, its answer, close; the time is from connect() to the answer. With many
-// sources, each victim connection displaces an idle attacker connection; the attacker reopens as
-// many as it lost (from the same sources) after every victim exchange, so the table stays full of
-// idle connections. (One source's refused connections are not reopened: that would be a connect
-// flood, a different attack, bounded by the kernel's accept rate.)
+// sources, each victim connection displaces an idle attacker connection, so after every victim
+// exchange the attacker opens one more (from its next source in turn): the table stays full of
+// idle attacker connections. (Refused connections are not retried in a loop: that would be a
+// connect flood, a different attack, bounded by the kernel's accept rate.)
 // Prints a table and ends with ONE JSON line.
 //
 // Options: --queries N (victim exchanges per phase, default 300), --no-pin.
@@ -82,32 +82,27 @@ function exchange(port, from, id) {
 /** Idle attacker connections, `each` from every address of `sources`. */
 class Idlers {
   constructor(port, sources, each) {
-    Object.assign(this, { port, sources, each, open: new Set(), lost: [] });
+    Object.assign(this, { port, sources, each, open: new Set(), next: 0 });
   }
   async #open(list) {
     const got = await Promise.all(list.map((from) => connect(this.port, from)));
-    for (const [i, s] of got.entries()) {
+    for (const s of got) {
       if (!s) continue;
       this.open.add(s);
-      s.once('close', () => {
-        this.open.delete(s);
-        if (!this.closed) this.lost.push(list[i]);
-      });
+      s.once('close', () => this.open.delete(s));
     }
   }
   /** Open them all; resolves once the server has had time to close the ones it refuses. */
   async start() {
     await this.#open(this.sources.flatMap((from) => Array(this.each).fill(from)));
     await new Promise((r) => setTimeout(r, 200));
-    this.lost.length = 0; // refused on arrival: not reopened
     return this.open.size;
   }
-  /** Reopen the connections the server closed since the last call (displaced by a newcomer). */
+  /** One more idle connection, from the next source in turn. */
   refill() {
-    return this.#open(this.lost.splice(0));
+    return this.#open([this.sources[this.next++ % this.sources.length]]);
   }
   close() {
-    this.closed = true;
     for (const s of this.open) s.destroy();
   }
 }
