@@ -435,7 +435,7 @@ export class DnsServer {
   }
 
   #onTcp(sock: net.Socket): void {
-    if (this.#state !== 'listening' || !this.#tcpConns) {
+    if (this.#state !== 'listening') {
       sock.destroy();
       return;
     }
