@@ -9,6 +9,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
 import type { NodeDirectory, NodeInfo } from '@coral/dnssrv';
+import type { FleetMembers } from '@coral/httpprx';
 import type { Logger } from 'pino';
 import type {
   AdminBackend,
@@ -181,6 +182,17 @@ export class CoralNode implements AdminBackend {
         claimRankCap: config.index.claimRankCap,
       },
     );
+    // Stopgap until the DSHT's verified membership is wired (issue 10, wave 2): the proxy asks
+    // only holders that are live proxies of the directory, at the directory's address for them,
+    // in open mode (holder records are not authenticated yet).
+    const members: FleetMembers = {
+      recordsAuthenticated: false,
+      member: (id) => {
+        const n = this.directory?.get?.(id);
+        const ip = n?.ipv4 ?? n?.ipv6;
+        return n && ip ? { ip, httpPort: n.httpPort } : undefined;
+      },
+    };
     this.proxy = await step('proxy', () =>
       openStore({ ...storage, store: 'cache', dir: join(dataDir, 'cache') }, async () => {
         const proxy = await services.proxy({
@@ -189,6 +201,7 @@ export class CoralNode implements AdminBackend {
           index: this.index,
           self,
           dataDir: join(dataDir, 'cache'),
+          members,
         });
         try {
           await proxy.open();

@@ -3,7 +3,7 @@
  * builds the real ones (@coral/dsht, @coral/httpprx, @coral/dnssrv); `CoralNode` only sees these,
  * which keeps the composition readable and tells each package what the process relies on.
  */
-import type { ContentIndex } from '@coral/httpprx';
+import type { ContentIndex, FleetMembers } from '@coral/httpprx';
 import type { NodeDirectory } from '@coral/dnssrv';
 import type { Logger } from 'pino';
 import type { DshtValueStore } from '../adapters/content-index.js';
@@ -64,6 +64,8 @@ export interface ServiceFactory {
       index: ContentIndex;
       self: { nodeId: string; ip: string; httpPort: number };
       dataDir: string;
+      /** The fleet members the proxy may fetch from (absent: no peer fetch). */
+      members?: FleetMembers;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */

@@ -60,12 +60,12 @@ export const realServices: ServiceFactory = {
     );
   },
 
-  proxy({ config, logger, metrics, index, self, dataDir }) {
+  proxy({ config, logger, metrics, index, self, dataDir, members }) {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
     return new CoralProxy(
-      { index, logger, metrics: metrics.proxy },
+      { index, logger, metrics: metrics.proxy, ...(members ? { members } : {}) },
       {
         zones: [config.zone],
         sites: { ...p.sites },
