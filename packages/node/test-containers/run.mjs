@@ -104,6 +104,8 @@ const dc = (args, opts = {}) =>
 const docker = (args) => must('docker', args);
 const containerOf = async (service) => (await dc(['ps', '-q', service])).stdout.trim();
 const inspect = async (id, format) => (await docker(['inspect', '-f', format, id])).stdout.trim();
+const imageId = async (ref) =>
+  (await run('docker', ['image', 'inspect', '-f', '{{.Id}}', ref])).stdout.trim();
 const admin = (node) =>
   new AdminClient({ url: `http://${PUBLISH}:${PORTS[node].admin}`, token, timeoutMs: 3_000 });
 
@@ -177,6 +179,7 @@ async function main() {
     `image ${IMAGE} builds from the Dockerfile on a local base`,
     async () => {
       const t0 = Date.now();
+      const previous = [await imageId(IMAGE), await imageId(BASE_IMAGE)];
       await must('sh', [join(here, 'base-image.sh'), BASE_IMAGE]);
       const args = [...builder.args, '--build-arg', `NODE_IMAGE=${BASE_IMAGE}`, '-t', IMAGE];
       if (ca) args.push('--secret', `id=npm_ca,src=${ca}`);
@@ -188,6 +191,9 @@ async function main() {
       if (/BEGIN CERTIFICATE|npm_ca|cafile|NODE_EXTRA_CA_CERTS/i.test(history + config)) {
         throw new Error('the CA shows in the image history or environment');
       }
+      // The images this build replaced (untagged now) go, so repeated runs do not pile them up.
+      const current = [await imageId(IMAGE), await imageId(BASE_IMAGE)];
+      for (const id of previous) if (id && !current.includes(id)) await run('docker', ['rmi', id]);
       const files = await run('docker', [
         'run',
         '--rm',
