@@ -209,9 +209,12 @@ export class CoralMetrics {
     };
 
     this.hotUrls = new SpaceSaving(options.hotUrlCapacity ?? HOT_URL_CAPACITY);
+    // Children bound to their label once: this runs for every proxy response.
+    const toClient = responseBytes.labels('client');
+    const toPeer = responseBytes.labels('peer');
     this.traffic = {
       response: (bytes, peer, url) => {
-        if (bytes > 0) responseBytes.inc({ to: peer ? 'peer' : 'client' }, bytes);
+        if (bytes > 0) (peer ? toPeer : toClient).inc(bytes);
         if (url !== undefined && !peer) {
           this.hotUrls.add(
             url.length > HOT_URL_MAX_LENGTH ? url.slice(0, HOT_URL_MAX_LENGTH - 1) + '…' : url,

@@ -16,6 +16,12 @@ import { PEER_HEADER, originUrl, parseCoralHost } from '@coral/httpprx';
 import type { TrafficMetricsSink } from './metrics.js';
 
 const REQUEST_START = 'http.server.request.start';
+/**
+ * Request targets whose origin URL is remembered (cleared when full; only short ones, so the memo
+ * stays under a few MB whatever strangers send): hot URLs repeat.
+ */
+const URL_MEMO_SIZE = 4096;
+const URL_MEMO_KEY_MAX = 512;
 const RESPONSE_FINISH = 'http.server.response.finish';
 
 interface ServerMessage {
@@ -75,6 +81,8 @@ export class ProxyTrafficObserver {
   readonly #isProxy = new WeakMap<Server, boolean>();
   /** The connection's byte count when each response began. */
   readonly #startBytes = new WeakMap<ServerResponse, number>();
+  /** Host + target → origin URL ('' for none): parsing a name costs more than the rest. */
+  readonly #urls = new Map<string, string>();
   #subscribed = false;
 
   constructor(components: { sink: TrafficMetricsSink }, options: ProxyTrafficOptions) {
@@ -128,7 +136,19 @@ export class ProxyTrafficObserver {
     const bytes = (m.socket?.bytesWritten ?? start) - start;
     const req = m.request;
     const peer = req.headers[PEER_HEADER] !== undefined;
-    const url = requestOriginUrl(req.headers.host, req.url, this.#options.zones, this.#sites);
-    this.#sink.response(Math.max(0, bytes), peer, url);
+    this.#sink.response(Math.max(0, bytes), peer, this.#originUrl(req.headers.host, req.url));
   };
+
+  #originUrl(host: string | undefined, target: string | undefined): string | undefined {
+    const key = `${host ?? ''}\n${target ?? ''}`;
+    let url = this.#urls.get(key);
+    if (url === undefined) {
+      url = requestOriginUrl(host, target, this.#options.zones, this.#sites) ?? '';
+      if (key.length <= URL_MEMO_KEY_MAX) {
+        if (this.#urls.size >= URL_MEMO_SIZE) this.#urls.clear();
+        this.#urls.set(key, url);
+      }
+    }
+    return url === '' ? undefined : url;
+  }
 }

@@ -107,6 +107,7 @@ export function loginPage(options: { message?: string; tokenConfigured: boolean 
     ? `<p>This node's admin API wants its token (<code>admin.token</code>) from this address.</p>
   ${options.message ? `<p class="error" id="login-error">${escapeHtml(options.message)}</p>` : ''}
   <form method="post" action="/login">
+    <input type="text" name="username" value="admin" autocomplete="username" hidden>
     <label for="token">Admin token</label>
     <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
     <button type="submit">Sign in</button>
