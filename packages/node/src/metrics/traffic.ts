@@ -1,8 +1,8 @@
 /**
  * What the proxy's clients get, seen from outside the proxy: the node subscribes to Node's
- * built-in HTTP diagnostics channels (`http.server.request.start`, `http.server.response.finish`,
- * the hooks APM agents use) and, for the responses of the proxy's own server only, records the
- * bytes written to the connection and the origin URL asked for. This feeds
+ * built-in HTTP diagnostics channel `http.server.response.finish` (the hook APM agents use) and,
+ * for the responses of the proxy's own server only, records the bytes written to the connection
+ * for each response and the origin URL asked for. This feeds
  * `coral_http_response_bytes_total` (the denominator of the origin offload) and the hottest-URL
  * sketch, without the proxy knowing: @coral/httpprx's metrics sink reports outcomes, not URLs.
  *
@@ -15,7 +15,6 @@ import type { Socket } from 'node:net';
 import { PEER_HEADER, originUrl, parseCoralHost } from '@coral/httpprx';
 import type { TrafficMetricsSink } from './metrics.js';
 
-const REQUEST_START = 'http.server.request.start';
 /**
  * Request targets whose origin URL is remembered (cleared when full; only short ones, so the memo
  * stays under a few MB whatever strangers send): hot URLs repeat.
@@ -79,8 +78,11 @@ export class ProxyTrafficObserver {
   readonly #sites: Readonly<Record<string, string>>;
   /** Whether a server is the proxy's, decided once per server. */
   readonly #isProxy = new WeakMap<Server, boolean>();
-  /** The connection's byte count when each response began. */
-  readonly #startBytes = new WeakMap<ServerResponse, number>();
+  /**
+   * Each connection's byte count when its last response finished. Responses on a connection are
+   * written in order (pipelined ones too), so a response's bytes are the count now minus this.
+   */
+  readonly #sentBefore = new WeakMap<Socket, number>();
   /** Host + target → origin URL ('' for none): parsing a name costs more than the rest. */
   readonly #urls = new Map<string, string>();
   #subscribed = false;
@@ -96,14 +98,12 @@ export class ProxyTrafficObserver {
   start(): void {
     if (this.#subscribed) return;
     this.#subscribed = true;
-    diagnostics.subscribe(REQUEST_START, this.#onStart);
     diagnostics.subscribe(RESPONSE_FINISH, this.#onFinish);
   }
 
   stop(): void {
     if (!this.#subscribed) return;
     this.#subscribed = false;
-    diagnostics.unsubscribe(REQUEST_START, this.#onStart);
     diagnostics.unsubscribe(RESPONSE_FINISH, this.#onFinish);
   }
 
@@ -123,17 +123,12 @@ export class ProxyTrafficObserver {
     return known;
   }
 
-  readonly #onStart = (message: unknown): void => {
-    const m = message as ServerMessage;
-    if (!this.#proxyServer(m.server)) return;
-    this.#startBytes.set(m.response, m.socket?.bytesWritten ?? 0);
-  };
-
   readonly #onFinish = (message: unknown): void => {
     const m = message as ServerMessage;
-    const start = this.#startBytes.get(m.response);
-    if (start === undefined) return; // not the proxy's
-    const bytes = (m.socket?.bytesWritten ?? start) - start;
+    if (!this.#proxyServer(m.server) || !m.socket) return;
+    const sent = m.socket.bytesWritten ?? 0;
+    const bytes = sent - (this.#sentBefore.get(m.socket) ?? 0);
+    this.#sentBefore.set(m.socket, sent);
     const req = m.request;
     const peer = req.headers[PEER_HEADER] !== undefined;
     this.#sink.response(Math.max(0, bytes), peer, this.#originUrl(req.headers.host, req.url));

@@ -101,6 +101,28 @@ describe('ProxyTrafficObserver over real sockets', () => {
     expect((await metrics.read())['sent.client']).toBe(a + b + junk);
   });
 
+  it('splits the bytes of a kept-alive connection by response, pipelined ones too', async () => {
+    const proxy = await serve('y'.repeat(300));
+    const metrics = new CoralMetrics({ defaultMetrics: false });
+    observer = new ProxyTrafficObserver(
+      { sink: metrics.traffic },
+      { listening: { host: '127.0.0.1', port: proxy.port }, zones: ['nyud.net'] },
+    );
+    observer.start();
+    const get = (path: string, last = false) =>
+      `GET ${path} HTTP/1.1\r\nHost: www.example.com.nyud.net\r\n${last ? 'Connection: close\r\n' : ''}\r\n`;
+    // three requests in one write: the server answers them in order on the one connection
+    const received = await exchange(
+      proxy.port,
+      get('/a') + get('/b') + get('/a', true).slice(0, -2),
+    );
+    expect((await metrics.read())['sent.client']).toBe(received);
+    expect(metrics.hotUrls.top()).toEqual([
+      { item: 'http://www.example.com/a', count: 2, error: 0 },
+      { item: 'http://www.example.com/b', count: 1, error: 0 },
+    ]);
+  });
+
   it('cuts long URLs before counting them', async () => {
     const proxy = await serve('ok');
     const metrics = new CoralMetrics({ defaultMetrics: false });

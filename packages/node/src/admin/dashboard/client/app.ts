@@ -124,8 +124,15 @@ function merge(part: View['history'], keep: number): void {
   }
 }
 
+/**
+ * A counter's column. Before its first value the counter did not exist yet (a labelled counter
+ * appears at its first increment), which is 0, not unknown: the first answers then show as a rise.
+ */
 function col(name: string): (number | null)[] {
-  return history.series[name] ?? new Array<number | null>(history.t.length).fill(null);
+  const c = history.series[name];
+  if (!c) return new Array<number | null>(history.t.length).fill(0);
+  const first = c.findIndex((v) => v !== null);
+  return first <= 0 ? c : [...new Array<number>(first).fill(0), ...c.slice(first)];
 }
 
 /** 24-hour local time, HH:MM:SS. */
