@@ -72,12 +72,7 @@ const putBody = z.strictObject({
 });
 const purgeBody = z.strictObject({ url: z.url({ protocol: /^https?$/ }) });
 
-type Handler = (
-  req: AdminRequest,
-  url: URL,
-  params: string[],
-  grant: AccessGrant | undefined,
-) => Promise<AdminResponse>;
+type Handler = (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>;
 
 /** A JSON answer; `indent` 0 for the dashboard's data, which a page fetches every 2 s. */
 const json = (status: number, value: unknown, indent = 2): AdminResponse => ({
@@ -149,7 +144,7 @@ export class AdminApi {
     this.#maxBody = options.maxBodyBytes ?? DEFAULT_ADMIN_MAX_BODY_BYTES;
     const b = this.#backend;
     this.#routes = [
-      ['GET', /^\/$/, async (req, url, _p, grant) => this.#page(req, url, grant)],
+      ['GET', /^\/$/, async (req, url) => this.#page(req, url)],
       ['GET', /^\/login$/, async () => html(200, loginPage({ tokenConfigured: this.#hasToken }))],
       ['POST', /^\/login$/, async (req) => this.#login(req)],
       [
@@ -248,10 +243,9 @@ export class AdminApi {
       const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
       // A page elsewhere must not make the API act, whoever the browser is signed in as.
       if (!SAFE_METHODS.has(req.method)) this.#access.checkSameOrigin(req);
-      let grant: AccessGrant | undefined;
       // The page answers a refusal with the login page itself; assets carry no data.
       if (path !== '/' && !path.startsWith('/dashboard/') && !this.#publicPaths.has(path)) {
-        grant = this.#access.authorize(req);
+        this.#access.authorize(req);
       }
       let pathMatched = false;
       for (const [method, pattern, handler] of this.#routes) {
@@ -259,7 +253,7 @@ export class AdminApi {
         if (!m) continue;
         pathMatched = true;
         if (method !== req.method && !(method === 'GET' && req.method === 'HEAD')) continue;
-        const res = await handler(req, url, m.slice(1), grant);
+        const res = await handler(req, url, m.slice(1));
         return req.method === 'HEAD' ? { ...res, body: '' } : res;
       }
       throw pathMatched
@@ -300,7 +294,7 @@ export class AdminApi {
    * `/`: the dashboard for whoever may read the API; a browser that may not gets the login page
    * (or, with `?token=` right, a session cookie and a redirect that drops the token from the URL).
    */
-  #page(req: AdminRequest, url: URL, _grant: AccessGrant | undefined): AdminResponse {
+  #page(req: AdminRequest, url: URL): AdminResponse {
     const given = url.searchParams.get('token');
     if (given !== null) {
       if (!this.#hasToken) {
