@@ -29,13 +29,14 @@ let fleet: Fleet;
 let browser: Browser;
 let attacker: Server | undefined;
 
+/** Chromium, or why there is none: each test then fails with that reason (never skips). */
+let noBrowser: Error | undefined;
+function chromiumOrFail(): Browser {
+  if (noBrowser) throw noBrowser;
+  return browser;
+}
+
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `Chromium is not installed at ${CHROMIUM}: the dashboard test needs it ` +
-        '(apt-get update && apt-get install -y chromium; .ci/run does this)',
-    );
-  }
   await origin.listen();
   fleet = new Fleet({
     nodes: 3,
@@ -46,22 +47,35 @@ beforeAll(async () => {
       CORAL_ADMIN_TOKEN: TOKEN,
     },
   });
-  await fleet.start();
-  // launch() gives the browser a fresh profile directory of its own (removed on close).
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      `--host-resolver-rules=MAP ${ADMIN_NAME} ${fleet.nodes[0]!.ip}`,
-    ],
-  });
+  const started = fleet.start(); // spawns every node before it waits for them
+  if (!existsSync(CHROMIUM)) {
+    noBrowser = new Error(
+      `Chromium is not installed at ${CHROMIUM}: the dashboard test needs it ` +
+        '(apt-get update && apt-get install -y chromium; .ci/run does this)',
+    );
+  } else {
+    // launch() gives the browser a fresh profile directory of its own (removed on close).
+    browser = await chromium
+      .launch({
+        executablePath: CHROMIUM,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+          `--host-resolver-rules=MAP ${ADMIN_NAME} ${fleet.nodes[0]!.ip}`,
+        ],
+      })
+      .catch((err: Error) => {
+        noBrowser = new Error(`Chromium at ${CHROMIUM} did not start: ${err.message}`);
+        return undefined as unknown as Browser;
+      });
+  }
+  await started;
 }, 90_000);
 
 afterAll(async () => {
@@ -117,7 +131,7 @@ describe('the dashboard in Chromium against a three-node fleet', () => {
       (typeof fleet.nodes)[0],
       (typeof fleet.nodes)[0],
     ];
-    const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+    const context = await chromiumOrFail().newContext({ viewport: { width: 1440, height: 1000 } });
     page = await context.newPage();
 
     // A browser that is not on loopback by the rules (it names the node) gets the login page.
@@ -275,7 +289,7 @@ fetch(${JSON.stringify(admin + '/v1/cache/purge')}, { method: 'POST', mode: 'no-
 </script>`);
     });
     await new Promise<void>((r) => attacker!.listen(0, '127.0.0.1', r));
-    const page = await browser.newPage();
+    const page = await chromiumOrFail().newPage();
     const answers: number[] = [];
     page.on('response', (r) => {
       if (r.url().startsWith(admin)) answers.push(r.status());
