@@ -25,7 +25,6 @@ export {
 } from './directory/in-memory.js';
 export { DnsServer, type DnsStats } from './server/dns-server.js';
 export * from './server/types.js';
-export { parseCoralName, normalizeZone, type CoralName } from './names/coral-name.js';
 export {
   type Prober,
   TcpConnectProber,

@@ -8,8 +8,8 @@ import type { Random } from '@coral/testkit';
 import { DnsConfigError } from '../errors.js';
 import { nonNegativeInt, positiveInt } from '../server/validate.js';
 import type { LocationContext, Locator } from '../locate/locator.js';
-import { normalizeZone, parseCoralName } from '../names/coral-name.js';
-import { formatIp, parseIp } from '../net/ip.js';
+import { canonicalZone, NameClassifier } from '../names/classify.js';
+import { formatIp, isPublicIPv4, parseIp, parseIPv4 } from '../net/ip.js';
 import type { NodeInfo } from '../node-directory.js';
 import type { RrlKind } from '../rrl/response-rate-limiter.js';
 import {
@@ -137,7 +137,7 @@ export class AnswerBuilder {
   readonly #cnameTtl: number;
   readonly #nsTtl: number;
   readonly #nameservers: NameserverConfig[];
-  readonly #nsByName = new Map<string, NameserverConfig>();
+  readonly #names: NameClassifier;
   readonly #soa: Required<Omit<NonNullable<DnsServerOptions['soa']>, 'mname' | 'rname'>> & {
     mname?: string;
     rname?: string;
@@ -151,15 +151,8 @@ export class AnswerBuilder {
   ) {
     this.#locator = components.locator;
     this.#random = components.random;
-    this.#zones = (options.zones ?? DEFAULT_ZONES).map(normalizeZone);
-    if (
-      this.#zones.length === 0 ||
-      this.#zones.some((z) => !/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(z))
-    ) {
-      throw new DnsConfigError(
-        `zones must be non-empty DNS names, got ${JSON.stringify(options.zones)}`,
-      );
-    }
+    this.#zones = (options.zones ?? DEFAULT_ZONES).map(canonicalZone);
+    if (this.#zones.length === 0) throw new DnsConfigError('zones must not be empty');
     this.#answerCount = positiveInt('answerCount', options.answerCount ?? DEFAULT_ANSWER_COUNT);
     this.#ttl = nonNegativeInt('ttl', options.ttl ?? DEFAULT_TTL);
     this.#localTtl = nonNegativeInt('localTtl', options.localTtl ?? DEFAULT_LOCAL_TTL);
@@ -176,8 +169,8 @@ export class AnswerBuilder {
         },
       ]
     ).map((ns) => {
-      const name = normalizeZone(ns.name);
-      if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/.test(name)) {
+      const name = /^[a-z0-9_-]+(\.[a-z0-9_-]+)+\.?$/i.test(ns.name) ? canonicalZone(ns.name) : '';
+      if (name === '') {
         throw new DnsConfigError(`nameserver name "${ns.name}" is not a DNS name`);
       }
       if (ns.ipv4 !== undefined && parseIp(ns.ipv4)?.length !== 4) {
@@ -188,7 +181,7 @@ export class AnswerBuilder {
       }
       return { ...ns, name };
     });
-    for (const ns of this.#nameservers) this.#nsByName.set(ns.name, ns);
+    this.#names = new NameClassifier(this.#zones, this.#nameservers);
     this.#udpMax = Math.max(512, Math.min(65535, options.udpMaxPayload ?? DEFAULT_UDP_MAX_PAYLOAD));
   }
 
@@ -203,8 +196,7 @@ export class AnswerBuilder {
 
   /** Does the answer to `q` depend on where the client is? */
   needsLocation(q: Query): boolean {
-    if (this.#nsByName.has(q.qname)) return false;
-    const kind = parseCoralName(q.qname, this.#zones).kind;
+    const kind = this.#names.classify(q.qname).kind;
     if (kind === 'apex') return this.#nsNearestFirst(q);
     return kind === 'origin' && LOCATED_TYPES.has(q.qtype);
   }
@@ -288,8 +280,7 @@ export class AnswerBuilder {
 
     // Names that needed escaping are never origins: NXDOMAIN in a zone, REFUSED outside.
     if (q.escaped) {
-      const parsed = parseCoralName(q.qname, this.#zones);
-      const zone = parsed.kind === 'outside' ? undefined : parsed.zone;
+      const zone = this.#names.zoneOf(q.qname);
       const inZone = zone !== undefined;
       const detail = inZone ? 'name cannot be an origin' : 'outside the zones';
       const rcode = inZone ? RCODE.NXDOMAIN : RCODE.REFUSED;
@@ -374,10 +365,10 @@ export class AnswerBuilder {
         this.#negTtl() * 1000,
       );
 
-    // The fleet's nameservers.
-    const ns = this.#nsByName.get(q.qname);
-    if (ns) {
-      const zone = this.#zoneOf(q.qname);
+    const parsed = this.#names.classify(q.qname);
+    // The fleet's nameservers (matched before the codec: see names/classify.ts).
+    if (parsed.kind === 'nameserver') {
+      const { ns, zone } = parsed;
       const answers = this.#addressRecords(qname, ns, q.qtype);
       if (answers.length > 0) {
         return respond(
@@ -394,7 +385,6 @@ export class AnswerBuilder {
       return nodata(zone, 'nameserver: no such type');
     }
 
-    const parsed = parseCoralName(q.qname, this.#zones);
     switch (parsed.kind) {
       case 'outside': {
         const refused = this.bare(q, msg, RCODE.REFUSED, false, 'outside the zones', '', opt0);
@@ -492,6 +482,8 @@ export class AnswerBuilder {
         }
         return nodata(parsed.zone, 'apex: no such type');
       }
+      case 'acme-challenge':
+        return nodata(parsed.zone, 'no ACME challenge');
       case 'origin':
         break;
     }
@@ -507,25 +499,62 @@ export class AnswerBuilder {
     // zone, whatever the name and type, so rotating names does not reset a client's budget.
     const rrlName = wildcardOf(parsed.zone);
     if (loc.method === 'no-proxy') {
-      const built = respond(
-        RCODE.NOERROR,
-        true,
-        [{ type: 'CNAME', name: qname, ttl: this.#cnameTtl, target: parsed.host }],
-        [],
-        [],
-        {
-          method: 'no-proxy',
-          detail: loc.detail,
-          ttl: this.#cnameTtl,
-          scope: opt?.ecs?.scopePrefix,
-          rrlKind: 'answer',
-          rrlName,
-        },
-        opt,
-        0,
-        ctx.bucket,
-      );
-      return built;
+      // Nothing live: send the client to the origin where that can work (docs/dnssrv.md).
+      const noProxy = (
+        rcode: number,
+        answers: ResourceRecord[],
+        detail: string,
+        rrlKind: RrlKind,
+      ): BuiltAnswer =>
+        respond(
+          rcode,
+          rcode !== RCODE.SERVFAIL,
+          answers,
+          rcode === RCODE.NOERROR && answers.length === 0
+            ? [this.#soaRecord(parsed.zone, true)]
+            : [],
+          [],
+          {
+            method: 'no-proxy',
+            detail: `${loc.detail}: ${detail}`,
+            ...(answers.length > 0 ? { ttl: this.#cnameTtl } : {}),
+            scope: opt?.ecs?.scopePrefix,
+            rrlKind,
+            rrlName: rrlKind === 'answer' ? rrlName : rrlKind === 'nodata' ? parsed.zone : '',
+          },
+          opt,
+          0,
+          ctx.bucket,
+        );
+      if (parsed.form === 'one-label') {
+        // Its client speaks to the CDN's port and (https) expects the zone's certificate: the
+        // origin can serve neither. SERVFAIL, uncached, so the resolver tries another nameserver.
+        return noProxy(RCODE.SERVFAIL, [], 'a one-label name has no origin fallback', 'error');
+      }
+      const ip = parseIPv4(parsed.host);
+      if (ip) {
+        // A CNAME to `192.0.2.7.` would not resolve: the address itself, if it is a public one.
+        if (!isPublicIPv4(ip)) {
+          return noProxy(RCODE.SERVFAIL, [], 'the origin is not a public address', 'error');
+        }
+        if (q.qtype === TYPE.A || q.qtype === TYPE.ANY) {
+          const a: ResourceRecord = {
+            type: 'A',
+            name: qname,
+            ttl: this.#cnameTtl,
+            address: parsed.host,
+          };
+          return noProxy(RCODE.NOERROR, [a], 'A record of the IPv4 origin', 'answer');
+        }
+        return noProxy(RCODE.NOERROR, [], 'the IPv4 origin has no such record', 'nodata');
+      }
+      const cname: ResourceRecord = {
+        type: 'CNAME',
+        name: qname,
+        ttl: this.#cnameTtl,
+        target: parsed.host,
+      };
+      return noProxy(RCODE.NOERROR, [cname], 'CNAME to the origin', 'answer');
     }
     const v6 = q.qtype === TYPE.AAAA;
     const ttl = loc.local ? this.#localTtl : this.#ttl;
@@ -564,14 +593,6 @@ export class AnswerBuilder {
       ctx.bucket,
     );
     return built;
-  }
-
-  #zoneOf(name: string): string | undefined {
-    let best: string | undefined;
-    for (const z of this.#zones) {
-      if ((name === z || name.endsWith(`.${z}`)) && (!best || z.length > best.length)) best = z;
-    }
-    return best;
   }
 
   #negTtl(): number {

@@ -250,7 +250,7 @@ export class Locator {
     }
     return {
       method: 'no-proxy',
-      detail: 'no live proxy → CNAME to origin',
+      detail: 'no live proxy',
       nodes: [],
       local: false,
       scope: 0,
