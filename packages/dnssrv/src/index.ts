@@ -80,7 +80,18 @@ export {
 } from './wire/query.js';
 export { TYPE, CLASS, RCODE, RCODE_NAME } from './wire/constants.js';
 export {
+  type ChallengeStore,
+  type ChallengeEntry,
+  InMemoryChallengeStore,
+  type InMemoryChallengeStoreOptions,
+  DEFAULT_CHALLENGE_TTL_MS,
+  DEFAULT_MAX_CHALLENGES_PER_ZONE,
+  MAX_CHALLENGE_TTL_MS,
+  MAX_CHALLENGE_VALUE_LENGTH,
+} from './acme/challenge-store.js';
+export {
   DnsError,
+  DnsChallengeError,
   DnsConfigError,
   DnsListenError,
   DnsStateError,

@@ -5,6 +5,7 @@
  * dns2 (`wire/encode.ts`). The server caches what this returns.
  */
 import type { Random } from '@coral/testkit';
+import type { ChallengeStore } from '../acme/challenge-store.js';
 import { DnsConfigError } from '../errors.js';
 import { nonNegativeInt, positiveInt } from '../server/validate.js';
 import type { LocationContext, Locator } from '../locate/locator.js';
@@ -14,6 +15,7 @@ import type { NodeInfo } from '../node-directory.js';
 import type { RrlKind } from '../rrl/response-rate-limiter.js';
 import {
   DEFAULT_ANSWER_COUNT,
+  DEFAULT_CHALLENGE_TTL,
   DEFAULT_CNAME_TTL,
   DEFAULT_LOCAL_TTL,
   DEFAULT_NS_TTL,
@@ -123,6 +125,7 @@ export type AnswerOptions = Pick<
   | 'cnameTtl'
   | 'nameservers'
   | 'nsTtl'
+  | 'challengeTtl'
   | 'soa'
   | 'udpMaxPayload'
 >;
@@ -130,6 +133,8 @@ export type AnswerOptions = Pick<
 export class AnswerBuilder {
   readonly #locator: Locator;
   readonly #random: Random;
+  readonly #challenges: ChallengeStore | undefined;
+  readonly #challengeTtl: number;
   readonly #zones: string[];
   readonly #answerCount: number;
   readonly #ttl: number;
@@ -146,11 +151,12 @@ export class AnswerBuilder {
 
   /** Validates the options (DNS_ERR_CONFIG). `self` supplies the default nameserver's addresses. */
   constructor(
-    components: { locator: Locator; random: Random; self: NodeInfo },
+    components: { locator: Locator; random: Random; self: NodeInfo; challenges?: ChallengeStore },
     options: AnswerOptions,
   ) {
     this.#locator = components.locator;
     this.#random = components.random;
+    this.#challenges = components.challenges;
     this.#zones = (options.zones ?? DEFAULT_ZONES).map(canonicalZone);
     if (this.#zones.length === 0) throw new DnsConfigError('zones must not be empty');
     this.#answerCount = positiveInt('answerCount', options.answerCount ?? DEFAULT_ANSWER_COUNT);
@@ -158,6 +164,10 @@ export class AnswerBuilder {
     this.#localTtl = nonNegativeInt('localTtl', options.localTtl ?? DEFAULT_LOCAL_TTL);
     this.#cnameTtl = nonNegativeInt('cnameTtl', options.cnameTtl ?? DEFAULT_CNAME_TTL);
     this.#nsTtl = nonNegativeInt('nsTtl', options.nsTtl ?? DEFAULT_NS_TTL);
+    this.#challengeTtl = nonNegativeInt(
+      'challengeTtl',
+      options.challengeTtl ?? DEFAULT_CHALLENGE_TTL,
+    );
     this.#soa = { ...DEFAULT_SOA, ...options.soa };
     const self = components.self;
     this.#nameservers = (
@@ -482,8 +492,32 @@ export class AnswerBuilder {
         }
         return nodata(parsed.zone, 'apex: no such type');
       }
-      case 'acme-challenge':
-        return nodata(parsed.zone, 'no ACME challenge');
+      case 'acme-challenge': {
+        // RFC 8555 §8.4: every value set is answered (a wildcard plus apex order has two), read
+        // from the store on each query and never cached here, so set and remove show at once.
+        const values =
+          q.qtype === TYPE.TXT || q.qtype === TYPE.ANY
+            ? (this.#challenges?.txt(parsed.zone) ?? [])
+            : [];
+        if (values.length === 0) {
+          const nd = nodata(parsed.zone, 'no ACME challenge value');
+          return { ...nd, cacheMs: 0 };
+        }
+        const ttl = this.#challengeTtl;
+        return respond(
+          RCODE.NOERROR,
+          true,
+          values.map((text): ResourceRecord => ({ type: 'TXT', name: qname, ttl, text })),
+          [],
+          [],
+          {
+            ...staticMeta(`${values.length} ACME challenge value(s)`),
+            ttl,
+          },
+          opt0,
+          0,
+        );
+      }
       case 'origin':
         break;
     }

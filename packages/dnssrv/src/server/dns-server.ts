@@ -240,7 +240,12 @@ export class DnsServer {
       },
     );
     this.#answers = new AnswerBuilder(
-      { locator: this.#locator, random: this.#random, self: this.#directory.self() },
+      {
+        locator: this.#locator,
+        random: this.#random,
+        self: this.#directory.self(),
+        ...(components.challenges ? { challenges: components.challenges } : {}),
+      },
       options,
     );
     const { exempt, ...rrl } = options.rrl ?? {};

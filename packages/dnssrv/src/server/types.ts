@@ -1,5 +1,6 @@
 /** Collaborator interfaces, option types and defaults of the DNS server. */
 import type { Clock, Random } from '@coral/testkit';
+import type { ChallengeStore } from '../acme/challenge-store.js';
 import type { NodeDirectory } from '../node-directory.js';
 import type { Prober } from '../probe/prober.js';
 import type { HintWalkOptions } from '../locate/hint-walks.js';
@@ -63,6 +64,11 @@ export interface DnsServerComponents {
   /** Resolver RTT prober (default: TCP connect to port 53). */
   prober?: Prober;
   random?: Random;
+  /**
+   * ACME DNS-01 TXT values for `_acme-challenge.<zone>` (default: none, NODATA). The node passes
+   * an `InMemoryChallengeStore` that its admin API and CLI set and remove.
+   */
+  challenges?: ChallengeStore;
 }
 
 export interface NameserverConfig {
@@ -142,6 +148,8 @@ export interface DnsServerOptions {
   nameservers?: NameserverConfig[];
   /** TTL of NS records and glue (default 86400 s). */
   nsTtl?: number;
+  /** TTL of `_acme-challenge` TXT answers (default 60 s: a CA checks right after the client set them). */
+  challengeTtl?: number;
   soa?: SoaConfig;
   views?: ViewConfig[];
   /** Response rate limiting (BIND-style); `{ responsesPerSecond: 0 }` disables it. */
@@ -168,6 +176,7 @@ export const DEFAULT_TTL = 30;
 export const DEFAULT_LOCAL_TTL = 60;
 export const DEFAULT_CNAME_TTL = 10;
 export const DEFAULT_NS_TTL = 86_400;
+export const DEFAULT_CHALLENGE_TTL = 60;
 export const DEFAULT_SOA = Object.freeze({
   serial: 1,
   refresh: 3600,

@@ -40,6 +40,8 @@ function toDns2(rr: ResourceRecord): Dns2Record {
       return { name: rr.name, class: 1, ttl: rr.ttl, type: TYPE.CNAME, domain: rr.target };
     case 'NS':
       return { name: rr.name, class: 1, ttl: rr.ttl, type: TYPE.NS, ns: rr.host };
+    case 'TXT':
+      return { name: rr.name, class: 1, ttl: rr.ttl, type: TYPE.TXT, data: [rr.text] };
     case 'SOA':
       return {
         name: rr.name,

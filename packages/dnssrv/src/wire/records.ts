@@ -4,6 +4,8 @@ export type ResourceRecord =
   | { type: 'AAAA'; name: string; ttl: number; address: string }
   | { type: 'CNAME'; name: string; ttl: number; target: string }
   | { type: 'NS'; name: string; ttl: number; host: string }
+  /** One character-string (≤ 255 bytes) per record. */
+  | { type: 'TXT'; name: string; ttl: number; text: string }
   | {
       type: 'SOA';
       name: string;
