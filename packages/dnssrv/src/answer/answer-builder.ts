@@ -1,15 +1,24 @@
 /**
- * Building answers: which records a question gets (proxies, CNAME to the origin, apex SOA/NS with
- * glue, nameserver addresses, NXDOMAIN/NODATA with the SOA, REFUSED) and their encoding. The
- * location of the client comes from the {@link Locator}; the encoding of records goes through
- * dns2 (`wire/encode.ts`). The server caches what this returns.
+ * Building answers: which records a question gets (proxies, the delegation's NS records and glue,
+ * the short-name CNAME, apex SOA/NS, nameserver addresses, ACME TXT, NXDOMAIN/NODATA with the
+ * SOA, the no-proxy fallbacks) — as templates (`wire/template.ts`) that do not depend on the
+ * question name, so the pipeline shares one among every name of a family (all origins of a zone,
+ * say) and every resolver of a location bucket.
+ *
+ * The location of the client comes from the {@link Locator}, the delegation's nameservers from
+ * {@link Delegation}. The pipeline caches what this returns.
  */
 import type { Random } from '@coral/testkit';
 import type { ChallengeStore } from '../acme/challenge-store.js';
+import type { Delegation, NameserverSet } from '../delegation/delegation.js';
 import { DnsConfigError } from '../errors.js';
-import { nonNegativeInt, positiveInt } from '../server/validate.js';
-import type { LocationContext, Locator } from '../locate/locator.js';
-import { canonicalZone, NameClassifier } from '../names/classify.js';
+import type { Location, LocationContext, Locator } from '../locate/locator.js';
+import {
+  canonicalZone,
+  memberNameserverName,
+  type NameClass,
+  type ZoneInfo,
+} from '../names/classify.js';
 import { formatIp, isPublicIPv4, parseIp, parseIPv4 } from '../net/ip.js';
 import type { NodeInfo } from '../node-directory.js';
 import type { RrlKind } from '../rrl/response-rate-limiter.js';
@@ -24,90 +33,33 @@ import {
   DEFAULT_UDP_MAX_PAYLOAD,
   DEFAULT_ZONES,
   type DnsServerOptions,
-  type LocationMethod,
   type NameserverConfig,
 } from '../server/types.js';
+import { nonNegativeInt, positiveInt } from '../server/validate.js';
 import { RCODE, TYPE } from '../wire/constants.js';
-import { encodeBare, encodeResponse } from '../wire/encode.js';
-import { type Query, questionLabels } from '../wire/query.js';
-import type { ResourceRecord, ResponseOpt } from '../wire/records.js';
+import { encodeBare } from '../wire/encode.js';
+import type { Query } from '../wire/query.js';
+import type { ResponseOpt } from '../wire/records.js';
+import { ANSWER, BodyWriter, type SoaFields, type Template } from '../wire/template.js';
+import { type AnswerMeta, answerMeta } from './meta.js';
 
-/** The resolver a query came from. */
-export interface Peer {
-  address: string;
-  port: number;
-  bytes: Uint8Array;
-}
+export type { AnswerMeta, Peer } from './meta.js';
 
-/** Everything about a response except its bytes: what is logged, counted and rate-limited. */
-export interface AnswerMeta {
-  name: string;
-  type: number;
-  rcode: number;
-  aa: boolean;
-  method: LocationMethod | 'none';
-  detail: string;
-  nodes: string[];
-  ttl?: number;
-  ecs?: string;
-  scope?: number;
-  opt?: ResponseOpt;
-  rrlKind: RrlKind;
-  rrlName: string;
-}
-
-/** The client subnet a query's ECS option names (`198.51.100.0/24`), for metas and logs. */
-function ecsSubnet(q: Query): string | undefined {
-  const ecs = q.opt?.ecs;
-  return ecs ? `${formatIp(ecs.address)}/${ecs.sourcePrefix}` : undefined;
-}
-
-/**
- * Details repeat across answers ('rtt 3.10 ms < level-2 20 ms → level-2 cluster'): cached metas
- * share one string each instead of keeping a copy per answer. Bounded; emptied when full.
- */
-const details = new Map<string, string>();
-const MAX_DETAILS = 4096;
-
-function internDetail(s: string): string {
-  const known = details.get(s);
-  if (known !== undefined) return known;
-  if (details.size >= MAX_DETAILS) details.clear();
-  details.set(s, s);
-  return s;
-}
-
-/**
- * An {@link AnswerMeta} with every field present, in one order. Built by spreading objects of
- * varying shapes, metas got a hidden class each (~450 bytes per cached answer, and megamorphic
- * reads of them on every cache hit); this keeps one shape.
- */
-export function answerMeta(m: AnswerMeta): AnswerMeta {
-  return {
-    name: m.name,
-    type: m.type,
-    rcode: m.rcode,
-    aa: m.aa,
-    method: m.method,
-    detail: internDetail(m.detail),
-    nodes: m.nodes,
-    ttl: m.ttl,
-    ecs: m.ecs,
-    scope: m.scope,
-    opt: m.opt,
-    rrlKind: m.rrlKind,
-    rrlName: m.rrlName,
-  };
-}
-
-export interface BuiltAnswer {
-  bytes: Buffer;
+/** An answer ready to be instantiated for a query, and how it may be reused. */
+export interface Built {
+  template: Template;
   meta: AnswerMeta;
-  /** How long the encoded answer may be reused (0 = never). */
+  /** How long it may be reused (0 = for this query only). */
   cacheMs: number;
-  /** True when the answer does not depend on where the client is. */
-  static: boolean;
-  bucket?: string;
+  /** Located: valid for one location bucket (else for every client). */
+  located: boolean;
+  /** Ids whose liveness it depends on (proxies and nameservers): re-checked on every reuse. */
+  liveIds: readonly string[];
+  /**
+   * Set when the location found no live proxy: the answer depends on the name (a CNAME to its
+   * origin, ...), so a query of another name of the family builds its own with {@link AnswerBuilder.noProxy}.
+   */
+  noProxy?: Location;
 }
 
 /**
@@ -115,6 +67,8 @@ export interface BuiltAnswer {
  * only when no proxy is live).
  */
 const LOCATED_TYPES = new Set<number>([TYPE.A, TYPE.AAAA, TYPE.ANY, TYPE.CNAME]);
+/** A member nameserver's address answer is reused this long at most (liveness is re-checked). */
+const MEMBER_ADDRESS_CACHE_MS = 300_000;
 
 export type AnswerOptions = Pick<
   DnsServerOptions,
@@ -130,35 +84,88 @@ export type AnswerOptions = Pick<
   | 'udpMaxPayload'
 >;
 
+/** The zones and nameservers of `options`, checked (DNS_ERR_CONFIG). */
+export function zonesAndNameservers(
+  options: AnswerOptions,
+  self: NodeInfo,
+): { zones: string[]; nameservers: NameserverConfig[] } {
+  const zones = (options.zones ?? DEFAULT_ZONES).map(canonicalZone);
+  if (zones.length === 0) throw new DnsConfigError('zones must not be empty');
+  const nameservers = (
+    options.nameservers ?? [
+      {
+        name: `ns.${zones[0]}`,
+        ...(self.ipv4 ? { ipv4: self.ipv4 } : {}),
+        ...(self.ipv6 ? { ipv6: self.ipv6 } : {}),
+      },
+    ]
+  ).map((ns) => {
+    const name = /^[a-z0-9_-]+(\.[a-z0-9_-]+)+\.?$/i.test(ns.name) ? canonicalZone(ns.name) : '';
+    if (name === '') throw new DnsConfigError(`nameserver name "${ns.name}" is not a DNS name`);
+    if (ns.ipv4 !== undefined && parseIp(ns.ipv4)?.length !== 4) {
+      throw new DnsConfigError(`nameserver ${ns.name}: bad ipv4 "${ns.ipv4}"`);
+    }
+    if (ns.ipv6 !== undefined && parseIp(ns.ipv6)?.length !== 16) {
+      throw new DnsConfigError(`nameserver ${ns.name}: bad ipv6 "${ns.ipv6}"`);
+    }
+    return { ...ns, name };
+  });
+  return { zones, nameservers };
+}
+
+/** The client subnet a query's ECS option names (`198.51.100.0/24`), for metas and logs. */
+function ecsSubnet(q: Query): string | undefined {
+  const ecs = q.opt?.ecs;
+  return ecs ? `${formatIp(ecs.address)}/${ecs.sourcePrefix}` : undefined;
+}
+
+/** The RRL name of every synthesized answer in `zone` (interned: one string per zone). */
+const wildcards = new Map<string, string>();
+function wildcardOf(zone: string): string {
+  let w = wildcards.get(zone);
+  if (w === undefined) wildcards.set(zone, (w = `*.${zone}`));
+  return w;
+}
+
+type Section = 'an' | 'ns' | 'ar';
+
 export class AnswerBuilder {
   readonly #locator: Locator;
   readonly #random: Random;
+  readonly #delegation: Delegation;
   readonly #challenges: ChallengeStore | undefined;
-  readonly #challengeTtl: number;
-  readonly #zones: string[];
+  readonly #zones: readonly string[];
   readonly #answerCount: number;
   readonly #ttl: number;
   readonly #localTtl: number;
   readonly #cnameTtl: number;
   readonly #nsTtl: number;
+  readonly #challengeTtl: number;
   readonly #nameservers: NameserverConfig[];
-  readonly #names: NameClassifier;
   readonly #soa: Required<Omit<NonNullable<DnsServerOptions['soa']>, 'mname' | 'rname'>> & {
     mname?: string;
     rname?: string;
   };
   readonly #udpMax: number;
 
-  /** Validates the options (DNS_ERR_CONFIG). `self` supplies the default nameserver's addresses. */
+  /** Validates the options (DNS_ERR_CONFIG). */
   constructor(
-    components: { locator: Locator; random: Random; self: NodeInfo; challenges?: ChallengeStore },
+    components: {
+      locator: Locator;
+      random: Random;
+      delegation: Delegation;
+      challenges?: ChallengeStore;
+      zones: readonly string[];
+      nameservers: NameserverConfig[];
+    },
     options: AnswerOptions,
   ) {
     this.#locator = components.locator;
     this.#random = components.random;
+    this.#delegation = components.delegation;
     this.#challenges = components.challenges;
-    this.#zones = (options.zones ?? DEFAULT_ZONES).map(canonicalZone);
-    if (this.#zones.length === 0) throw new DnsConfigError('zones must not be empty');
+    this.#zones = components.zones;
+    this.#nameservers = components.nameservers;
     this.#answerCount = positiveInt('answerCount', options.answerCount ?? DEFAULT_ANSWER_COUNT);
     this.#ttl = nonNegativeInt('ttl', options.ttl ?? DEFAULT_TTL);
     this.#localTtl = nonNegativeInt('localTtl', options.localTtl ?? DEFAULT_LOCAL_TTL);
@@ -169,29 +176,6 @@ export class AnswerBuilder {
       options.challengeTtl ?? DEFAULT_CHALLENGE_TTL,
     );
     this.#soa = { ...DEFAULT_SOA, ...options.soa };
-    const self = components.self;
-    this.#nameservers = (
-      options.nameservers ?? [
-        {
-          name: `ns.${this.#zones[0]}`,
-          ...(self.ipv4 ? { ipv4: self.ipv4 } : {}),
-          ...(self.ipv6 ? { ipv6: self.ipv6 } : {}),
-        },
-      ]
-    ).map((ns) => {
-      const name = /^[a-z0-9_-]+(\.[a-z0-9_-]+)+\.?$/i.test(ns.name) ? canonicalZone(ns.name) : '';
-      if (name === '') {
-        throw new DnsConfigError(`nameserver name "${ns.name}" is not a DNS name`);
-      }
-      if (ns.ipv4 !== undefined && parseIp(ns.ipv4)?.length !== 4) {
-        throw new DnsConfigError(`nameserver ${ns.name}: bad ipv4 "${ns.ipv4}"`);
-      }
-      if (ns.ipv6 !== undefined && parseIp(ns.ipv6)?.length !== 16) {
-        throw new DnsConfigError(`nameserver ${ns.name}: bad ipv6 "${ns.ipv6}"`);
-      }
-      return { ...ns, name };
-    });
-    this.#names = new NameClassifier(this.#zones, this.#nameservers);
     this.#udpMax = Math.max(512, Math.min(65535, options.udpMaxPayload ?? DEFAULT_UDP_MAX_PAYLOAD));
   }
 
@@ -204,16 +188,17 @@ export class AnswerBuilder {
     return this.#udpMax;
   }
 
-  /** Does the answer to `q` depend on where the client is? */
-  needsLocation(q: Query): boolean {
-    const kind = this.#names.classify(q.qname).kind;
-    if (kind === 'apex') return this.#nsNearestFirst(q);
-    return kind === 'origin' && LOCATED_TYPES.has(q.qtype);
-  }
-
-  /** Apex NS (and ANY) answers list the nameservers nearest the client first, when there are several. */
-  #nsNearestFirst(q: Query): boolean {
-    return this.#nameservers.length > 1 && (q.qtype === TYPE.NS || q.qtype === TYPE.ANY);
+  /** Does the answer to `q` (a name of class `c`) depend on where the client is? */
+  needsLocation(q: Query, c: NameClass): boolean {
+    switch (c.kind) {
+      case 'origin':
+        return LOCATED_TYPES.has(q.qtype);
+      case 'apex':
+        if (c.level >= 0) return this.#delegation.enabled && isNsQuestion(q);
+        return this.#nameservers.length > 1 && isNsQuestion(q);
+      default:
+        return false;
+    }
   }
 
   /** Our OPT for a response to `q` (none when it had none), echoing its ECS with `scope`. */
@@ -237,8 +222,8 @@ export class AnswerBuilder {
   }
 
   /**
-   * A response without records (REFUSED, NXDOMAIN, BADVERS, ...): header, the question as sent and
-   * `opt` (by default the OPT record this query gets), with a meta saying why (`detail`).
+   * A response without records (REFUSED, FORMERR, BADVERS, ...): header, the question as sent
+   * and `opt` (by default the OPT record this query gets), with a meta saying why (`detail`).
    */
   bare(
     q: Query,
@@ -259,8 +244,6 @@ export class AnswerBuilder {
       opt,
     });
     const meta = answerMeta({
-      name: q.qname,
-      type: q.qtype,
       rcode,
       aa,
       method: 'none',
@@ -275,382 +258,483 @@ export class AnswerBuilder {
   }
 
   /**
-   * The full answer to `q` (the query bytes `msg` are echoed where needed). `ctxIn` is the
-   * location context when the caller already computed it (it keys the cache).
+   * The answer to `q`, a name of class `c` (not 'outside': that is REFUSED, a bare answer).
+   * `ctx` is the client's location context; required when {@link needsLocation} says so.
    */
   async build(
     q: Query,
-    peer: Peer,
-    ctxIn: LocationContext | undefined,
-    msg: Uint8Array,
-  ): Promise<BuiltAnswer> {
-    const qname = questionLabels(msg, q).join('.');
-    const opt0 = this.responseOpt(q, 0);
-    const base = { name: q.qname, type: q.qtype, nodes: [] as string[] };
-
-    // Names that needed escaping are never origins: NXDOMAIN in a zone, REFUSED outside.
-    if (q.escaped) {
-      const zone = this.#names.zoneOf(q.qname);
-      const inZone = zone !== undefined;
-      const detail = inZone ? 'name cannot be an origin' : 'outside the zones';
-      const rcode = inZone ? RCODE.NXDOMAIN : RCODE.REFUSED;
-      return {
-        ...this.bare(q, msg, rcode, inZone, detail, zone ?? '', opt0),
-        cacheMs: 0,
-        static: true,
-      };
-    }
-
-    const respond = (
-      rcode: number,
-      aa: boolean,
-      answers: ResourceRecord[],
-      authorities: ResourceRecord[],
-      additionals: ResourceRecord[],
-      meta: Omit<AnswerMeta, 'name' | 'type' | 'rcode' | 'aa' | 'nodes' | 'opt'> & {
-        nodes?: string[];
-      },
-      opt: ResponseOpt | undefined,
-      cacheMs: number,
-      bucket?: string,
-    ): BuiltAnswer => {
-      // Literals rather than spreads on this path: see the note on toDns2 in wire/encode.ts.
-      const bytes = encodeResponse({
-        id: q.id,
-        rd: q.rd,
-        cd: q.cd,
-        aa,
-        rcode,
-        question: { name: qname, type: q.qtype, class: q.qclass },
-        answers,
-        authorities,
-        additionals,
-        opt,
-      });
-      return {
-        bytes,
-        meta: answerMeta({
-          name: base.name,
-          type: base.type,
-          rcode,
-          aa,
-          method: meta.method,
-          detail: meta.detail,
-          nodes: meta.nodes ?? base.nodes,
-          ttl: meta.ttl,
-          ecs: ecsSubnet(q),
-          scope: meta.scope,
-          opt,
-          rrlKind: meta.rrlKind,
-          rrlName: meta.rrlName,
-        }),
-        cacheMs,
-        static: bucket === undefined,
-        bucket,
-      };
-    };
-
-    const staticMeta = (
-      detail: string,
-      rrlKind: RrlKind = 'answer',
-      rrlName = `${q.qname}/${q.qtype}`,
-    ) => ({
-      method: 'none' as const,
-      detail,
-      rrlKind,
-      rrlName,
-    });
-
-    // NOERROR with no answers (NODATA): the zone's SOA in authority for negative caching.
-    // Rate limited per zone, like NXDOMAIN (BIND: empty answers are counted by their zone).
-    const nodata = (zone: string | undefined, detail: string) =>
-      respond(
-        RCODE.NOERROR,
-        true,
-        [],
-        zone ? [this.#soaRecord(zone, true)] : [],
-        [],
-        staticMeta(detail, 'nodata', zone ?? ''),
-        opt0,
-        this.#negTtl() * 1000,
-      );
-
-    const parsed = this.#names.classify(q.qname);
-    // The fleet's nameservers (matched before the codec: see names/classify.ts).
-    if (parsed.kind === 'nameserver') {
-      const { ns, zone } = parsed;
-      const answers = this.#addressRecords(qname, ns, q.qtype);
-      if (answers.length > 0) {
-        return respond(
-          RCODE.NOERROR,
-          true,
-          answers,
-          [],
-          [],
-          staticMeta('nameserver address'),
-          opt0,
-          this.#nsTtl * 1000,
-        );
-      }
-      return nodata(zone, 'nameserver: no such type');
-    }
-
-    switch (parsed.kind) {
-      case 'outside': {
-        const refused = this.bare(q, msg, RCODE.REFUSED, false, 'outside the zones', '', opt0);
-        return { ...refused, cacheMs: 60_000, static: true };
-      }
-      case 'invalid':
-        return respond(
-          RCODE.NXDOMAIN,
-          true,
-          [],
-          [this.#soaRecord(parsed.zone, true)],
-          [],
-          staticMeta(parsed.reason, 'nxdomain', parsed.zone),
-          opt0,
-          this.#negTtl() * 1000,
-        );
-      case 'apex': {
-        const soa = this.#soaRecord(parsed.zone, false, qname);
-        if (this.#nsNearestFirst(q)) {
-          // Coral's nameservers are also proxies: order them as the client's nearest proxies.
-          const ctx = ctxIn ?? this.#locator.context(peer.address, peer.bytes, q.opt?.ecs);
-          const loc = await this.#locator.locate(
-            ctx,
-            Math.max(this.#answerCount, this.#nameservers.length),
-          );
-          const ordered = this.#nameserversNear(loc.nodes);
-          const opt = this.responseOpt(q, loc.scope);
-          const records = ordered.map((n): ResourceRecord => nsRecord(qname, n, this.#nsTtl));
-          const glue = ordered.flatMap((n) => [
-            ...this.#addressRecords(n.name, n, TYPE.A),
-            ...this.#addressRecords(n.name, n, TYPE.AAAA),
-          ]);
-          const near = loc.nodes
-            .filter((node) => ordered.some((n) => sameHost(n, node)))
-            .map((node) => node.id);
-          return respond(
-            RCODE.NOERROR,
-            true,
-            q.qtype === TYPE.ANY ? [soa, ...records] : records,
-            [],
-            glue,
-            {
-              method: loc.method,
-              detail: `nameservers nearest first (${near.length} matched): ${loc.detail}`,
-              nodes: near,
-              ...(opt?.ecs ? { scope: opt.ecs.scopePrefix } : {}),
-              rrlKind: 'answer',
-              rrlName: `${q.qname}/${q.qtype}`,
-            },
-            opt,
-            Math.min(this.#nsTtl, this.#soa.ttl) * 1000,
-            ctx.bucket,
-          );
-        }
-        const nsRecords = this.#nsRecords(qname);
-        const glue = this.#nameservers.flatMap((n) => [
-          ...this.#addressRecords(n.name, n, TYPE.A),
-          ...this.#addressRecords(n.name, n, TYPE.AAAA),
-        ]);
-        if (q.qtype === TYPE.SOA) {
-          return respond(
-            RCODE.NOERROR,
-            true,
-            [soa],
-            [],
-            [],
-            staticMeta('apex SOA'),
-            opt0,
-            this.#soa.ttl * 1000,
-          );
-        }
-        if (q.qtype === TYPE.NS) {
-          return respond(
-            RCODE.NOERROR,
-            true,
-            nsRecords,
-            [],
-            glue,
-            staticMeta('apex NS'),
-            opt0,
-            Math.min(this.#nsTtl, 3600) * 1000,
-          );
-        }
-        if (q.qtype === TYPE.ANY) {
-          return respond(
-            RCODE.NOERROR,
-            true,
-            [soa, ...nsRecords],
-            [],
-            glue,
-            staticMeta('apex ANY'),
-            opt0,
-            this.#soa.ttl * 1000,
-          );
-        }
-        return nodata(parsed.zone, 'apex: no such type');
-      }
-      case 'acme-challenge': {
-        // RFC 8555 §8.4: every value set is answered (a wildcard plus apex order has two), read
-        // from the store on each query and never cached here, so set and remove show at once.
-        const values =
-          q.qtype === TYPE.TXT || q.qtype === TYPE.ANY
-            ? (this.#challenges?.txt(parsed.zone) ?? [])
-            : [];
-        if (values.length === 0) {
-          const nd = nodata(parsed.zone, 'no ACME challenge value');
-          return { ...nd, cacheMs: 0 };
-        }
-        const ttl = this.#challengeTtl;
-        return respond(
-          RCODE.NOERROR,
-          true,
-          values.map((text): ResourceRecord => ({ type: 'TXT', name: qname, ttl, text })),
-          [],
-          [],
-          {
-            ...staticMeta(`${values.length} ACME challenge value(s)`),
-            ttl,
-          },
-          opt0,
-          0,
-        );
-      }
+    c: Exclude<NameClass, { kind: 'outside' }>,
+    ctx: LocationContext | undefined,
+  ): Promise<Built> {
+    switch (c.kind) {
       case 'origin':
-        break;
-    }
-
-    if (!LOCATED_TYPES.has(q.qtype)) {
-      return nodata(parsed.zone, 'origin: type not served');
-    }
-
-    const ctx = ctxIn ?? this.#locator.context(peer.address, peer.bytes, q.opt?.ecs);
-    const loc = await this.#locator.locate(ctx, this.#answerCount);
-    const opt = this.responseOpt(q, loc.scope);
-    // Every name under the zone is synthesized (like a wildcard): rate limited as one name per
-    // zone, whatever the name and type, so rotating names does not reset a client's budget.
-    const rrlName = wildcardOf(parsed.zone);
-    if (loc.method === 'no-proxy') {
-      // Nothing live: send the client to the origin where that can work (docs/dnssrv.md).
-      const noProxy = (
-        rcode: number,
-        answers: ResourceRecord[],
-        detail: string,
-        rrlKind: RrlKind,
-      ): BuiltAnswer =>
-        respond(
-          rcode,
-          rcode !== RCODE.SERVFAIL,
-          answers,
-          rcode === RCODE.NOERROR && answers.length === 0
-            ? [this.#soaRecord(parsed.zone, true)]
-            : [],
-          [],
+        return LOCATED_TYPES.has(q.qtype) ? this.#located(q, c, ctx!) : this.#originNodata(q, c);
+      case 'invalid': {
+        const w = this.#writer(c.zone);
+        this.#soaRecord(w, 'ns', c.zone, c.level, true);
+        return this.#built(
+          q,
+          w,
+          RCODE.NXDOMAIN,
+          this.#static('invalid name', 'nxdomain', c.zone.name),
           {
-            method: 'no-proxy',
-            detail: `${loc.detail}: ${detail}`,
-            ...(answers.length > 0 ? { ttl: this.#cnameTtl } : {}),
-            scope: opt?.ecs?.scopePrefix,
-            rrlKind,
-            rrlName: rrlKind === 'answer' ? rrlName : rrlKind === 'nodata' ? parsed.zone : '',
+            cacheMs: this.#negTtl() * 1000,
           },
-          opt,
-          0,
-          ctx.bucket,
         );
-      if (parsed.form === 'one-label') {
-        // Its client speaks to the CDN's port and (https) expects the zone's certificate: the
-        // origin can serve neither. SERVFAIL, uncached, so the resolver tries another nameserver.
-        return noProxy(RCODE.SERVFAIL, [], 'a one-label name has no origin fallback', 'error');
       }
-      const ip = parseIPv4(parsed.host);
-      if (ip) {
-        // A CNAME to `192.0.2.7.` would not resolve: the address itself, if it is a public one.
-        if (!isPublicIPv4(ip)) {
-          return noProxy(RCODE.SERVFAIL, [], 'the origin is not a public address', 'error');
-        }
-        if (q.qtype === TYPE.A || q.qtype === TYPE.ANY) {
-          const a: ResourceRecord = {
-            type: 'A',
-            name: qname,
-            ttl: this.#cnameTtl,
-            address: parsed.host,
-          };
-          return noProxy(RCODE.NOERROR, [a], 'A record of the IPv4 origin', 'answer');
-        }
-        return noProxy(RCODE.NOERROR, [], 'the IPv4 origin has no such record', 'nodata');
+      case 'apex':
+        return c.level < 0 ? this.#apex(q, c, ctx) : this.#subZoneApex(q, c, ctx);
+      case 'nameserver': {
+        const w = this.#writer(c.zone);
+        const n = this.#addressRecords(w, 'an', ANSWER, c.ns, q.qtype, this.#nsTtl);
+        if (n === 0) return this.#nodata(q, w, c.zone, -1, 'nameserver: no such type');
+        return this.#built(q, w, RCODE.NOERROR, this.#static('nameserver address', q), {
+          cacheMs: this.#nsTtl * 1000,
+        });
       }
-      const cname: ResourceRecord = {
-        type: 'CNAME',
-        name: qname,
-        ttl: this.#cnameTtl,
-        target: parsed.host,
-      };
-      return noProxy(RCODE.NOERROR, [cname], 'CNAME to the origin', 'answer');
+      case 'member':
+        return this.#member(q, c);
+      case 'acme-challenge':
+        return this.#acme(q, c);
     }
+  }
+
+  // ───────────────────────────── origins ─────────────────────────────
+
+  async #located(
+    q: Query,
+    c: Extract<NameClass, { kind: 'origin' }>,
+    ctx: LocationContext,
+  ): Promise<Built> {
+    const loc = await this.#locator.locate(ctx, this.#answerCount);
+    if (loc.method === 'no-proxy') return this.noProxy(q, c, loc);
+    const d = this.#delegation;
+    const alias = this.#alias(c);
+    const level = alias ? d.levels - 1 : c.level;
+    const ns = d.enabled && level >= 0 ? await d.forResolver(ctx, level, this.#locator) : undefined;
+    const opt = this.responseOpt(q, loc.scope);
     const v6 = q.qtype === TYPE.AAAA;
     const ttl = loc.local ? this.#localTtl : this.#ttl;
-    const answers: ResourceRecord[] = [];
+    const w = this.#writer(c.zone);
     const used: string[] = [];
-    // A CNAME query while proxies are live: no CNAME exists, NOERROR/empty.
-    for (const n of q.qtype === TYPE.CNAME ? [] : loc.nodes) {
-      const address = v6 ? n.ipv6 : n.ipv4;
-      if (!address) continue;
-      answers.push(
-        v6 ? { type: 'AAAA', name: qname, ttl, address } : { type: 'A', name: qname, ttl, address },
-      );
-      used.push(n.id);
+    // A CNAME query while proxies are live: the alias is the answer, or there is none (NODATA).
+    if (q.qtype !== TYPE.CNAME) {
+      for (const n of loc.nodes) {
+        const address = v6 ? n.ipv6 : n.ipv4;
+        if (!address) continue;
+        if (v6) w.aaaa('an', ANSWER, ttl, address);
+        else w.a('an', ANSWER, ttl, address);
+        used.push(n.id);
+      }
     }
-    const meta = {
+    let detail = loc.detail;
+    if (used.length === 0 && q.qtype !== TYPE.CNAME) {
+      detail = `${detail}; no ${v6 ? 'IPv6' : 'IPv4'} address`;
+    }
+    if (used.length > 0 && ns) {
+      this.#nsRecords(w, c.zone, ns);
+      detail = `${detail}; NS level ${ns.level} (${ns.nodes.length})`;
+    } else if (used.length === 0 && !(alias && q.qtype === TYPE.CNAME)) {
+      this.#soaRecord(w, 'ns', c.zone, level, true);
+    }
+    if (opt) w.opt(opt, RCODE.NOERROR);
+    const answered = used.length > 0 || (alias !== undefined && q.qtype === TYPE.CNAME);
+    const meta = answerMeta({
+      rcode: RCODE.NOERROR,
+      aa: true,
       method: loc.method,
-      detail:
-        answers.length > 0 || q.qtype === TYPE.CNAME
-          ? loc.detail
-          : `${loc.detail}; no ${v6 ? 'IPv6' : 'IPv4'} address`,
+      detail,
       nodes: used.length > 0 ? used : loc.nodes.map((n) => n.id),
       ttl,
+      ecs: ecsSubnet(q),
       scope: opt?.ecs?.scopePrefix,
-      rrlKind: answers.length > 0 ? ('answer' as const) : ('nodata' as const),
-      rrlName: answers.length > 0 ? rrlName : parsed.zone,
-    };
-    const built = respond(
-      RCODE.NOERROR,
-      true,
-      answers,
-      answers.length > 0 ? [] : [this.#soaRecord(parsed.zone, true)],
-      [],
-      meta,
       opt,
-      ttl * 1000,
-      ctx.bucket,
+      // Every name under the zone is synthesized (like a wildcard): rate limited as one name per
+      // zone, whatever the name and type, so rotating names does not reset a client's budget.
+      rrlKind: answered ? 'answer' : 'nodata',
+      rrlName: answered ? wildcardOf(c.zone.name) : c.zone.name,
+    });
+    const liveIds = [...new Set([...used, ...(ns?.nodes.map((n) => n.id) ?? [])])];
+    return {
+      template: w.finish(true, RCODE.NOERROR, alias),
+      meta,
+      cacheMs: ttl * 1000,
+      located: true,
+      liveIds,
+    };
+  }
+
+  /** With delegation on, a short name is an alias of the same name in the deepest sub-zone. */
+  #alias(c: { level: number }): { ttl: number; sub: string[] } | undefined {
+    const d = this.#delegation;
+    if (!d.enabled || c.level >= 0) return undefined;
+    const sub: string[] = [];
+    for (let l = d.levels - 1; l >= 0; l--) sub.push(`l${l}`);
+    return { ttl: d.ttl, sub };
+  }
+
+  #originNodata(q: Query, c: Extract<NameClass, { kind: 'origin' }>): Built {
+    const alias = this.#alias(c);
+    const w = this.#writer(c.zone);
+    this.#soaRecord(w, 'ns', c.zone, alias ? this.#delegation.levels - 1 : c.level, true);
+    const opt = this.responseOpt(q, 0);
+    if (opt) w.opt(opt, RCODE.NOERROR);
+    return {
+      template: w.finish(true, RCODE.NOERROR, alias),
+      meta: answerMeta({
+        ...this.#static('origin: type not served', 'nodata', c.zone.name),
+        rcode: RCODE.NOERROR,
+        aa: true,
+        ecs: ecsSubnet(q),
+        opt,
+      }),
+      cacheMs: this.#negTtl() * 1000,
+      located: false,
+      liveIds: [],
+    };
+  }
+
+  /**
+   * The answer for a name whose location found no live proxy (docs/dnssrv.md, "No live proxy"):
+   * it depends on the name, so it is built for this query only.
+   */
+  noProxy(q: Query, c: Extract<NameClass, { kind: 'origin' }>, loc: Location): Built {
+    const opt = this.responseOpt(q, loc.scope);
+    const w = this.#writer(c.zone);
+    const alias = this.#alias(c);
+    const level = alias ? this.#delegation.levels - 1 : c.level;
+    let rcode: number = RCODE.NOERROR;
+    let detail: string;
+    let rrlKind: RrlKind = 'answer';
+    let answered = false;
+    const ip = parseIPv4(c.host);
+    if (c.form === 'one-label') {
+      // Its client speaks to the CDN's port and (https) expects the zone's certificate: the
+      // origin can serve neither. SERVFAIL, uncached, so the resolver tries another nameserver.
+      rcode = RCODE.SERVFAIL;
+      detail = 'a one-label name has no origin fallback';
+    } else if (ip && !isPublicIPv4(ip)) {
+      rcode = RCODE.SERVFAIL;
+      detail = 'the origin is not a public address';
+    } else if (ip) {
+      // A CNAME to `192.0.2.7.` would not resolve: the address itself.
+      if (q.qtype === TYPE.A || q.qtype === TYPE.ANY) {
+        w.a('an', ANSWER, this.#cnameTtl, c.host);
+        answered = true;
+        detail = 'A record of the IPv4 origin';
+      } else {
+        detail = 'the IPv4 origin has no such record';
+      }
+    } else {
+      w.cname('an', ANSWER, this.#cnameTtl, c.host);
+      answered = true;
+      detail = 'CNAME to the origin';
+    }
+    if (rcode === RCODE.SERVFAIL) {
+      rrlKind = 'error';
+    } else if (!answered) {
+      rrlKind = 'nodata';
+      this.#soaRecord(w, 'ns', c.zone, level, true);
+    }
+    if (opt) w.opt(opt, rcode);
+    return {
+      template: w.finish(
+        rcode !== RCODE.SERVFAIL,
+        rcode,
+        rcode === RCODE.SERVFAIL ? undefined : alias,
+      ),
+      meta: answerMeta({
+        rcode,
+        aa: rcode !== RCODE.SERVFAIL,
+        method: 'no-proxy',
+        detail: `${loc.detail}: ${detail}`,
+        nodes: [],
+        ttl: answered ? this.#cnameTtl : undefined,
+        ecs: ecsSubnet(q),
+        scope: opt?.ecs?.scopePrefix,
+        opt,
+        rrlKind,
+        rrlName:
+          rrlKind === 'answer' ? wildcardOf(c.zone.name) : rrlKind === 'nodata' ? c.zone.name : '',
+      }),
+      cacheMs: 0,
+      located: true,
+      liveIds: [],
+      noProxy: loc,
+    };
+  }
+
+  // ───────────────────────────── the zone apex and the sub-zones ─────────────────────────────
+
+  async #apex(
+    q: Query,
+    c: Extract<NameClass, { kind: 'apex' }>,
+    ctx: LocationContext | undefined,
+  ): Promise<Built> {
+    const zone = c.zone;
+    const w = this.#writer(zone);
+    const soaTtl = this.#soa.ttl;
+    if (q.qtype === TYPE.SOA) {
+      this.#soaRecord(w, 'an', zone, -1, false);
+      return this.#built(q, w, RCODE.NOERROR, this.#static('apex SOA', q), {
+        cacheMs: soaTtl * 1000,
+      });
+    }
+    if (!isNsQuestion(q)) return this.#nodata(q, w, zone, -1, 'apex: no such type');
+    if (q.qtype === TYPE.ANY) this.#soaRecord(w, 'an', zone, -1, false);
+    if (this.needsLocation(q, c)) {
+      // Coral's nameservers are also proxies: order them as the client's nearest proxies.
+      const loc = await this.#locator.locate(
+        ctx!,
+        Math.max(this.#answerCount, this.#nameservers.length),
+      );
+      const ordered = this.#nameserversNear(loc.nodes);
+      for (const n of ordered) w.ns('an', ANSWER, this.#nsTtl, n.name);
+      for (const n of ordered) this.#addressRecords(w, 'ar', n.name, n, TYPE.ANY, this.#nsTtl);
+      const near = loc.nodes.filter((node) => ordered.some((n) => sameHost(n, node)));
+      const opt = this.responseOpt(q, loc.scope);
+      if (opt) w.opt(opt, RCODE.NOERROR);
+      return {
+        template: w.finish(true, RCODE.NOERROR),
+        meta: answerMeta({
+          rcode: RCODE.NOERROR,
+          aa: true,
+          method: loc.method,
+          detail: `nameservers nearest first (${near.length} matched): ${loc.detail}`,
+          nodes: near.map((n) => n.id),
+          ecs: ecsSubnet(q),
+          scope: opt?.ecs?.scopePrefix,
+          opt,
+          rrlKind: 'answer',
+          rrlName: `${q.qname}/${q.qtype}`,
+        }),
+        cacheMs: Math.min(this.#nsTtl, soaTtl) * 1000,
+        located: true,
+        liveIds: [],
+      };
+    }
+    for (const n of this.#nameservers) w.ns('an', ANSWER, this.#nsTtl, n.name);
+    for (const n of this.#nameservers) {
+      this.#addressRecords(w, 'ar', n.name, n, TYPE.ANY, this.#nsTtl);
+    }
+    const detail = q.qtype === TYPE.NS ? 'apex NS' : 'apex ANY';
+    return this.#built(q, w, RCODE.NOERROR, this.#static(detail, q), {
+      cacheMs: (q.qtype === TYPE.NS ? Math.min(this.#nsTtl, 3600) : soaTtl) * 1000,
+    });
+  }
+
+  /** `l2.l1.l0.<zone>` itself: SOA and NS of the sub-zone when delegation is on, else nothing. */
+  async #subZoneApex(
+    q: Query,
+    c: Extract<NameClass, { kind: 'apex' }>,
+    ctx: LocationContext | undefined,
+  ): Promise<Built> {
+    const d = this.#delegation;
+    const w = this.#writer(c.zone);
+    if (!d.enabled) return this.#nodata(q, w, c.zone, -1, 'sub-zone: delegation off');
+    if (q.qtype === TYPE.SOA) {
+      this.#soaRecord(w, 'an', c.zone, c.level, false);
+      return this.#built(q, w, RCODE.NOERROR, this.#static('sub-zone SOA', q), {
+        cacheMs: this.#soa.ttl * 1000,
+      });
+    }
+    if (!isNsQuestion(q)) return this.#nodata(q, w, c.zone, c.level, 'sub-zone: no such type');
+    if (q.qtype === TYPE.ANY) this.#soaRecord(w, 'an', c.zone, c.level, false);
+    const set =
+      c.level === 0 && ctx
+        ? await d.forResolver({ ...ctx, rttLevel: 0 }, 0, this.#locator)
+        : undefined;
+    const ns = set ?? d.atLevel(c.level);
+    const owner = c.zone.subZones[c.level]!;
+    let detail: string;
+    if (ns.nodes.length > 0) {
+      for (const n of ns.nodes) {
+        w.ns('an', ANSWER, ns.ttl, memberNameserverName(n.id, owner));
+      }
+      this.#glue(w, owner, ns);
+      detail = `sub-zone NS: level ${c.level} (${ns.nodes.length})`;
+    } else {
+      // No member runs DNS on the port: the fleet's configured nameservers serve it too.
+      for (const n of this.#nameservers) w.ns('an', ANSWER, this.#nsTtl, n.name);
+      for (const n of this.#nameservers) {
+        this.#addressRecords(w, 'ar', n.name, n, TYPE.ANY, this.#nsTtl);
+      }
+      detail = `sub-zone NS: level ${c.level} has no nameserver, the configured ones`;
+    }
+    const built = this.#built(q, w, RCODE.NOERROR, this.#static(detail, q), {
+      cacheMs: Math.min(ns.ttl, this.#soa.ttl) * 1000,
+      liveIds: ns.nodes.map((n) => n.id),
+    });
+    return { ...built, located: true };
+  }
+
+  /** A member's nameserver name: its address while it is a live nameserver member. */
+  #member(q: Query, c: Extract<NameClass, { kind: 'member' }>): Built {
+    const w = this.#writer(c.zone);
+    const m = this.#delegation.enabled ? this.#delegation.member(c.id) : 'unknown';
+    if (m === 'busy') {
+      return this.#built(
+        q,
+        w,
+        RCODE.SERVFAIL,
+        this.#static('member lookups over their rate', 'error', ''),
+        { cacheMs: 0, aa: false },
+      );
+    }
+    if (m === 'unknown') {
+      this.#soaRecord(w, 'ns', c.zone, c.level, true);
+      return this.#built(
+        q,
+        w,
+        RCODE.NXDOMAIN,
+        this.#static('not a live nameserver member', 'nxdomain', c.zone.name),
+        { cacheMs: 0 },
+      );
+    }
+    const ttl = this.#delegation.ttlOf(c.level);
+    const n = this.#addressRecords(w, 'an', ANSWER, m, q.qtype, ttl);
+    if (n === 0) return this.#nodata(q, w, c.zone, c.level, 'member nameserver: no such type');
+    return this.#built(q, w, RCODE.NOERROR, this.#static('member nameserver address', q), {
+      cacheMs: Math.min(ttl * 1000, MEMBER_ADDRESS_CACHE_MS),
+      liveIds: [m.id],
+    });
+  }
+
+  #acme(q: Query, c: Extract<NameClass, { kind: 'acme-challenge' }>): Built {
+    // RFC 8555 §8.4: every value set is answered (a wildcard plus apex order has two), read from
+    // the store on each query and never cached here, so set and remove show at once.
+    const zoneName = c.level < 0 ? c.zone.name : c.zone.subZones[c.level]!;
+    const values =
+      q.qtype === TYPE.TXT || q.qtype === TYPE.ANY ? (this.#challenges?.txt(zoneName) ?? []) : [];
+    const w = this.#writer(c.zone);
+    if (values.length === 0) {
+      return { ...this.#nodata(q, w, c.zone, c.level, 'no ACME challenge value'), cacheMs: 0 };
+    }
+    const ttl = this.#challengeTtl;
+    for (const v of values) w.txt('an', ANSWER, ttl, v);
+    return this.#built(
+      q,
+      w,
+      RCODE.NOERROR,
+      { ...this.#static(`${values.length} ACME challenge value(s)`, q), ttl },
+      { cacheMs: 0 },
     );
-    return built;
+  }
+
+  // ───────────────────────────── helpers ─────────────────────────────
+
+  #writer(zone: ZoneInfo | undefined): BodyWriter {
+    return new BodyWriter(zone?.name ?? '');
+  }
+
+  /** A static meta: RRL per name and type for answers, per zone otherwise. */
+  #static(
+    detail: string,
+    kindOrQuery: RrlKind | Query,
+    rrlName = '',
+  ): Omit<AnswerMeta, 'aa' | 'rcode'> {
+    const q = typeof kindOrQuery === 'string' ? undefined : kindOrQuery;
+    return {
+      method: 'none',
+      detail,
+      nodes: [],
+      rrlKind: q ? 'answer' : (kindOrQuery as RrlKind),
+      rrlName: q ? `${q.qname}/${q.qtype}` : rrlName,
+    };
+  }
+
+  /** Finish a static (not located) answer: OPT, header, meta. */
+  #built(
+    q: Query,
+    w: BodyWriter,
+    rcode: number,
+    meta: Omit<AnswerMeta, 'aa' | 'rcode'>,
+    o: { cacheMs: number; liveIds?: readonly string[]; aa?: boolean },
+  ): Built {
+    const opt = this.responseOpt(q, 0);
+    if (opt) w.opt(opt, rcode);
+    const aa = o.aa ?? true;
+    return {
+      template: w.finish(aa, rcode),
+      meta: answerMeta({ ...meta, rcode, aa, ecs: ecsSubnet(q), opt }),
+      cacheMs: o.cacheMs,
+      located: false,
+      liveIds: o.liveIds ?? [],
+    };
+  }
+
+  /** NOERROR with no answers (NODATA): the SOA in authority for negative caching (RFC 2308). */
+  #nodata(
+    q: Query,
+    w: BodyWriter,
+    zone: ZoneInfo | undefined,
+    level: number,
+    detail: string,
+  ): Built {
+    if (zone) this.#soaRecord(w, 'ns', zone, level, true);
+    return this.#built(q, w, RCODE.NOERROR, this.#static(detail, 'nodata', zone?.name ?? ''), {
+      cacheMs: this.#negTtl() * 1000,
+    });
   }
 
   #negTtl(): number {
     return Math.min(this.#soa.ttl, this.#soa.minimum);
   }
 
-  #soaRecord(zone: string, negative: boolean, ownerAsSent?: string): ResourceRecord {
+  /** The SOA of `zone` (level ≥ 0: of that sub-zone); negative: TTL = the negative TTL. */
+  #soaRecord(
+    w: BodyWriter,
+    section: Section,
+    zone: ZoneInfo,
+    level: number,
+    negative: boolean,
+  ): void {
     const s = this.#soa;
-    return {
-      type: 'SOA',
-      name: ownerAsSent ?? zone,
-      ttl: negative ? this.#negTtl() : s.ttl,
-      mname: s.mname ?? this.#nameservers[0]?.name ?? `ns.${zone}`,
-      rname: s.rname ?? `hostmaster.${zone}`,
+    const fields: SoaFields = {
+      mname: s.mname ?? this.#nameservers[0]?.name ?? `ns.${zone.name}`,
+      rname: s.rname ?? `hostmaster.${zone.name}`,
       serial: s.serial,
       refresh: s.refresh,
       retry: s.retry,
       expire: s.expire,
       minimum: s.minimum,
     };
+    const owner = level < 0 ? zone.name : zone.subZones[level]!;
+    w.soa(section, owner, negative ? this.#negTtl() : s.ttl, fields);
   }
 
-  #nsRecords(owner: string): ResourceRecord[] {
-    return this.#nameservers.map((n) => nsRecord(owner, n, this.#nsTtl));
+  /** NS records of a sub-zone in authority, and their glue. */
+  #nsRecords(w: BodyWriter, zone: ZoneInfo, ns: NameserverSet): void {
+    const owner = zone.subZones[ns.level]!;
+    for (const n of ns.nodes) w.ns('ns', owner, ns.ttl, memberNameserverName(n.id, owner));
+    this.#glue(w, owner, ns);
+  }
+
+  #glue(w: BodyWriter, owner: string, ns: NameserverSet): void {
+    for (const n of ns.nodes) {
+      this.#addressRecords(w, 'ar', memberNameserverName(n.id, owner), n, TYPE.ANY, ns.ttl);
+    }
+  }
+
+  /** A/AAAA of `host` (per `qtype`: A, AAAA or both for ANY); returns how many. */
+  #addressRecords(
+    w: BodyWriter,
+    section: Section,
+    owner: typeof ANSWER | string,
+    host: { ipv4?: string; ipv6?: string },
+    qtype: number,
+    ttl: number,
+  ): number {
+    let n = 0;
+    if ((qtype === TYPE.A || qtype === TYPE.ANY) && host.ipv4) {
+      w.a(section, owner, ttl, host.ipv4);
+      n++;
+    }
+    if ((qtype === TYPE.AAAA || qtype === TYPE.ANY) && host.ipv6) {
+      w.aaaa(section, owner, ttl, host.ipv6);
+      n++;
+    }
+    return n;
   }
 
   /**
@@ -668,29 +752,10 @@ export class AnswerBuilder {
     const start = rest.length > 1 ? this.#random.int(rest.length) : 0;
     return [...first, ...rest.slice(start), ...rest.slice(0, start)];
   }
-
-  #addressRecords(owner: string, ns: NameserverConfig, qtype: number): ResourceRecord[] {
-    const out: ResourceRecord[] = [];
-    if ((qtype === TYPE.A || qtype === TYPE.ANY) && ns.ipv4) {
-      out.push({ type: 'A', name: owner, ttl: this.#nsTtl, address: ns.ipv4 });
-    }
-    if ((qtype === TYPE.AAAA || qtype === TYPE.ANY) && ns.ipv6) {
-      out.push({ type: 'AAAA', name: owner, ttl: this.#nsTtl, address: ns.ipv6 });
-    }
-    return out;
-  }
 }
 
-/** The RRL name of every synthesized answer in `zone` (interned: one string per zone). */
-const wildcards = new Map<string, string>();
-function wildcardOf(zone: string): string {
-  let w = wildcards.get(zone);
-  if (w === undefined) wildcards.set(zone, (w = `*.${zone}`));
-  return w;
-}
-
-function nsRecord(owner: string, ns: NameserverConfig, ttl: number): ResourceRecord {
-  return { type: 'NS', name: owner, ttl, host: ns.name };
+function isNsQuestion(q: Query): boolean {
+  return q.qtype === TYPE.NS || q.qtype === TYPE.ANY;
 }
 
 /** Is this nameserver at one of the node's addresses? */

@@ -4,7 +4,7 @@
  * fields. A busy server writes a slot per query, so slots are reused and nothing is allocated
  * per answer (the debug line is not even built when debug logging is off).
  */
-import type { AnswerMeta } from '../answer/answer-builder.js';
+import type { AnswerMeta } from '../answer/meta.js';
 import { RCODE_NAME } from '../wire/constants.js';
 import type { Decision, DnsLogger } from './types.js';
 
@@ -17,6 +17,7 @@ interface Slot {
   cached: boolean;
   outcome: Decision['outcome'];
   meta: AnswerMeta;
+  detail: string;
 }
 
 export class DecisionLog {
@@ -39,6 +40,7 @@ export class DecisionLog {
     cached: boolean,
     outcome: Decision['outcome'],
     meta: AnswerMeta,
+    detail: string = meta.detail,
   ): void {
     const slot = this.#ring[this.#next];
     if (slot) {
@@ -50,8 +52,19 @@ export class DecisionLog {
       slot.cached = cached;
       slot.outcome = outcome;
       slot.meta = meta;
+      slot.detail = detail;
     } else {
-      this.#ring[this.#next] = { at, transport, client, name, type, cached, outcome, meta };
+      this.#ring[this.#next] = {
+        at,
+        transport,
+        client,
+        name,
+        type,
+        cached,
+        outcome,
+        meta,
+        detail,
+      };
     }
     this.#next = (this.#next + 1) % this.#ring.length;
     if (this.#logger.isLevelEnabled?.('debug') !== false)
@@ -64,7 +77,7 @@ export class DecisionLog {
           type,
           rcode: meta.rcode,
           method: meta.method,
-          reason: meta.detail,
+          reason: detail,
           nodes: meta.nodes,
           cached,
           outcome,
@@ -89,7 +102,7 @@ export class DecisionLog {
         type: r.type,
         rcode: RCODE_NAME[m.rcode] ?? String(m.rcode),
         method: m.method,
-        detail: m.detail,
+        detail: r.detail,
         nodes: [...m.nodes],
         ...(m.ttl !== undefined ? { ttl: m.ttl } : {}),
         ...(m.ecs !== undefined ? { ecs: m.ecs } : {}),

@@ -11,8 +11,10 @@ import type dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
 import { type Clock, type Random, systemClock, systemRandom } from '@coral/testkit';
-import { AnswerBuilder } from '../answer/answer-builder.js';
+import { AnswerBuilder, zonesAndNameservers } from '../answer/answer-builder.js';
 import { AnswerCache } from '../cache/answer-cache.js';
+import { Delegation } from '../delegation/delegation.js';
+import { NameClassifier } from '../names/classify.js';
 import { HintWalks } from '../locate/hint-walks.js';
 import { compileViews, Locator } from '../locate/locator.js';
 import { DnsConfigError, DnsListenError, DnsStateError } from '../errors.js';
@@ -36,6 +38,7 @@ import {
   DEFAULT_ANSWER_CACHE_MAX_BYTES,
   DEFAULT_DECISION_BUFFER_SIZE,
   DEFAULT_HINT_TIMEOUT_MS,
+  DEFAULT_NS_TTL,
   DEFAULT_TCP_IDLE_TIMEOUT_MS,
   DEFAULT_TCP_MAX_CONNECTIONS,
   DEFAULT_TCP_MAX_MESSAGE_BYTES,
@@ -47,7 +50,7 @@ import {
   type DnsServerOptions,
 } from './types.js';
 import { UdpListener } from './udp.js';
-import { checkLimits } from './validate.js';
+import { checkDelegation, checkLimits } from './validate.js';
 
 export type { DnsStats } from './stats.js';
 
@@ -67,6 +70,7 @@ export class DnsServer {
   readonly #hints: HintWalks;
   readonly #rrl: ResponseRateLimiter;
   readonly #answers: AnswerBuilder;
+  readonly #names: NameClassifier;
   readonly #cache: AnswerCache;
   readonly #log: DecisionLog;
   readonly #counters = new PipelineCounters();
@@ -129,11 +133,24 @@ export class DnsServer {
         hintTimeoutMs: options.hintTimeoutMs ?? DEFAULT_HINT_TIMEOUT_MS,
       },
     );
+    const delegation = new Delegation(
+      { directory, clock: this.#clock },
+      checkDelegation(options.delegation ?? {}, options.nsTtl ?? DEFAULT_NS_TTL),
+    );
+    const { zones, nameservers } = zonesAndNameservers(options, directory.self());
+    this.#names = new NameClassifier(zones, nameservers, {
+      levels: delegation.levels,
+      ...(options.answerCache?.maxNames !== undefined
+        ? { memoSize: options.answerCache.maxNames }
+        : {}),
+    });
     this.#answers = new AnswerBuilder(
       {
         locator,
         random: this.#random,
-        self: directory.self(),
+        delegation,
+        zones,
+        nameservers,
         ...(components.challenges ? { challenges: components.challenges } : {}),
       },
       options,
@@ -150,6 +167,7 @@ export class DnsServer {
         random: this.#random,
         logger: this.#logger,
         metrics: components.metrics,
+        names: this.#names,
         answers: this.#answers,
         locator,
         cache: this.#cache,
@@ -282,9 +300,12 @@ export class DnsServer {
       cache: {
         hits: c.hits,
         misses: c.misses,
+        stale: c.stale,
+        refreshes: c.refreshes,
         entries: this.#cache.entries,
         bytes: this.#cache.bytes,
         evictions: this.#cache.evictions,
+        names: this.#names.size,
       },
       hints: {
         ...this.#hints.counters,

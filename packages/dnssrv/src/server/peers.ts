@@ -3,7 +3,7 @@
  * datagram; the decision log keeps the last few hundred of them, so each scavenge would promote
  * the ones it finds there. The log and everything else get this one instead.
  */
-import type { Peer } from '../answer/answer-builder.js';
+import type { Peer } from '../answer/meta.js';
 import { parseIp } from '../net/ip.js';
 
 const MAX_PEERS = 4096;

@@ -1,34 +1,41 @@
 /**
- * The query pipeline: decode → answer cache → build → truncate → rate limit → log. Transports
- * (UDP, TCP) hand it a message and a peer and send whatever it returns.
+ * The query pipeline: decode → classify the name → answer cache → (build) → instantiate →
+ * truncate → rate limit → log. Transports (UDP, TCP) hand it a message and a peer and send
+ * whatever it returns.
  *
- * The hot path never touches dns2: a query whose (name, type, class, EDNS, location bucket) was
- * answered within the answer's TTL is served by copying the cached bytes and patching the id,
- * RD/CD and the question's letters. Everything else goes through the answer builder, which
- * builds records and encodes them with dns2.
+ * Answers are cached as templates shared by a family of names (every origin of a zone) and a
+ * location bucket (see `wire/template.ts`), so a name never asked before costs what a repeated
+ * one does: a memoised classification, two or three map reads, and one copy with a few pointers
+ * patched. Builds (locating proxies, encoding records) happen once per template, and after the
+ * first one off the hot path: a template past three quarters of its life is rebuilt in the
+ * background by the next query that uses it, and an expired one is served (stale, for at most
+ * one more life) while its rebuild runs. Liveness is re-checked on every use.
  */
 import type { Clock, Random } from '@coral/testkit';
-import {
-  type AnswerBuilder,
-  answerMeta,
-  type AnswerMeta,
-  type BuiltAnswer,
-  type Peer,
-} from '../answer/answer-builder.js';
+import type { AnswerBuilder, Built } from '../answer/answer-builder.js';
+import { type AnswerMeta, answerMeta, type Peer } from '../answer/meta.js';
 import type { AnswerCache } from '../cache/answer-cache.js';
 import type { LocationContext, Locator } from '../locate/locator.js';
+import type { NameClass, NameClassifier } from '../names/classify.js';
 import type { NodeDirectory } from '../node-directory.js';
 import type { ResponseRateLimiter, RrlVerdict } from '../rrl/response-rate-limiter.js';
 import { CLASS, RCODE, RCODE_NAME, TYPE } from '../wire/constants.js';
-import { encodeBare, patchCached } from '../wire/encode.js';
+import { encodeBare } from '../wire/encode.js';
 import { type DecodeResult, decodeQuery, type Query, udpLimit } from '../wire/query.js';
 import type { ResponseOpt } from '../wire/records.js';
+import { instantiate } from '../wire/template.js';
 import type { DecisionLog } from './decision-log.js';
 import type { PipelineCounters } from './stats.js';
 import type { Decision, DnsLogger, DnsMetrics } from './types.js';
 
 /** Cached answers live between (1 - CACHE_JITTER) and 1 times their TTL. */
 const CACHE_JITTER = 0.25;
+/** Share of its life after which a used template is rebuilt in the background. */
+const REFRESH_AT = 0.75;
+
+type Named = Exclude<NameClass, { kind: 'outside' }>;
+/** Names whose answers are cached (all but the ACME challenge, read from its store each time). */
+type Cached = Exclude<Named, { kind: 'acme-challenge' }>;
 
 export interface PipelineComponents {
   directory: NodeDirectory;
@@ -36,6 +43,7 @@ export interface PipelineComponents {
   random: Random;
   logger: DnsLogger;
   metrics: DnsMetrics | undefined;
+  names: NameClassifier;
   answers: AnswerBuilder;
   locator: Locator;
   cache: AnswerCache;
@@ -50,6 +58,7 @@ export class QueryPipeline {
   readonly #random: Random;
   readonly #logger: DnsLogger;
   readonly #metrics: DnsMetrics | undefined;
+  readonly #names: NameClassifier;
   readonly #answers: AnswerBuilder;
   readonly #locator: Locator;
   readonly #cache: AnswerCache;
@@ -57,7 +66,8 @@ export class QueryPipeline {
   readonly #log: DecisionLog;
   readonly #c: PipelineCounters;
   readonly #cacheOn: boolean;
-  readonly #pending = new Map<string, Promise<BuiltAnswer>>();
+  /** Builds in flight, by cache key: concurrent misses (and refreshes) share one. */
+  readonly #pending = new Map<string, Promise<Built>>();
 
   constructor(components: PipelineComponents, options: { cache: boolean }) {
     this.#directory = components.directory;
@@ -65,6 +75,7 @@ export class QueryPipeline {
     this.#random = components.random;
     this.#logger = components.logger;
     this.#metrics = components.metrics;
+    this.#names = components.names;
     this.#answers = components.answers;
     this.#locator = components.locator;
     this.#cache = components.cache;
@@ -94,7 +105,7 @@ export class QueryPipeline {
     if (!d.ok) return this.#malformed(d, msg, peer, transport);
     const q = d.query;
     if (q.opt && q.opt.version !== 0) {
-      return this.#bare(q, msg, peer, transport, RCODE.BADVERS, false, 'EDNS version', {
+      return this.#bare(q, msg, peer, transport, RCODE.BADVERS, false, 'EDNS version', '', {
         udpSize: this.#answers.udpMax,
         dnssecOk: q.opt.dnssecOk,
       });
@@ -103,128 +114,149 @@ export class QueryPipeline {
       return this.#bare(q, msg, peer, transport, RCODE.REFUSED, false, `class ${q.qclass}`);
     }
     if (q.qtype === TYPE.AXFR || q.qtype === TYPE.IXFR) {
-      return this.#bare(
-        q,
-        msg,
-        peer,
-        transport,
-        RCODE.REFUSED,
-        false,
-        'zone transfers not offered',
-      );
+      const detail = 'zone transfers not offered';
+      return this.#bare(q, msg, peer, transport, RCODE.REFUSED, false, detail);
     }
-    const cacheable = this.#cacheOn && !q.escaped;
-    const variant = cacheable ? variantKey(q) : 0;
-    let ctx: LocationContext | undefined;
-    if (cacheable) {
-      const top = this.#cache.top(q.qname, variant);
-      if (top) {
-        let entry = top.static;
-        if (!entry && top.byBucket) {
-          ctx = this.#context(q, peer);
-          entry = top.byBucket.get(ctx.bucket);
-        }
-        if (entry && entry.expiresAt > this.#clock.now() && this.#stillLive(entry.meta.nodes)) {
-          this.#c.hits++;
-          this.#cache.touch(entry);
-          return this.#finish(
-            patchCached(entry.bytes, msg, q),
-            entry.meta,
-            q,
-            msg,
-            peer,
-            transport,
-            true,
-          );
-        }
+    if (q.escaped) {
+      // Names that needed escaping are never origins: NXDOMAIN in a zone, REFUSED outside.
+      const z = this.#names.zoneOf(q.qname);
+      if (!z) return this.#bare(q, msg, peer, transport, RCODE.REFUSED, false, 'outside the zones');
+      const detail = 'name cannot be an origin';
+      return this.#bare(q, msg, peer, transport, RCODE.NXDOMAIN, true, detail, z.zone.name);
+    }
+    const c = this.#names.classify(q.qname);
+    if (c.kind === 'outside') {
+      return this.#bare(q, msg, peer, transport, RCODE.REFUSED, false, 'outside the zones');
+    }
+    const ctx = this.#answers.needsLocation(q, c)
+      ? this.#locator.context(peer.address, peer.bytes, q.opt?.ecs)
+      : undefined;
+    if (!this.#cacheOn || c.kind === 'acme-challenge') {
+      return this.#miss(q, c, ctx, undefined, msg, peer, transport);
+    }
+    const variant = variantKey(q);
+    const top = this.#cache.top(c.family, variant);
+    const entry = ctx ? top?.byBucket?.get(ctx.bucket) : top?.static;
+    if (entry) {
+      const now = this.#clock.now();
+      const built = entry.built;
+      if (now < entry.staleUntil && this.#stillLive(built.liveIds)) {
+        if (now >= entry.refreshAt) this.#refresh(q, c, ctx, variant);
+        if (now >= entry.expiresAt) this.#c.stale++;
+        this.#c.hits++;
+        this.#cache.touch(entry);
+        const bytes = instantiate(built.template, msg, q);
+        return this.#finish(bytes, built.meta, detailOf(c, built), q, msg, peer, transport, true);
       }
-      this.#c.misses++;
     }
-    return this.#miss(q, msg, peer, transport, variant, cacheable, ctx);
+    this.#c.misses++;
+    return this.#miss(q, c, ctx, variant, msg, peer, transport);
   }
 
+  /** The cache key of a build: family, variant and (located answers) bucket. */
+  #key(c: Cached, variant: number | string, ctx: LocationContext | undefined): string {
+    return `${c.family}|${variant}#${ctx?.bucket ?? ''}`;
+  }
+
+  /** Build (or join the build of) the answer for this key; store it when it may be reused. */
+  #build(
+    q: Query,
+    c: Cached,
+    ctx: LocationContext | undefined,
+    variant: number | string,
+  ): Promise<Built> {
+    const key = this.#key(c, variant, ctx);
+    let p = this.#pending.get(key);
+    if (!p) {
+      p = this.#answers.build(q, c, ctx).then((built) => {
+        this.#store(c.family, variant, ctx, built);
+        return built;
+      });
+      this.#pending.set(key, p);
+      p.finally(() => this.#pending.delete(key)).catch(() => {});
+    }
+    return p;
+  }
+
+  /** A rebuild in the background (single flight): the hit that started it is served as it was. */
+  #refresh(q: Query, c: Cached, ctx: LocationContext | undefined, variant: number | string): void {
+    if (this.#pending.has(this.#key(c, variant, ctx))) return;
+    this.#c.refreshes++;
+    this.#build(q, c, ctx, variant).catch((err) => this.internalError(err));
+  }
+
+  /**
+   * A miss: build the answer (shared with concurrent misses of its key and stored, or, with
+   * `variant` undefined, for this query alone), then send it.
+   */
   async #miss(
     q: Query,
+    c: Named,
+    ctx: LocationContext | undefined,
+    variant: number | string | undefined,
     msg: Uint8Array,
     peer: Peer,
     transport: 'udp' | 'tcp',
-    variant: number | string,
-    cacheable: boolean,
-    ctxIn: LocationContext | undefined,
   ): Promise<Buffer | null> {
-    let built: BuiltAnswer;
+    let built: Built;
     try {
-      if (cacheable) {
-        // Single flight: concurrent misses for the same answer share one build.
-        const ctx = ctxIn ?? (this.#answers.needsLocation(q) ? this.#context(q, peer) : undefined);
-        const flightKey = `${q.qname}|${variant}#${ctx?.bucket ?? ''}`;
-        let p = this.#pending.get(flightKey);
-        if (!p) {
-          p = this.#answers.build(q, peer, ctx, msg);
-          this.#pending.set(flightKey, p);
-          p.finally(() => this.#pending.delete(flightKey)).catch(() => {});
-        }
-        built = await p;
-        this.#store(q.qname, variant, built);
-        built = {
-          bytes: patchCached(built.bytes, msg, q),
-          meta: built.meta,
-          cacheMs: built.cacheMs,
-          static: built.static,
-          bucket: built.bucket,
-        };
-      } else {
-        built = await this.#answers.build(q, peer, undefined, msg);
-      }
+      built =
+        variant === undefined || c.kind === 'acme-challenge'
+          ? await this.#answers.build(q, c, ctx)
+          : await this.#build(q, c, ctx, variant);
+      // No proxy: what a name gets depends on the name, so each query gets its own.
+      if (built.noProxy && c.kind === 'origin') built = this.#answers.noProxy(q, c, built.noProxy);
     } catch (err) {
       this.internalError(err);
       return this.#bare(q, msg, peer, transport, RCODE.SERVFAIL, false, 'internal error');
     }
-    return this.#finish(built.bytes, built.meta, q, msg, peer, transport, false);
+    const bytes = instantiate(built.template, msg, q);
+    return this.#finish(bytes, built.meta, detailOf(c, built), q, msg, peer, transport, false);
   }
 
-  #context(q: Query, peer: Peer): LocationContext {
-    return this.#locator.context(peer.address, peer.bytes, q.opt?.ecs);
-  }
-
-  #stillLive(ids: string[]): boolean {
+  #stillLive(ids: readonly string[]): boolean {
     const dir = this.#directory;
-    if (!dir.isLive) return true;
+    if (!dir.isLive || ids.length === 0) return true;
     for (let i = 0; i < ids.length; i++) if (!dir.isLive(ids[i]!)) return false;
     return true;
   }
 
-  #store(qname: string, variant: number | string, built: BuiltAnswer): void {
-    if (built.cacheMs <= 0) return;
+  #store(
+    family: string,
+    variant: number | string,
+    ctx: LocationContext | undefined,
+    built: Built,
+  ): void {
+    if (built.cacheMs <= 0 || built.noProxy) return;
     // Up to a quarter shorter at random, so answers cached together (a cold start, a burst of
-    // new names) do not all expire, and get rebuilt, in the same instant.
-    const expiresAt = this.#clock.now() + built.cacheMs * (1 - CACHE_JITTER * this.#random.next());
-    this.#cache.store(
-      qname,
-      variant,
-      built.static ? undefined : built.bucket!,
-      built.bytes,
-      built.meta,
-      expiresAt,
-      sameMeta,
-    );
+    // new resolvers) do not all expire, and get rebuilt, in the same instant.
+    const now = this.#clock.now();
+    const life = built.cacheMs * (1 - CACHE_JITTER * this.#random.next());
+    this.#cache.store(family, variant, built.located ? ctx?.bucket : undefined, built, {
+      refreshAt: now + life * REFRESH_AT,
+      expiresAt: now + life,
+      staleUntil: now + 2 * life,
+    });
   }
 
   /** Send-side steps shared by every response: TC, rate limiting, counters, decision log. */
   #finish(
     full: Buffer,
     meta: AnswerMeta,
+    detail: string,
     q: Query | undefined,
     msg: Uint8Array,
     peer: Peer,
     transport: 'udp' | 'tcp',
     cached: boolean,
+    /** The question a TC answer echoes (none for a malformed query). */
+    echo: Query | undefined = q,
   ): Buffer | null {
     let bytes: Buffer | null = full;
     let outcome: Decision['outcome'] = 'sent';
     if (transport === 'udp') {
-      if (full.length > udpLimit(q, this.#answers.udpMax)) {
-        bytes = this.#truncated(meta, q, msg);
+      if (full.length > udpLimit(echo, this.#answers.udpMax)) {
+        bytes = this.#truncated(meta, echo, msg);
         outcome = 'truncated';
         this.#c.truncated++;
       }
@@ -236,7 +268,7 @@ export class QueryPipeline {
             bytes = null;
             outcome = 'rrl-drop';
           } else {
-            bytes = this.#truncated(meta, q, msg);
+            bytes = this.#truncated(meta, echo, msg);
             outcome = 'rrl-slip';
           }
         }
@@ -246,11 +278,12 @@ export class QueryPipeline {
       this.#clock.now(),
       transport,
       peer.address,
-      meta.name,
-      meta.type,
+      q?.qname ?? '',
+      q?.qtype ?? 0,
       cached,
       outcome,
       meta,
+      detail,
     );
     if (bytes) {
       const rc = RCODE_NAME[meta.rcode] ?? String(meta.rcode);
@@ -287,8 +320,6 @@ export class QueryPipeline {
     }
     const rcode = d.action === 'notimp' ? RCODE.NOTIMP : RCODE.FORMERR;
     const meta = answerMeta({
-      name: d.query?.qname ?? '',
-      type: d.query?.qtype ?? 0,
       rcode,
       aa: false,
       method: 'none',
@@ -305,7 +336,8 @@ export class QueryPipeline {
       rcode,
       ...(d.query ? { question: { msg, query: d.query } } : {}),
     });
-    return this.#finish(bytes, meta, undefined, msg, peer, transport, false);
+    // The question (when readable) is logged, but not echoed in a TC answer: it was malformed.
+    return this.#finish(bytes, meta, d.reason, d.query, msg, peer, transport, false, undefined);
   }
 
   #bare(
@@ -316,33 +348,17 @@ export class QueryPipeline {
     rcode: number,
     aa: boolean,
     detail: string,
+    rrlName = '',
     opt?: ResponseOpt,
   ): Buffer | null {
-    const { bytes, meta } = this.#answers.bare(q, msg, rcode, aa, detail, '', opt);
-    return this.#finish(bytes, meta, q, msg, peer, transport, false);
+    const { bytes, meta } = this.#answers.bare(q, msg, rcode, aa, detail, rrlName, opt);
+    return this.#finish(bytes, meta, detail, q, msg, peer, transport, false);
   }
 }
 
-/** Two metas that say the same (a rebuilt answer that chose the same way and the same nodes). */
-function sameMeta(a: AnswerMeta, b: AnswerMeta): boolean {
-  if (a.nodes.length !== b.nodes.length) return false;
-  for (let i = 0; i < a.nodes.length; i++) if (a.nodes[i] !== b.nodes[i]) return false;
-  return (
-    a.name === b.name &&
-    a.type === b.type &&
-    a.rcode === b.rcode &&
-    a.aa === b.aa &&
-    a.method === b.method &&
-    a.detail === b.detail &&
-    a.ttl === b.ttl &&
-    a.ecs === b.ecs &&
-    a.scope === b.scope &&
-    a.rrlKind === b.rrlKind &&
-    a.rrlName === b.rrlName &&
-    a.opt?.udpSize === b.opt?.udpSize &&
-    a.opt?.dnssecOk === b.opt?.dnssecOk &&
-    a.opt?.ecs?.scopePrefix === b.opt?.ecs?.scopePrefix
-  );
+/** An invalid name's answer is shared by all of them; the reason in the log is the name's own. */
+function detailOf(c: NameClass, built: Built): string {
+  return c.kind === 'invalid' ? c.reason : built.meta.detail;
 }
 
 /**

@@ -10,7 +10,19 @@ export interface DnsStats {
   dropped: number;
   truncated: number;
   internalErrors: number;
-  cache: { hits: number; misses: number; entries: number; bytes: number; evictions: number };
+  cache: {
+    hits: number;
+    misses: number;
+    /** Hits served from an expired template while its rebuild ran. */
+    stale: number;
+    /** Background rebuilds started by hits. */
+    refreshes: number;
+    entries: number;
+    bytes: number;
+    evictions: number;
+    /** Names whose classification is memoised. */
+    names: number;
+  };
   hints: {
     walks: number;
     cacheHits: number;
@@ -60,4 +72,6 @@ export class PipelineCounters {
   internalErrors = 0;
   hits = 0;
   misses = 0;
+  stale = 0;
+  refreshes = 0;
 }

@@ -1,6 +1,7 @@
 /** Collaborator interfaces, option types and defaults of the DNS server. */
 import type { Clock, Random } from '@coral/testkit';
 import type { ChallengeStore } from '../acme/challenge-store.js';
+import type { DelegationOptions } from '../delegation/delegation.js';
 import type { NodeDirectory } from '../node-directory.js';
 import type { Prober } from '../probe/prober.js';
 import type { HintWalkOptions } from '../locate/hint-walks.js';
@@ -160,8 +161,13 @@ export interface DnsServerOptions {
   udpReceiveBufferBytes?: number;
   /** Largest UDP answer we send and advertise in our OPT (default 1232, the 2020 flag-day value). */
   udpMaxPayload?: number;
-  /** The encoded-answer cache (default on, 10,000 entries, 16 MiB; least recently used evicted). */
-  answerCache?: { enabled?: boolean; maxEntries?: number; maxBytes?: number };
+  /**
+   * The answer cache (default on): templates, at most 10,000 entries and 16 MiB, least recently
+   * used evicted; and the classification of up to `maxNames` (20,000) names.
+   */
+  answerCache?: { enabled?: boolean; maxEntries?: number; maxBytes?: number; maxNames?: number };
+  /** Nearby-nameserver delegation per cluster level (default off; see `DelegationOptions`). */
+  delegation?: DelegationOptions;
   /** Longest wait of an answer for `NodeDirectory.hinted()` before falling through (default 250 ms). */
   hintTimeoutMs?: number;
   /** The hint cache (per /24) and the bounds on hint walks (see `HintWalkOptions`). */
