@@ -192,7 +192,7 @@ export class AnswerBuilder {
   needsLocation(q: Query, c: NameClass): boolean {
     switch (c.kind) {
       case 'origin':
-        return LOCATED_TYPES.has(q.qtype);
+        return this.#alias(c) !== undefined || LOCATED_TYPES.has(q.qtype);
       case 'apex':
         if (c.level >= 0) return this.#delegation.enabled && isNsQuestion(q);
         return this.#nameservers.length > 1 && isNsQuestion(q);
@@ -268,6 +268,7 @@ export class AnswerBuilder {
   ): Promise<Built> {
     switch (c.kind) {
       case 'origin':
+        if (this.#alias(c)) return this.#aliasAnswer(q, c, ctx!);
         return LOCATED_TYPES.has(q.qtype) ? this.#located(q, c, ctx!) : this.#originNodata(q, c);
       case 'invalid': {
         const w = this.#writer(c.zone);
@@ -309,15 +310,14 @@ export class AnswerBuilder {
     const loc = await this.#locator.locate(ctx, this.#answerCount);
     if (loc.method === 'no-proxy') return this.noProxy(q, c, loc);
     const d = this.#delegation;
-    const alias = this.#alias(c);
-    const level = alias ? d.levels - 1 : c.level;
+    const level = c.level;
     const ns = d.enabled && level >= 0 ? await d.forResolver(ctx, level, this.#locator) : undefined;
     const opt = this.responseOpt(q, loc.scope);
     const v6 = q.qtype === TYPE.AAAA;
     const ttl = loc.local ? this.#localTtl : this.#ttl;
     const w = this.#writer(c.zone);
     const used: string[] = [];
-    // A CNAME query while proxies are live: the alias is the answer, or there is none (NODATA).
+    // A CNAME query while proxies are live: there is none (NODATA).
     if (q.qtype !== TYPE.CNAME) {
       for (const n of loc.nodes) {
         const address = v6 ? n.ipv6 : n.ipv4;
@@ -334,11 +334,11 @@ export class AnswerBuilder {
     if (used.length > 0 && ns) {
       this.#nsRecords(w, c.zone, ns);
       detail = `${detail}; NS level ${ns.level} (${ns.nodes.length})`;
-    } else if (used.length === 0 && !(alias && q.qtype === TYPE.CNAME)) {
+    } else if (used.length === 0) {
       this.#soaRecord(w, 'ns', c.zone, level, true);
     }
     if (opt) w.opt(opt, RCODE.NOERROR);
-    const answered = used.length > 0 || (alias !== undefined && q.qtype === TYPE.CNAME);
+    const answered = used.length > 0;
     const meta = answerMeta({
       rcode: RCODE.NOERROR,
       aa: true,
@@ -356,11 +356,53 @@ export class AnswerBuilder {
     });
     const liveIds = [...new Set([...used, ...(ns?.nodes.map((n) => n.id) ?? [])])];
     return {
-      template: w.finish(true, RCODE.NOERROR, alias),
+      template: w.finish(true, RCODE.NOERROR),
       meta,
       cacheMs: ttl * 1000,
       located: true,
       liveIds,
+    };
+  }
+
+  /**
+   * A short name with delegation on: only the CNAME to the same name in the deepest sub-zone
+   * (as Coral's DNAME did), whatever the type, with the NS records of the resolver's level in
+   * authority. The target's records are left out on purpose: the resolver asks for them the
+   * deepest sub-zone's nameservers it knows — a nearby one once it has been told of one — not
+   * whichever nameserver of the zone it met first.
+   */
+  async #aliasAnswer(
+    q: Query,
+    c: Extract<NameClass, { kind: 'origin' }>,
+    ctx: LocationContext,
+  ): Promise<Built> {
+    const d = this.#delegation;
+    const alias = this.#alias(c)!;
+    const ns = await d.forResolver(ctx, d.levels - 1, this.#locator);
+    const w = this.#writer(c.zone);
+    if (ns) this.#nsRecords(w, c.zone, ns);
+    const opt = this.responseOpt(q, 0);
+    if (opt) w.opt(opt, RCODE.NOERROR);
+    return {
+      template: w.finish(true, RCODE.NOERROR, alias),
+      meta: answerMeta({
+        rcode: RCODE.NOERROR,
+        aa: true,
+        method: 'none',
+        detail: `alias into ${c.zone.subZones[d.levels - 1]}; ${
+          ns ? `NS level ${ns.level} (${ns.nodes.length})` : 'no nameserver member'
+        }`,
+        nodes: [],
+        ttl: alias.ttl,
+        ecs: ecsSubnet(q),
+        scope: opt?.ecs?.scopePrefix,
+        opt,
+        rrlKind: 'answer',
+        rrlName: wildcardOf(c.zone.name),
+      }),
+      cacheMs: Math.min(alias.ttl, ns ? ns.ttl : alias.ttl, this.#soa.ttl) * 1000,
+      located: true,
+      liveIds: ns?.nodes.map((n) => n.id) ?? [],
     };
   }
 
@@ -374,13 +416,12 @@ export class AnswerBuilder {
   }
 
   #originNodata(q: Query, c: Extract<NameClass, { kind: 'origin' }>): Built {
-    const alias = this.#alias(c);
     const w = this.#writer(c.zone);
-    this.#soaRecord(w, 'ns', c.zone, alias ? this.#delegation.levels - 1 : c.level, true);
+    this.#soaRecord(w, 'ns', c.zone, c.level, true);
     const opt = this.responseOpt(q, 0);
     if (opt) w.opt(opt, RCODE.NOERROR);
     return {
-      template: w.finish(true, RCODE.NOERROR, alias),
+      template: w.finish(true, RCODE.NOERROR),
       meta: answerMeta({
         ...this.#static('origin: type not served', 'nodata', c.zone.name),
         rcode: RCODE.NOERROR,
@@ -401,8 +442,7 @@ export class AnswerBuilder {
   noProxy(q: Query, c: Extract<NameClass, { kind: 'origin' }>, loc: Location): Built {
     const opt = this.responseOpt(q, loc.scope);
     const w = this.#writer(c.zone);
-    const alias = this.#alias(c);
-    const level = alias ? this.#delegation.levels - 1 : c.level;
+    const level = c.level;
     let rcode: number = RCODE.NOERROR;
     let detail: string;
     let rrlKind: RrlKind = 'answer';
@@ -438,11 +478,7 @@ export class AnswerBuilder {
     }
     if (opt) w.opt(opt, rcode);
     return {
-      template: w.finish(
-        rcode !== RCODE.SERVFAIL,
-        rcode,
-        rcode === RCODE.SERVFAIL ? undefined : alias,
-      ),
+      template: w.finish(rcode !== RCODE.SERVFAIL, rcode),
       meta: answerMeta({
         rcode,
         aa: rcode !== RCODE.SERVFAIL,

@@ -132,3 +132,18 @@ describe('no live proxy', () => {
     }
   });
 });
+
+describe('delegation on, no member runs DNS on the port', () => {
+  it('short names are still aliases (no NS records); the long names answer', async () => {
+    s = await start({ delegation: { enabled: true } }, live());
+    const r = parse(await udpAsk(s.port, encodeQuery({ name: 'www.example.com.nyud.net' })));
+    expect(r.answers).toEqual([
+      expect.objectContaining({ type: TYPE.CNAME, domain: 'www.example.com.l2.l1.l0.nyud.net' }),
+    ]);
+    expect(r.authorities).toEqual([]);
+    expect(lastDecision(s.server).detail).toContain('no nameserver member');
+    expect(await resolver(s.port).resolve4('www.example.com.l2.l1.l0.nyud.net')).toHaveLength(2);
+    // The sub-zones' NS fall back to the configured nameservers.
+    expect(await resolver(s.port).resolveNs('l2.l1.l0.nyud.net')).toEqual(['ns1.nyud.net']);
+  });
+});
