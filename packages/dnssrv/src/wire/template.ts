@@ -60,7 +60,7 @@ export interface SoaFields {
 /** Encodes the body of a template. Names are lowercase presentation form without the final dot. */
 export class BodyWriter {
   readonly #zone: string;
-  #buf = Buffer.alloc(512);
+  #buf = Buffer.allocUnsafe(512);
   #len = 0;
   readonly #names = new Map<string, number>();
   readonly #bodySlots: number[] = [];
@@ -75,7 +75,7 @@ export class BodyWriter {
 
   #reserve(n: number): void {
     if (this.#len + n <= this.#buf.length) return;
-    const grown = Buffer.alloc(Math.max(this.#buf.length * 2, this.#len + n));
+    const grown = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#len + n));
     this.#buf.copy(grown, 0, 0, this.#len);
     this.#buf = grown;
   }
@@ -125,9 +125,11 @@ export class BodyWriter {
       }
       if (this.#len < MAX_TARGET) this.#names.set(rest, this.#len);
       const dot = rest.indexOf('.');
-      const label = dot < 0 ? rest : rest.slice(0, dot);
-      this.#u8(label.length);
-      this.#bytes(Buffer.from(label, 'latin1'));
+      const n = dot < 0 ? rest.length : dot;
+      this.#reserve(n + 1);
+      this.#buf[this.#len] = n;
+      this.#buf.write(rest.slice(0, n), this.#len + 1, 'latin1');
+      this.#len += n + 1;
       rest = dot < 0 ? '' : rest.slice(dot + 1);
     }
     this.#u8(0);
@@ -220,7 +222,7 @@ export class BodyWriter {
 
   /** The template: header flags from `aa` and `rcode`, plus an optional leading CNAME. */
   finish(aa: boolean, rcode: number, cname?: { ttl: number; sub: readonly string[] }): Template {
-    const header = Buffer.alloc(HEADER_SIZE);
+    const header = Buffer.alloc(HEADER_SIZE); // id 0, counts below
     header[2] = 0x80 | (aa ? 0x04 : 0);
     header[3] = rcode & 0x0f;
     header.writeUInt16BE(1, 4);
