@@ -147,6 +147,8 @@ export class AnswerBuilder {
     rname?: string;
   };
   readonly #udpMax: number;
+  /** The alias of a short name with delegation on: labels of the deepest sub-zone, and its TTL. */
+  readonly #aliasSpec: { ttl: number; sub: readonly string[] } | undefined;
 
   /** Validates the options (DNS_ERR_CONFIG). */
   constructor(
@@ -177,6 +179,13 @@ export class AnswerBuilder {
     );
     this.#soa = { ...DEFAULT_SOA, ...options.soa };
     this.#udpMax = Math.max(512, Math.min(65535, options.udpMaxPayload ?? DEFAULT_UDP_MAX_PAYLOAD));
+    const d = this.#delegation;
+    this.#aliasSpec = d.enabled
+      ? {
+          ttl: d.ttl,
+          sub: Array.from({ length: d.levels }, (_, i) => `l${d.levels - 1 - i}`),
+        }
+      : undefined;
   }
 
   get zones(): readonly string[] {
@@ -407,12 +416,8 @@ export class AnswerBuilder {
   }
 
   /** With delegation on, a short name is an alias of the same name in the deepest sub-zone. */
-  #alias(c: { level: number }): { ttl: number; sub: string[] } | undefined {
-    const d = this.#delegation;
-    if (!d.enabled || c.level >= 0) return undefined;
-    const sub: string[] = [];
-    for (let l = d.levels - 1; l >= 0; l--) sub.push(`l${l}`);
-    return { ttl: d.ttl, sub };
+  #alias(c: { level: number }): { ttl: number; sub: readonly string[] } | undefined {
+    return c.level < 0 ? this.#aliasSpec : undefined;
   }
 
   #originNodata(q: Query, c: Extract<NameClass, { kind: 'origin' }>): Built {
