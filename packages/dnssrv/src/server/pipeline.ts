@@ -68,6 +68,8 @@ export class QueryPipeline {
   readonly #cacheOn: boolean;
   /** Builds in flight, by cache key: concurrent misses (and refreshes) share one. */
   readonly #pending = new Map<string, Promise<Built>>();
+  /** Background rebuilds about to start. */
+  readonly #scheduled = new Set<string>();
 
   constructor(components: PipelineComponents, options: { cache: boolean }) {
     this.#directory = components.directory;
@@ -178,11 +180,20 @@ export class QueryPipeline {
     return p;
   }
 
-  /** A rebuild in the background (single flight): the hit that started it is served as it was. */
+  /**
+   * A rebuild in the background (single flight). It starts after the I/O already waiting has been
+   * served (setImmediate): the hit that asked for it is sent first, as it was, and a build's
+   * synchronous part does not delay the queries queued behind it.
+   */
   #refresh(q: Query, c: Cached, ctx: LocationContext | undefined, variant: number | string): void {
-    if (this.#pending.has(this.#key(c, variant, ctx))) return;
+    const key = this.#key(c, variant, ctx);
+    if (this.#pending.has(key) || this.#scheduled.has(key)) return;
+    this.#scheduled.add(key);
     this.#c.refreshes++;
-    this.#build(q, c, ctx, variant).catch((err) => this.internalError(err));
+    setImmediate(() => {
+      this.#scheduled.delete(key);
+      this.#build(q, c, ctx, variant).catch((err) => this.internalError(err));
+    });
   }
 
   /**
