@@ -1,4 +1,4 @@
-// node bench/dns-inprocess.mjs — what one answer costs the DNS server, in process (no sockets):
+// npm run bench:dns-inprocess — what one answer costs the DNS server, in process (no sockets):
 // `DnsServer.handlePacket` over many distinct names, per case, on a manual clock.
 //
 //   hit        every name asked before (its answer cached)
