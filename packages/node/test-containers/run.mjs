@@ -249,6 +249,23 @@ async function main() {
   });
   if (!healthy) return;
 
+  // The dashboard ships in the image (its script is built into dist/, uPlot is a dependency), and
+  // a published admin port is not loopback: the browser gets the login page, the token the data.
+  await check('the dashboard is served from the image and asks for the token', async () => {
+    const base = `http://${PUBLISH}:${PORTS.node1.admin}`;
+    const page = await fetch(`${base}/`);
+    await page.arrayBuffer();
+    if (page.status !== 401) throw new Error(`GET / without the token: ${page.status}, not 401`);
+    const assets = ['app.js', 'format.js', 'uplot.js', 'uplot.css', 'app.css', 'favicon.svg'];
+    for (const a of assets) {
+      const r = await fetch(`${base}/dashboard/${a}`);
+      await r.arrayBuffer();
+      if (r.status !== 200) throw new Error(`GET /dashboard/${a}: ${r.status}`);
+    }
+    const view = await admin('node1').json('GET', '/v1/dashboard');
+    return `login page (401) without the token, ${assets.length} assets, /v1/dashboard with the token: ${view.fleet.members.length + 1} nodes, ${view.history.t.length} samples`;
+  });
+
   // DNS: every answer names node containers; wait until one names a node other than node1 (the
   // DNS server answers with itself first, the others once its level-2 cluster has them live).
   let other;

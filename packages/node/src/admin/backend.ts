@@ -3,6 +3,7 @@
  * proxy and DNS server; the admin API itself knows nothing of them, which is what lets its access
  * rules and routing be tested on their own.
  */
+import type { FleetView } from './dashboard/fleet.js';
 
 /** Where a node's services listen and what it advertises. */
 export interface NodeInfoView {
@@ -69,4 +70,6 @@ export interface AdminBackend {
   probeCache(): unknown;
   /** Recent DNS answers with the reason each was chosen. */
   dnsDecisions(): unknown;
+  /** This node, the members it knows with the cluster levels they share, and its routing tables. */
+  fleet(): FleetView;
 }

@@ -1,18 +1,24 @@
 /**
- * The admin API: JSON over HTTP (plus Prometheus text on /metrics). `handle()` is the whole API
- * as a function of a plain request object, so tests call it in-process with any remote address;
- * `listen()` puts it behind `node:http`. Endpoints are listed in docs/admin-api.md.
+ * The admin API: JSON over HTTP (plus Prometheus text on /metrics and the dashboard page at /).
+ * `handle()` is the whole API as a function of a plain request object, so tests call it
+ * in-process with any remote address; `listen()` puts it behind `node:http`. Endpoints are listed
+ * in docs/admin-api.md; who may call them is decided in access.ts.
  */
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { systemClock, type Clock } from '@coral/testkit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { AdminRequestError, CoralNodeError } from '../errors.js';
+import { AdminAuthError, AdminRequestError, CoralNodeError } from '../errors.js';
 import type { CoralMetrics } from '../metrics/metrics.js';
-import { checkAccess } from './access.js';
+import { AdminAccess, SAFE_METHODS, type AccessGrant } from './access.js';
 import type { AdminBackend } from './backend.js';
+import { asset } from './dashboard/assets.js';
+import { DashboardData, type DashboardOptions } from './dashboard/data.js';
+import { PAGE_SECURITY_HEADERS, dashboardPage, loginPage } from './dashboard/page.js';
 import { decodeValue, parseKey, viewValue } from './keys.js';
+import { SESSION_COOKIE, clearCookie } from './session.js';
 
 export interface AdminRequest {
   method: string;
@@ -34,6 +40,8 @@ export interface AdminApiComponents {
   backend: AdminBackend;
   metrics?: CoralMetrics;
   logger?: Pick<Logger, 'info' | 'warn' | 'debug'>;
+  /** Time for sessions and the dashboard's samples (default the system clock). */
+  clock?: Clock;
 }
 
 export interface AdminApiOptions {
@@ -48,6 +56,10 @@ export interface AdminApiOptions {
   opTimeoutMs?: number;
   /** Largest request body accepted (default {@link DEFAULT_ADMIN_MAX_BODY_BYTES}). */
   maxBodyBytes?: number;
+  /** The dashboard's sampling and the proxy it observes (admin/dashboard/data.ts). */
+  dashboard?: DashboardOptions;
+  /** Lifetime of a browser session (default admin/session.ts SESSION_TTL_SECONDS). */
+  sessionTtlSeconds?: number;
 }
 
 export const DEFAULT_ADMIN_OP_TIMEOUT_MS = 10_000;
@@ -62,9 +74,14 @@ const purgeBody = z.strictObject({ url: z.url({ protocol: /^https?$/ }) });
 
 type Handler = (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>;
 
-const json = (status: number, value: unknown): AdminResponse => ({
+/** A JSON answer; `indent` 0 for the dashboard's data, which a page fetches every 2 s. */
+const json = (status: number, value: unknown, indent = 2): AdminResponse => ({
   status,
-  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+  headers: {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  },
   body:
     JSON.stringify(
       value,
@@ -74,7 +91,7 @@ const json = (status: number, value: unknown): AdminResponse => ({
           : typeof v === 'bigint'
             ? v.toString()
             : v,
-      2,
+      indent,
     ) + '\n',
 });
 
@@ -82,7 +99,8 @@ export class AdminApi {
   readonly #backend: AdminBackend;
   readonly #metrics: CoralMetrics | undefined;
   readonly #logger: AdminApiComponents['logger'];
-  readonly #token: string | undefined;
+  readonly #access: AdminAccess;
+  readonly #dashboard: DashboardData | undefined;
   readonly #publicPaths: ReadonlySet<string>;
   readonly #opTimeoutMs: number;
   readonly #maxBody: number;
@@ -93,18 +111,66 @@ export class AdminApi {
     this.#backend = components.backend;
     this.#metrics = components.metrics;
     this.#logger = components.logger;
-    this.#token = options.token;
+    const clock = components.clock ?? systemClock;
+    this.#access = new AdminAccess(
+      { clock },
+      {
+        ...(options.token !== undefined ? { token: options.token } : {}),
+        ...(options.sessionTtlSeconds ? { sessionTtlSeconds: options.sessionTtlSeconds } : {}),
+      },
+    );
+    this.#dashboard = components.metrics
+      ? new DashboardData(
+          {
+            backend: components.backend,
+            metrics: components.metrics,
+            clock,
+            onError: (err) => this.#logger?.warn({ err }, 'dashboard sample failed'),
+          },
+          options.dashboard,
+        )
+      : undefined;
     // Probes of load balancers, kubelets and health checks come from other addresses and carry no
     // token; what they learn (alive, ready and the names of the readiness checks) is no secret.
+    // The login and logout pages need no session, and the dashboard's assets hold no data.
     this.#publicPaths = new Set([
       '/healthz',
       '/readyz',
+      '/login',
+      '/logout',
       ...(options.publicMetrics ? ['/metrics'] : []),
     ]);
     this.#opTimeoutMs = options.opTimeoutMs ?? DEFAULT_ADMIN_OP_TIMEOUT_MS;
     this.#maxBody = options.maxBodyBytes ?? DEFAULT_ADMIN_MAX_BODY_BYTES;
     const b = this.#backend;
     this.#routes = [
+      ['GET', /^\/$/, async (req, url) => this.#page(req, url)],
+      ['GET', /^\/login$/, async () => html(200, loginPage({ tokenConfigured: this.#hasToken }))],
+      ['POST', /^\/login$/, async (req) => this.#login(req)],
+      [
+        'POST',
+        /^\/logout$/,
+        async () => redirect('/login', { 'set-cookie': clearCookie(this.#access.cookieName) }),
+      ],
+      ['GET', /^\/dashboard\/([a-z0-9.-]+)$/, async (req, _u, [name]) => this.#asset(req, name!)],
+      [
+        'GET',
+        /^\/v1\/dashboard$/,
+        async (_r, url) => {
+          if (!this.#dashboard) {
+            throw new AdminRequestError('CORAL_ERR_ADMIN_UNAVAILABLE', 'metrics are not enabled');
+          }
+          const raw = url.searchParams.get('since');
+          const since = raw === null || raw === '' ? undefined : Number(raw);
+          if (since !== undefined && !Number.isFinite(since)) {
+            throw new AdminRequestError(
+              'CORAL_ERR_ADMIN_BAD_REQUEST',
+              `since must be a time in ms, got "${raw}"`,
+            );
+          }
+          return json(200, await this.#dashboard.view(since), 0);
+        },
+      ],
       ['GET', /^\/healthz$/, async () => json(200, { ok: true })],
       [
         'GET',
@@ -143,7 +209,7 @@ export class AdminApi {
         'PUT',
         /^\/v1\/dsht\/values\/([^/]+)$/,
         async (req, _u, [key]) => {
-          const body = parseBody(putBody, req.body);
+          const body = parseBody(putBody, req);
           const k = parseKey(decodeURIComponent(key!));
           const value = decodeValue(body.value, body.encoding);
           if (value.length === 0 || value.length > 512) {
@@ -161,7 +227,7 @@ export class AdminApi {
         'POST',
         /^\/v1\/cache\/purge$/,
         async (req) => {
-          const { url } = parseBody(purgeBody, req.body);
+          const { url } = parseBody(purgeBody, req);
           return json(200, { url, ...(await b.cachePurge(url)) });
         },
       ],
@@ -175,8 +241,11 @@ export class AdminApi {
     try {
       const url = new URL(req.url, 'http://admin.invalid');
       const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
-      if (!this.#publicPaths.has(path)) {
-        checkAccess(req.remoteAddress, header(req.headers, 'authorization'), this.#token);
+      // A page elsewhere must not make the API act, whoever the browser is signed in as.
+      if (!SAFE_METHODS.has(req.method)) this.#access.checkSameOrigin(req);
+      // The page answers a refusal with the login page itself; assets carry no data.
+      if (path !== '/' && !path.startsWith('/dashboard/') && !this.#publicPaths.has(path)) {
+        this.#access.authorize(req);
       }
       let pathMatched = false;
       for (const [method, pattern, handler] of this.#routes) {
@@ -215,6 +284,80 @@ export class AdminApi {
     return json(500, {
       error: { code: e?.code ?? 'CORAL_ERR_ADMIN_UNAVAILABLE', message: e?.message ?? String(err) },
     });
+  }
+
+  get #hasToken(): boolean {
+    return this.#access.sessions !== undefined;
+  }
+
+  /**
+   * `/`: the dashboard for whoever may read the API; a browser that may not gets the login page
+   * (or, with `?token=` right, a session cookie and a redirect that drops the token from the URL).
+   */
+  #page(req: AdminRequest, url: URL): AdminResponse {
+    const given = url.searchParams.get('token');
+    if (given !== null) {
+      if (!this.#hasToken) {
+        return html(403, loginPage({ tokenConfigured: false }));
+      }
+      if (!this.#access.tokenMatches(given)) {
+        return html(401, loginPage({ tokenConfigured: true, message: 'Wrong token.' }));
+      }
+      return redirect('/', {
+        'set-cookie': this.#access.sessions!.setCookie(this.#access.cookieName),
+      });
+    }
+    let grant: AccessGrant;
+    try {
+      grant = this.#access.authorize(req);
+    } catch (err) {
+      if (!(err instanceof AdminAuthError)) throw err;
+      return html(
+        err.statusCode,
+        loginPage({
+          tokenConfigured: this.#hasToken,
+          ...(err.statusCode === 403 ? { message: err.message } : {}),
+        }),
+      );
+    }
+    return html(200, dashboardPage({ session: grant === 'session' }));
+  }
+
+  /** `POST /login` with the form's `token`: a session cookie and back to the dashboard. */
+  #login(req: AdminRequest): AdminResponse {
+    if (!this.#hasToken) return html(403, loginPage({ tokenConfigured: false }));
+    const type = header(req.headers, 'content-type') ?? '';
+    if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) {
+      throw new AdminRequestError(
+        'CORAL_ERR_ADMIN_UNSUPPORTED_MEDIA_TYPE',
+        'POST /login takes the form application/x-www-form-urlencoded (token=...)',
+      );
+    }
+    const token = new URLSearchParams(req.body ?? '').get('token');
+    if (token === null || !this.#access.tokenMatches(token)) {
+      return html(401, loginPage({ tokenConfigured: true, message: 'Wrong token.' }));
+    }
+    return redirect('/', {
+      'set-cookie': this.#access.sessions!.setCookie(this.#access.cookieName),
+    });
+  }
+
+  #asset(req: AdminRequest, name: string): AdminResponse {
+    let a;
+    try {
+      a = asset(name);
+    } catch (err) {
+      throw new AdminRequestError('CORAL_ERR_ADMIN_UNAVAILABLE', (err as Error).message);
+    }
+    if (!a) throw new AdminRequestError('CORAL_ERR_ADMIN_NOT_FOUND', `no such asset: ${name}`);
+    const headers = {
+      ...PAGE_SECURITY_HEADERS,
+      'content-type': a.type,
+      'cache-control': 'no-cache',
+      etag: a.etag,
+    };
+    if (header(req.headers, 'if-none-match') === a.etag) return { status: 304, headers, body: '' };
+    return { status: 200, headers, body: a.body };
   }
 
   async #metricsText(): Promise<AdminResponse> {
@@ -292,10 +435,14 @@ export class AdminApi {
     server.listen(port, host);
     await listening;
     const addr = server.address() as AddressInfo;
+    // Cookies are per host, not per port: nodes sharing an address keep their own sessions.
+    this.#access.cookieName = `${SESSION_COOKIE}_${addr.port}`;
+    await this.#dashboard?.start();
     return { host: addr.address, port: addr.port };
   }
 
   async close(): Promise<void> {
+    this.#dashboard?.stop();
     const server = this.#server;
     if (!server) return;
     this.#server = undefined;
@@ -311,10 +458,42 @@ function header(headers: AdminRequest['headers'], name: string): string | undefi
   return Array.isArray(v) ? v[0] : v;
 }
 
-function parseBody<T>(schema: z.ZodType<T>, body: string | undefined): T {
+function html(status: number, body: string): AdminResponse {
+  return {
+    status,
+    headers: {
+      ...PAGE_SECURITY_HEADERS,
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+    },
+    body,
+  };
+}
+
+function redirect(location: string, extra: Record<string, string> = {}): AdminResponse {
+  return {
+    status: 303,
+    headers: { ...PAGE_SECURITY_HEADERS, location, 'cache-control': 'no-store', ...extra },
+    body: '',
+  };
+}
+
+/**
+ * The JSON body of a mutating request. `Content-Type: application/json` is required: a page on
+ * another site can only send form or text bodies without asking the browser's CORS preflight,
+ * which this API never grants.
+ */
+function parseBody<T>(schema: z.ZodType<T>, req: AdminRequest): T {
+  const type = header(req.headers, 'content-type') ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    throw new AdminRequestError(
+      'CORAL_ERR_ADMIN_UNSUPPORTED_MEDIA_TYPE',
+      `the body must be JSON sent as Content-Type: application/json, got ${JSON.stringify(type || 'none')}`,
+    );
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body || 'null');
+    parsed = JSON.parse(req.body || 'null');
   } catch {
     throw new AdminRequestError('CORAL_ERR_ADMIN_BAD_REQUEST', 'body is not valid JSON');
   }

@@ -19,6 +19,7 @@ import type {
   ReadinessView,
 } from '../admin/backend.js';
 import { AdminApi } from '../admin/server.js';
+import { fleetView, type FleetView } from '../admin/dashboard/fleet.js';
 import { DshtContentIndex } from '../adapters/content-index.js';
 import {
   resolveAddresses,
@@ -229,8 +230,18 @@ export class CoralNode implements AdminBackend {
     }
 
     this.admin = new AdminApi(
-      { backend: this, metrics, logger: log('admin') },
-      { token: config.admin.token, publicMetrics: config.admin.publicMetrics },
+      { backend: this, metrics, logger: log('admin'), clock: this.#clock },
+      {
+        token: config.admin.token,
+        publicMetrics: config.admin.publicMetrics,
+        dashboard: {
+          proxy: {
+            listening: this.listening.proxy,
+            zones: [config.zone],
+            sites: config.proxy.sites,
+          },
+        },
+      },
     );
     this.listening.admin = await step('admin', () =>
       this.admin.listen(config.admin.port, addresses.bind.admin),
@@ -479,6 +490,14 @@ export class CoralNode implements AdminBackend {
 
   dnsDecisions(): unknown {
     return this.dns?.recentDecisions() ?? [];
+  }
+
+  fleet(): FleetView {
+    return fleetView(
+      this.dsht,
+      this.#liveProxies().map((n) => n.id),
+      this.#clock.now(),
+    );
   }
 }
 

@@ -5,6 +5,8 @@
  * (tests) without their counters mixing.
  */
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Readings } from './history.js';
+import { SpaceSaving } from './top-k.js';
 
 /** What the proxy records (the shape @coral/httpprx takes as its `metrics` component). */
 export interface ProxyMetricsSink {
@@ -40,14 +42,52 @@ export interface StorageMetricsSink {
   corruptStore(store: 'dsht' | 'cache'): void;
 }
 
+/**
+ * What the node sees of each proxy response on the wire (metrics/traffic.ts observes the proxy's
+ * HTTP server): the bytes written for it, whether a peer node asked, and the origin URL it was for.
+ */
+export interface TrafficMetricsSink {
+  response(bytes: number, peer: boolean, url: string | undefined): void;
+}
+
 export interface CoralMetricsOptions {
   /** Also export the process metrics of prom-client (CPU, memory, event loop); default true. */
   defaultMetrics?: boolean;
   /** Metric name prefix; default `coral_`. */
   prefix?: string;
+  /** URLs the hottest-URL sketch monitors (default {@link HOT_URL_CAPACITY}). */
+  hotUrlCapacity?: number;
 }
 
 export const DEFAULT_METRICS_PREFIX = 'coral_';
+/** Counters of the hottest-URL sketch: any URL asked for more than 1/100 of all requests is among them. */
+export const HOT_URL_CAPACITY = 100;
+/** Longer URLs are cut (with "…") before they are counted, so one entry stays small. */
+export const HOT_URL_MAX_LENGTH = 512;
+
+/** How the dashboard groups Cache-Status outcomes: where the response's bytes came from. */
+export type Outcome = 'hit' | 'peer' | 'miss' | 'error';
+export const OUTCOMES: readonly Outcome[] = ['hit', 'peer', 'miss', 'error'];
+
+/**
+ * `hit`: served from this node's cache (hit, stale, revalidated); `peer`: fetched from another
+ * node; `error`: an error answer; `miss`: everything else (went to the origin: miss, uri-miss,
+ * request, bypass, ...).
+ */
+export function outcomeOf(cacheStatus: string): Outcome {
+  switch (cacheStatus) {
+    case 'hit':
+    case 'stale':
+    case 'revalidated':
+      return 'hit';
+    case 'peer':
+      return 'peer';
+    case 'error':
+      return 'error';
+    default:
+      return 'miss';
+  }
+}
 
 /** Keep label values short and printable so a misbehaving caller cannot explode cardinality. */
 function label(v: string | number): string {
@@ -62,6 +102,11 @@ export class CoralMetrics {
   readonly dsht: DshtMetricsSink;
   readonly index: IndexMetricsSink;
   readonly storage: StorageMetricsSink;
+  readonly traffic: TrafficMetricsSink;
+  /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
+  readonly hotUrls: SpaceSaving<string>;
+  /** Reads the counters the dashboard shows (see {@link read}). */
+  readonly #readers: (() => Promise<Readings>)[] = [];
 
   constructor(options: CoralMetricsOptions = {}) {
     const p = options.prefix ?? DEFAULT_METRICS_PREFIX;
@@ -141,6 +186,13 @@ export class CoralMetrics {
       help: 'Values under URL keys that were not valid holder records (skipped)',
       registers,
     });
+    const responseBytes = new Counter({
+      name: `${p}http_response_bytes_total`,
+      help: 'Bytes the proxy wrote for its responses (status line, headers, body), by who asked (client, peer)',
+      labelNames: ['to'],
+      registers,
+    });
+    for (const to of ['client', 'peer']) responseBytes.inc({ to }, 0);
     const corrupt = new Counter({
       name: `${p}store_corruptions_total`,
       help: 'Databases found corrupt at start, moved aside and started empty, by store (dsht, cache)',
@@ -155,6 +207,41 @@ export class CoralMetrics {
       claim: (outcome) => claims.inc({ outcome }),
       invalidValue: () => invalid.inc(),
     };
+
+    this.hotUrls = new SpaceSaving(options.hotUrlCapacity ?? HOT_URL_CAPACITY);
+    // Children bound to their label once: this runs for every proxy response.
+    const toClient = responseBytes.labels('client');
+    const toPeer = responseBytes.labels('peer');
+    this.traffic = {
+      response: (bytes, peer, url) => {
+        if (bytes > 0) (peer ? toPeer : toClient).inc(bytes);
+        if (url !== undefined && !peer) {
+          this.hotUrls.add(
+            url.length > HOT_URL_MAX_LENGTH ? url.slice(0, HOT_URL_MAX_LENGTH - 1) + '…' : url,
+          );
+        }
+      },
+    };
+
+    // What the dashboard samples: each counter summed over the labels it does not show.
+    const sum = (c: Counter, prefix: string, by?: string) => async (): Promise<Readings> => {
+      const out: Readings = {};
+      for (const v of (await c.get()).values) {
+        const key = by ? `${prefix}.${String(v.labels[by])}` : prefix;
+        out[key] = (out[key] ?? 0) + v.value;
+      }
+      return out;
+    };
+    this.#readers.push(
+      sum(requests, 'requests', 'cache_status'),
+      sum(responseBytes, 'sent', 'to'),
+      sum(originBytes, 'received.origin'),
+      sum(peerBytes, 'received.peer'),
+      sum(originFetches, 'fetches.origin', 'outcome'),
+      sum(peerFetches, 'fetches.peer', 'outcome'),
+      sum(answers, 'dns', 'method'),
+      sum(rateLimited, 'rateLimited', 'service'),
+    );
 
     this.proxy = {
       request: (cacheStatus, method, status) =>
@@ -180,6 +267,25 @@ export class CoralMetrics {
         latency.observe({ kind: label(kind) }, ms / 1000);
       },
     };
+  }
+
+  /**
+   * The counters the dashboard shows, summed over the labels it does not show, from the same
+   * prom-client objects `/metrics` exposes: `requests.<cache_status>` (coral_http_requests_total),
+   * `sent.client` / `sent.peer` (coral_http_response_bytes_total), `received.origin` and
+   * `received.peer` (coral_origin_fetch_bytes_total, coral_peer_fetch_bytes_total),
+   * `fetches.origin.<outcome>`, `fetches.peer.<outcome>`, `dns.<method>` (coral_dns_answers_total)
+   * and `rateLimited.<service>`; plus `outcome.hit|peer|miss|error`, the requests grouped by
+   * {@link outcomeOf}.
+   */
+  async read(): Promise<Readings> {
+    const parts = await Promise.all(this.#readers.map((r) => r()));
+    const out = Object.assign({}, ...parts) as Readings;
+    for (const o of OUTCOMES) out[`outcome.${o}`] = 0;
+    for (const [k, v] of Object.entries(out)) {
+      if (k.startsWith('requests.')) out[`outcome.${outcomeOf(k.slice(9))}`]! += v;
+    }
+    return out;
   }
 
   /** The Prometheus text exposition of every metric. */

@@ -42,11 +42,33 @@ function backend(calls: string[]): AdminBackend {
     },
     probeCache: () => [{ subnet: '127.0.0.0/24', rttMs: 1 }],
     dnsDecisions: () => [{ reason: 'random' }],
+    fleet: () => ({
+      self: {
+        nodeId: 'ab'.repeat(20),
+        ip: '127.0.0.1',
+        port: 8091,
+        httpPort: 8090,
+        dnsPort: 5353,
+        region: null,
+        clusters: [],
+      },
+      members: [],
+      routes: [],
+    }),
   };
 }
 
+/** A request from loopback; a body goes as JSON unless the test says otherwise. */
 function req(method: string, url: string, extra: Partial<AdminRequest> = {}): AdminRequest {
-  return { method, url, headers: {}, remoteAddress: '127.0.0.1', ...extra };
+  const headers =
+    extra.body !== undefined ? { 'content-type': 'application/json', ...extra.headers } : {};
+  return {
+    method,
+    url,
+    remoteAddress: '127.0.0.1',
+    ...extra,
+    headers: { ...headers, ...extra.headers },
+  };
 }
 
 describe('AdminApi.handle', () => {
@@ -207,7 +229,13 @@ describe('AdminApi over node:http', () => {
       expect(await health.json()).toEqual({ ok: true });
       const status = await new Promise<number>((resolve, reject) => {
         const r = request(
-          { host: '127.0.0.1', port, method: 'PUT', path: '/v1/dsht/values/k' },
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'PUT',
+            path: '/v1/dsht/values/k',
+            headers: { 'content-type': 'application/json' },
+          },
           (res) => {
             res.resume();
             resolve(res.statusCode ?? 0);
@@ -217,6 +245,223 @@ describe('AdminApi over node:http', () => {
         r.end(JSON.stringify({ value: 'x'.repeat(200), ttl: 5 }));
       });
       expect(status).toBe(400);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('the dashboard and browser sessions', () => {
+  const remote = { remoteAddress: '192.0.2.10' };
+  const metrics = new CoralMetrics({ defaultMetrics: false });
+  const api = new AdminApi({ backend: backend([]), metrics }, { token });
+  const cookieOf = (setCookie: string | undefined) => (setCookie ?? '').split(';')[0]!;
+
+  it('serves the page to loopback with a policy that allows only its own assets', async () => {
+    const r = await api.handle(req('GET', '/', { headers: { host: '127.0.0.1:8092' } }));
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toBe('text/html; charset=utf-8');
+    const csp = r.headers['content-security-policy']!;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("connect-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toMatch(/unsafe|https?:|\*/);
+    expect(r.headers['x-frame-options']).toBe('DENY');
+    // every script and style the page loads is the node's own
+    for (const m of r.body.matchAll(/(?:src|href)="([^"]+)"/g)) {
+      expect(m[1]).toMatch(/^\/(dashboard\/|v1\/|metrics|logout)/);
+    }
+    expect(r.body).not.toMatch(/<script>|style="/);
+  });
+
+  it('serves its assets (uPlot from node_modules) with ETags, and nothing outside the table', async () => {
+    for (const [name, type] of [
+      ['app.js', 'text/javascript'],
+      ['format.js', 'text/javascript'],
+      ['uplot.js', 'text/javascript'],
+      ['uplot.css', 'text/css'],
+      ['app.css', 'text/css'],
+      ['favicon.svg', 'image/svg+xml'],
+    ] as const) {
+      // assets carry no data: the login page needs them before any session
+      const r = await api.handle(req('GET', `/dashboard/${name}`, remote));
+      expect(r.status, name).toBe(200);
+      expect(r.headers['content-type']).toContain(type);
+      expect(r.body.length).toBeGreaterThan(100);
+      const again = await api.handle(
+        req('GET', `/dashboard/${name}`, {
+          ...remote,
+          headers: { 'if-none-match': r.headers.etag! },
+        }),
+      );
+      expect(again.status).toBe(304);
+      expect(again.body).toBe('');
+    }
+    expect((await api.handle(req('GET', '/dashboard/uplot.js'))).body).toMatch(/uPlot/);
+    for (const path of [
+      '/dashboard/package.json',
+      '/dashboard/..%2f..%2fpackage.json',
+      '/dashboard/',
+    ]) {
+      expect((await api.handle(req('GET', path))).status, path).toBe(404);
+    }
+  });
+
+  it('gives a remote browser the login page, and a session for the right token', async () => {
+    const page = await api.handle(req('GET', '/', remote));
+    expect(page.status).toBe(401);
+    expect(page.headers['content-type']).toContain('text/html');
+    expect(page.body).toContain('action="/login"');
+    expect((await api.handle(req('GET', '/v1/dashboard', remote))).status).toBe(401);
+
+    const wrong = await api.handle(req('GET', '/?token=nope', remote));
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers['set-cookie']).toBeUndefined();
+    const right = await api.handle(req('GET', `/?token=${token}`, remote));
+    expect(right.status).toBe(303);
+    expect(right.headers.location).toBe('/');
+    expect(right.headers['set-cookie']).toMatch(/HttpOnly; SameSite=Strict/);
+    const cookie = cookieOf(right.headers['set-cookie']);
+
+    const withCookie = { ...remote, headers: { cookie } };
+    const dash = await api.handle(req('GET', '/', withCookie));
+    expect(dash.status).toBe(200);
+    expect(dash.body).toContain('action="/logout"');
+    expect((await api.handle(req('GET', '/v1/dashboard', withCookie))).status).toBe(200);
+    expect((await api.handle(req('GET', '/v1/node', withCookie))).status).toBe(200);
+    // reads only: a purge or a put with the cookie alone is refused
+    const purge = await api.handle(
+      req('POST', '/v1/cache/purge', { ...withCookie, body: '{"url":"http://a.example/"}' }),
+    );
+    expect(purge.status).toBe(401);
+    const put = await api.handle(
+      req('PUT', '/v1/dsht/values/k', { ...withCookie, body: '{"value":"x","ttl":5}' }),
+    );
+    expect(put.status).toBe(401);
+
+    const out = await api.handle(req('POST', '/logout', withCookie));
+    expect(out.status).toBe(303);
+    expect(out.headers['set-cookie']).toMatch(/^coral_admin=; .*Max-Age=0/);
+  });
+
+  it('takes the token from the login form, and only as a form from its own origin', async () => {
+    const form = (body: string, headers: Record<string, string> = {}) =>
+      api.handle(
+        req('POST', '/login', {
+          ...remote,
+          body,
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        }),
+      );
+    expect((await form('token=wrong')).status).toBe(401);
+    expect((await form('')).status).toBe(401);
+    const ok = await form(`token=${encodeURIComponent(token)}`, {
+      host: '192.0.2.1:8092',
+      origin: 'http://192.0.2.1:8092',
+    });
+    expect(ok.status).toBe(303);
+    expect(ok.headers['set-cookie']).toMatch(/^coral_admin=v1\./);
+    const json = await api.handle(
+      req('POST', '/login', { ...remote, body: JSON.stringify({ token }) }),
+    );
+    expect(json.status).toBe(415);
+    expect(JSON.parse(json.body).error.code).toBe('CORAL_ERR_ADMIN_UNSUPPORTED_MEDIA_TYPE');
+    const elsewhere = await form(`token=${token}`, {
+      host: '192.0.2.1:8092',
+      origin: 'http://evil.example',
+    });
+    expect(elsewhere.status).toBe(403);
+    expect(elsewhere.headers['set-cookie']).toBeUndefined();
+    const noToken = new AdminApi({ backend: backend([]) }, {});
+    expect((await noToken.handle(req('GET', '/', remote))).status).toBe(403);
+    expect((await noToken.handle(req('GET', `/?token=${token}`, remote))).status).toBe(403);
+  });
+
+  it('refuses mutating requests from other sites and non-JSON bodies, even on loopback', async () => {
+    const calls: string[] = [];
+    const local = new AdminApi({ backend: backend(calls) }, { token });
+    const purge = (headers: Record<string, string>) =>
+      local.handle(
+        req('POST', '/v1/cache/purge', {
+          body: '{"url":"http://a.example/"}',
+          headers: { host: '127.0.0.1:8092', ...headers },
+        }),
+      );
+    expect((await purge({ 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await purge({ origin: 'http://evil.example' })).status).toBe(403);
+    const text = await purge({ 'content-type': 'text/plain' });
+    expect(text.status).toBe(415);
+    expect(calls).toEqual([]);
+    expect((await purge({ origin: 'http://127.0.0.1:8092' })).status).toBe(200);
+    expect(calls).toEqual(['purge http://a.example/']);
+  });
+
+  it('answers /v1/dashboard from the same counters as /metrics, with history since a time', async () => {
+    const m = new CoralMetrics({ defaultMetrics: false });
+    const api2 = new AdminApi({ backend: backend([]), metrics: m }, { token });
+    m.proxy.request('hit', 'GET', 200);
+    m.proxy.request('stale', 'GET', 200);
+    m.proxy.request('miss', 'GET', 200);
+    m.proxy.request('peer', 'GET', 200);
+    m.proxy.request('error', 'GET', 502);
+    m.proxy.originFetch(300, true);
+    m.proxy.peerFetch(100, true);
+    m.traffic.response(1_000, false, 'http://www.example.com/a');
+    m.traffic.response(50, true, 'http://www.example.com/a');
+    m.dns.answer('rtt', 'NOERROR');
+    m.dns.answer('rtt', 'NOERROR');
+    m.dns.answer('view', 'NOERROR');
+    const r = await api2.handle(req('GET', '/v1/dashboard'));
+    expect(r.status).toBe(200);
+    const v = JSON.parse(r.body);
+    expect(v.totals).toMatchObject({
+      requests: { hit: 1, stale: 1, miss: 1, peer: 1, error: 1 },
+      outcomes: { hit: 2, miss: 1, peer: 1, error: 1 },
+      bytes: { toClients: 1_000, toPeers: 50, fromOrigin: 300, fromPeers: 100 },
+      offload: 0.7,
+      dns: { rtt: 2, view: 1 },
+    });
+    expect(v.hotUrls.items).toEqual([{ url: 'http://www.example.com/a', count: 1, error: 0 }]);
+    expect(v.fleet.self.nodeId).toBe('ab'.repeat(20));
+    expect(v.dnsRecent).toEqual([{ reason: 'random' }]);
+    expect(v.history).toEqual({ t: [], series: {} }); // not listening: nothing sampled yet
+    expect((await api2.handle(req('GET', '/v1/dashboard?since=abc'))).status).toBe(400);
+  });
+});
+
+describe('the dashboard over node:http', () => {
+  it('keeps a history from the moment it listens, and refuses a rebinding Host on loopback', async () => {
+    const m = new CoralMetrics({ defaultMetrics: false });
+    const api = new AdminApi({ backend: backend([]), metrics: m }, {});
+    const { port } = await api.listen(0, '127.0.0.1');
+    try {
+      const v = await (await fetch(`http://127.0.0.1:${port}/v1/dashboard`)).json();
+      expect(v.history.t).toHaveLength(1);
+      expect(v.history.series['outcome.hit']).toEqual([0]);
+      const since = v.history.t[0];
+      const later = await (
+        await fetch(`http://127.0.0.1:${port}/v1/dashboard?since=${since}`)
+      ).json();
+      expect(later.history.t).toEqual([]);
+      // a page of evil.example whose name now resolves to 127.0.0.1 (DNS rebinding)
+      const status = await new Promise<number>((resolve, reject) => {
+        const r = request(
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/v1/dashboard',
+            headers: { host: `evil.example:${port}` },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        r.on('error', reject);
+        r.end();
+      });
+      expect(status).toBe(403);
     } finally {
       await api.close();
     }

@@ -52,7 +52,7 @@ const admin = (
     .handle({
       method,
       url,
-      headers: {},
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
       remoteAddress,
       body: body === undefined ? undefined : JSON.stringify(body),
     })
