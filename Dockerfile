@@ -7,6 +7,7 @@ WORKDIR /src
 # Manifests first, so the dependency layer is cached until a package.json changes.
 COPY package.json package-lock.json ./
 COPY packages/testkit/package.json packages/testkit/
+COPY packages/keyring/package.json packages/keyring/
 COPY packages/dsht/package.json packages/dsht/
 COPY packages/dnssrv/package.json packages/dnssrv/
 COPY packages/httpprx/package.json packages/httpprx/
