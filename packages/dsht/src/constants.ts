@@ -66,6 +66,12 @@ export const FIRST_CONTACT_PAD_BYTES = {
   STORE: 352,
 } as const;
 
+/**
+ * After a peer hands this node its first token, wait this long for a request that carries it
+ * anyway before sending one only to introduce this node (see Dsht's introductions).
+ */
+export const INTRODUCE_DELAY_MS = 2_000;
+
 /** At most this many node ids per IP (per /64 for IPv6) anywhere: tables, members, directory. */
 export const MAX_IDS_PER_IP = 1;
 /** Verified members remembered (least recently heard forgotten first). */

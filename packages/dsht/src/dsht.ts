@@ -27,6 +27,7 @@ import {
   HINT_REFRESH_MS,
   HINT_TTL_SECONDS,
   ID_BYTES,
+  INTRODUCE_DELAY_MS,
   ISOLATION_CHECK_MS,
   MAX_IDS_PER_IP,
   KBUCKET_SIZE,
@@ -48,7 +49,15 @@ import {
   PutRejectedError,
   throwIfAborted,
 } from './errors.js';
-import { compareDistance, idEquals, nodeIdFor, randomIdInBucket, toHex, type Id } from './id/id.js';
+import {
+  addressString,
+  compareDistance,
+  idEquals,
+  nodeIdFor,
+  randomIdInBucket,
+  toHex,
+  type Id,
+} from './id/id.js';
 import { lookup, type LookupEvent, type QueryOutcome, type Visit } from './lookup/lookup.js';
 import { Persistence, type KeyValueDb } from './persistence/persistence.js';
 import {
@@ -496,10 +505,15 @@ export class Dsht extends EventEmitter<DshtEvents> {
       if (roundTrip) this.#learn(sender);
     };
     // Introduce this node to a peer met for the first time: a PING with its fresh token is the
-    // round trip the peer needs before it may admit this node.
+    // round trip the peer needs before it may admit this node (see #wantsIntroduction).
     rpc.onFirstToken = (peer) => {
-      if (this.#running)
+      const addr = addressString(peer.ip, peer.port);
+      this.clock.setTimeout(() => {
+        // A lookup that asked the peer again in the meantime has introduced this node already;
+        // judged late, so a joining node's tables have filled (see #wantsIntroduction).
+        if (!this.#running || rpc.peerTokens.used(addr) || !this.#wantsIntroduction(peer)) return;
         void rpc.request(peer, { type: 'PING' }, { retries: 0 }).catch(() => undefined);
+      }, INTRODUCE_DELAY_MS);
     };
     rpc.onRtt = (sender, rtt) => {
       if (this.#registry.get(toHex(sender.id))) this.emit('rtt', sender, rtt);
@@ -1121,6 +1135,25 @@ export class Dsht extends EventEmitter<DshtEvents> {
       }
     }
     this.emit('contact', sender);
+  }
+
+  /**
+   * Would `peer` likely keep this node in a routing table? Its bucket for this node has the same
+   * index i as this node's bucket for it (the common prefix length is symmetric), and bucket i
+   * holds about n / 2^(i+1) of a fleet of n everywhere. n is about 2^d, d being this table's
+   * deepest bucket (the nearest neighbour's prefix). So: introduce only where that estimate is
+   * under 2k and this node's own bucket i is not full — the near peers, which must know this node
+   * for lookups of nearby keys to reach it; far peers' buckets are full and would only queue it.
+   */
+  #wantsIntroduction(peer: Contact): boolean {
+    for (let level = 0; level < this.#tables.length; level++) {
+      const t = this.#tables[level]!;
+      if (!this.#admits(level, peer)) continue;
+      const i = t.bucketIndex(peer.id);
+      const expected = 2 ** (t.deepestBucket - i - 1);
+      if (expected < 2 * t.k && t.bucketSize(i) < t.k) return true;
+    }
+    return false;
   }
 
   /** A member was dropped from the registry: drop it everywhere. */

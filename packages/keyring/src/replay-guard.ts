@@ -38,6 +38,7 @@ export class ReplayGuard {
   /** nonce → timestamp, in insertion order. */
   #seen = new Map<string, number>();
   #floor = -Infinity;
+  #inserts = 0;
 
   constructor(components: ReplayGuardComponents = {}, options: ReplayGuardOptions = {}) {
     this.#clock = components.clock ?? systemClock;
@@ -78,16 +79,16 @@ export class ReplayGuard {
     if (this.#seen.has(key)) return 'replayed';
     this.#seen.set(key, timestampMs);
     if (this.#seen.size > this.maxNonces) this.#prune(now);
-    else this.#expireHead(now);
+    else if ((++this.#inserts & 63) === 0) this.#expireHead(now);
     return 'ok';
   }
 
-  /** Forget up to two of the oldest-inserted nonces when they left the window (keeps memory low). */
+  /** Every 64 inserts: forget up to 128 oldest-inserted nonces that left the window (keeps memory low). */
   #expireHead(now: number): void {
     const oldest = now - this.windowMs;
     let n = 0;
     for (const [k, ts] of this.#seen) {
-      if (n++ >= 2 || ts >= oldest) break;
+      if (n++ >= 128 || ts >= oldest) break;
       this.#seen.delete(k);
     }
   }

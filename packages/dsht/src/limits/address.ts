@@ -74,7 +74,8 @@ function keysOf(ip: string): { host: string; net: string } {
 
 /** The host a source address belongs to (IPv4 address, IPv6 /64). */
 export function hostKey(ip: string): string {
-  return keysOf(ip).host;
+  // IPv4 (the common case, no ':') is its own host key: no table lookup on the datagram path.
+  return ip.includes(':') ? keysOf(ip).host : ip;
 }
 
 /** The network a source address belongs to (IPv4 /24, IPv6 /48). */

@@ -33,6 +33,8 @@ export interface SourceLimiterOptions {
 interface Bucket {
   tokens: number;
   at: number;
+  /** When it was last moved to the most-recent end of the LRU map. */
+  touched: number;
 }
 
 export class SourceLimiter {
@@ -82,14 +84,19 @@ export class SourceLimiter {
   #bucket(key: string, burst: number, perSecond: number, now: number): Bucket {
     let b = this.#buckets.get(key);
     if (b) {
-      this.#buckets.delete(key);
       b.tokens = Math.min(burst, b.tokens + ((now - b.at) * perSecond) / 1000);
       b.at = now;
-    } else {
-      b = { tokens: burst, at: now };
-      if (this.#buckets.size >= this.#max) {
-        this.#buckets.delete(this.#buckets.keys().next().value as string);
+      // Least recently used first; moved at most once a second (cheap on a busy path).
+      if (now - b.touched >= 1_000) {
+        b.touched = now;
+        this.#buckets.delete(key);
+        this.#buckets.set(key, b);
       }
+      return b;
+    }
+    b = { tokens: burst, at: now, touched: now };
+    if (this.#buckets.size >= this.#max) {
+      this.#buckets.delete(this.#buckets.keys().next().value as string);
     }
     this.#buckets.set(key, b);
     return b;

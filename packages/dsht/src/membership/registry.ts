@@ -85,10 +85,22 @@ export class PeerRegistry {
     const now = this.#clock.now();
     const rec = this.#byId.get(hex);
     if (rec) {
-      this.#byId.delete(hex);
-      this.#byId.set(hex, rec);
+      // Least recently heard first: re-inserted at most once a second (cheap on a busy path).
+      if (now - rec.lastHeard >= 1_000) {
+        this.#byId.delete(hex);
+        this.#byId.set(hex, rec);
+      }
       rec.lastHeard = now;
-      if (rec.contact !== contact) rec.contact = mergeContact(rec.contact, contact);
+      const old = rec.contact;
+      if (old !== contact) {
+        // A full sender replaces what was known; a minimal one (a trimmed answer) is merged in.
+        const partial =
+          (old.httpPort !== undefined && contact.httpPort === undefined) ||
+          (old.dnsPort !== undefined && contact.dnsPort === undefined) ||
+          (old.region !== undefined && contact.region === undefined) ||
+          (old.clusters !== undefined && contact.clusters === undefined);
+        rec.contact = partial ? mergeContact(old, contact) : contact;
+      }
       return rec;
     }
     const host = hostKey(contact.ip);

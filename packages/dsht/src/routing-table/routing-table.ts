@@ -120,6 +120,16 @@ export class RoutingTable {
     return out;
   }
 
+  /** Index of the deepest non-empty bucket (the nearest neighbour's common prefix), -1 when empty. */
+  get deepestBucket(): number {
+    return this.#deep;
+  }
+
+  /** Contacts in bucket `index` (replacements not counted). */
+  bucketSize(index: number): number {
+    return this.#buckets[index]?.entries.length ?? 0;
+  }
+
   get(id: Id): RoutingEntry | undefined {
     return this.#index.get(toHex(id));
   }

@@ -39,7 +39,7 @@ import {
   UNVERIFIED_REPLIES_PER_SECOND,
 } from '../constants.js';
 import { AbortedError, DshtError, RemoteError, RpcTimeoutError } from '../errors.js';
-import { addressString, idEquals, nodeIdFor } from '../id/id.js';
+import { addressString, isIdOf } from '../id/id.js';
 import { hostKey } from '../limits/address.js';
 import { GlobalBucket, SourceLimiter } from '../limits/rate-limiter.js';
 import { decodePayload, encodePayload } from '../wire/codec.js';
@@ -206,7 +206,6 @@ export class Rpc {
   #allowNat: boolean;
   #maxIdsPerIp: number;
   #pending = new Map<number, Pending>();
-  #verified = new Map<string, Uint8Array>();
   readonly auth: DatagramAuth;
   readonly tokens: WriteTokens;
   readonly peerTokens: PeerTokens;
@@ -232,7 +231,7 @@ export class Rpc {
    * way: the owner may send one (a PING) so the peer, too, sees a round trip and can admit this
    * node — peers only learn contacts from requests that carry their token.
    */
-  onFirstToken: ((peer: Address) => void) | undefined;
+  onFirstToken: ((peer: Contact) => void) | undefined;
 
   constructor(components: RpcComponents, options: RpcOptions) {
     this.#transport = components.transport;
@@ -382,16 +381,16 @@ export class Rpc {
 
   #encodeRequest(txid: number, body: Request, peer: string): Uint8Array {
     const overhead = this.auth.overhead;
-    const token = this.peerTokens.get(peer);
+    const token = this.peerTokens.take(peer);
     const msg: Message = { kind: 'request', txid, sender: this.#self(), body };
-    let padTo: number | undefined;
+    let padTo = 0;
     if (token) msg.token = token;
     else {
-      padTo = FIRST_CONTACT_PAD_BYTES[body.type] - overhead;
+      padTo = FIRST_CONTACT_PAD_BYTES[body.type];
       this.counters.padded++;
     }
-    const payload = encodePayload(msg, { limit: MAX_DATAGRAM_BYTES - overhead, padTo });
-    return this.auth.seal(payload);
+    const payload = encodePayload(msg, { limit: MAX_DATAGRAM_BYTES - overhead });
+    return this.auth.seal(payload, padTo);
   }
 
   #newTxid(): number {
@@ -401,21 +400,9 @@ export class Rpc {
     }
   }
 
-  /** The id an address must have (cached: SHA-1 per address once). */
-  #idOf(ip: string, port: number): Uint8Array {
-    const addr = addressString(ip, port);
-    let id = this.#verified.get(addr);
-    if (!id) {
-      id = nodeIdFor(ip, port);
-      if (this.#verified.size > 65_536) this.#verified.clear();
-      this.#verified.set(addr, id);
-    }
-    return id;
-  }
-
   #verify(sender: Contact, from: Address): boolean {
     if (!this.#allowNat && sender.ip !== from.ip) return false;
-    return idEquals(this.#idOf(sender.ip, sender.port), sender.id);
+    return isIdOf(sender.id, sender.ip, sender.port);
   }
 
   #receive(data: Uint8Array, from: Address): void {
@@ -459,7 +446,7 @@ export class Rpc {
         msg.truncated ||
         (msg.body.type === 'ERROR' && msg.body.code === WireErrorCode.TOKEN_REQUIRED);
       p.resolve(reply);
-      if (first && !asksAgain) this.onFirstToken?.(from);
+      if (first && !asksAgain) this.onFirstToken?.(msg.sender);
       return;
     }
     this.#serve(msg, from, data.length);
@@ -470,23 +457,27 @@ export class Rpc {
     if (body.type !== 'NODES' && body.type !== 'VALUES' && body.type !== 'PROBE_RESULT') return;
     const list = body.contacts;
     if (list.length === 0) return;
-    const perIp = new Map<string, number>();
-    const kept: Contact[] = [];
-    for (const c of list) {
-      if (!idEquals(this.#idOf(c.ip, c.port), c.id)) {
+    let perIp: Map<string, number> | undefined;
+    let kept: Contact[] | undefined;
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i]!;
+      let drop = false;
+      if (!isIdOf(c.id, c.ip, c.port)) {
         this.counters.listedIdMismatch++;
-        continue;
+        drop = true;
+      } else {
+        const h = hostKey(c.ip);
+        perIp ??= new Map();
+        const n = perIp.get(h) ?? 0;
+        if (n >= this.#maxIdsPerIp) {
+          this.counters.listedIpLimited++;
+          drop = true;
+        } else perIp.set(h, n + 1);
       }
-      const h = hostKey(c.ip);
-      const n = perIp.get(h) ?? 0;
-      if (n >= this.#maxIdsPerIp) {
-        this.counters.listedIpLimited++;
-        continue;
-      }
-      perIp.set(h, n + 1);
-      kept.push(c);
+      if (drop) kept ??= list.slice(0, i);
+      else kept?.push(c);
     }
-    if (kept.length !== list.length) body.contacts = kept;
+    if (kept) body.contacts = kept;
   }
 
   #serve(msg: Extract<Message, { kind: 'request' }>, from: Address, size: number): void {

@@ -9,13 +9,7 @@
  * the previous secret is valid, so a token lives one to two periods. Secrets come from the OS
  * CSPRNG whatever random source the node was given.
  */
-import {
-  createHmac,
-  createSecretKey,
-  randomBytes,
-  timingSafeEqual,
-  type KeyObject,
-} from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '@coral/testkit';
 import {
   PEER_TOKEN_ENTRIES,
@@ -26,7 +20,7 @@ import {
 
 interface Secret {
   epoch: number;
-  key: KeyObject;
+  key: Buffer;
 }
 
 export interface WriteTokensOptions {
@@ -79,7 +73,7 @@ export class WriteTokens {
     const cur = this.#cur;
     if (cur && cur.epoch === epoch) return cur;
     this.#prev = cur && cur.epoch === epoch - 1 ? cur : undefined;
-    const next = { epoch, key: createSecretKey(randomBytes(32)) };
+    const next = { epoch, key: randomBytes(32) };
     this.#cur = next;
     this.#cache.clear();
     return next;
@@ -90,7 +84,7 @@ export class WriteTokens {
 export class PeerTokens {
   #clock: Clock;
   #maxAgeMs: number;
-  #tokens = new Map<string, { token: Uint8Array; at: number }>();
+  #tokens = new Map<string, { token: Uint8Array; at: number; used: boolean }>();
 
   /** `maxAgeMs`: a token older than this is not relied on (default TOKEN_ROTATE_MS). */
   constructor(components: { clock: Clock }, options: { maxAgeMs?: number } = {}) {
@@ -107,7 +101,12 @@ export class PeerTokens {
     if (this.#tokens.size >= PEER_TOKEN_ENTRIES) {
       this.#tokens.delete(this.#tokens.keys().next().value as string);
     }
-    this.#tokens.set(address, { token, at: this.#clock.now() });
+    this.#tokens.set(address, { token, at: this.#clock.now(), used: false });
+  }
+
+  /** Has a request carried the token held for `address` (since it was received)? */
+  used(address: string): boolean {
+    return this.#tokens.get(address)?.used ?? false;
   }
 
   /** The peer's token when one is held and young enough to still be valid there. */
@@ -119,5 +118,12 @@ export class PeerTokens {
       return undefined;
     }
     return e.token;
+  }
+
+  /** The token for a request about to be sent (marks it used). */
+  take(address: string): Uint8Array | undefined {
+    const t = this.get(address);
+    if (t) this.#tokens.get(address)!.used = true;
+    return t;
   }
 }

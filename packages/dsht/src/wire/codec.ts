@@ -1,12 +1,14 @@
 /**
  * The message codec (wire version 2): one MessagePack array per message,
  *
- *   [type, txid, flags, sender, token, pad, ...fields]
+ *   [type, txid, flags, sender, token, ...fields]
  *
- * (layout in docs/dsht.md). `encodePayload` / `decodePayload` handle that array; the datagram
- * around it — one version byte in open mode, a MAC'd header and tag in keyed mode — is added by
- * `auth/datagram-auth.ts`. `encode` / `decode` are the open-mode datagram (version byte + payload).
- * Decoding validates every field and throws `MalformedMessageError` on anything unexpected;
+ * optionally followed by zero bytes (padding: a first-contact request is padded so the answer may
+ * be as large as the request; see docs/dsht.md). `encodePayload` / `decodePayload` handle the
+ * payload; the datagram around it — one version byte in open mode, a MAC'd header and tag in keyed
+ * mode — and the padding are added by `auth/datagram-auth.ts`. `encode` / `decode` are the
+ * open-mode datagram (version byte + payload). Decoding validates every field and throws
+ * `MalformedMessageError` on anything unexpected (a non-zero byte after the message included);
  * callers count and drop.
  */
 import { isIP } from 'node:net';
@@ -55,7 +57,7 @@ const MAX_VALUES = 16;
 const MAX_ERROR_MESSAGE = 200;
 const MAX_STORE_STATUS = 4;
 const EMPTY = new Uint8Array(0);
-const ZEROS = new Uint8Array(MAX_DATAGRAM_BYTES);
+const ZEROS = Buffer.alloc(MAX_DATAGRAM_BYTES);
 
 function contactTuple(c: Contact): unknown[] {
   return [c.id, c.ip, c.port, c.httpPort ?? 0];
@@ -96,14 +98,13 @@ function bodyFields(body: Request | Response): unknown[] {
   }
 }
 
-function packRaw(msg: Message, pad: number): Uint8Array {
+function packRaw(msg: Message): Uint8Array {
   const arr = [
     TypeCode[msg.body.type],
     msg.txid,
     msg.truncated ? Flag.TRUNCATED : 0,
     senderTuple(msg.sender),
     msg.token ?? EMPTY,
-    pad > 0 ? ZEROS.subarray(0, pad) : EMPTY,
     ...bodyFields(msg.body),
   ];
   // RESET_BUFFER_MODE reuses msgpackr's scratch buffer: the payload is copied out right away.
@@ -113,8 +114,6 @@ function packRaw(msg: Message, pad: number): Uint8Array {
 export interface EncodeOptions {
   /** Largest payload allowed. Default MAX_DATAGRAM_BYTES - 1 (the open-mode version byte). */
   limit?: number;
-  /** Pad the payload to at least this many bytes (never beyond `limit`). */
-  padTo?: number;
   /**
    * Trim an answer's lists down to nothing (values included) to fit, and mark it truncated. For
    * answers to requests that proved no round trip, whose size must not exceed the request's.
@@ -129,16 +128,7 @@ export interface EncodeOptions {
  */
 export function encodePayload(msg: Message, opts: EncodeOptions = {}): Uint8Array {
   const limit = opts.limit ?? MAX_DATAGRAM_BYTES - 1;
-  let out = packRaw(msg, 0);
-  if (opts.padTo !== undefined && msg.kind === 'request') {
-    // The empty pad is 2 bytes (bin8 header); a pad of n < 256 bytes adds n, n ≥ 256 adds n + 1.
-    const need = Math.min(opts.padTo, limit) - out.length;
-    if (need > 0) {
-      const padded = packRaw(msg, need < 256 ? need : need === 256 ? 256 : need - 1);
-      // need = 256 overshoots by one byte; never past the limit.
-      out = padded.length <= limit ? padded : packRaw(msg, 255);
-    }
-  }
+  let out = packRaw(msg);
   if (out.length <= limit) return out;
   if (msg.kind === 'response') {
     const body = { ...msg.body } as Response;
@@ -152,7 +142,7 @@ export function encodePayload(msg: Message, opts: EncodeOptions = {}): Uint8Arra
         if (b.contacts.length > 0) b.contacts.pop();
         else if (b.values && b.values.length > minValues) b.values.pop();
         else break;
-        out = packRaw(trimmed, 0);
+        out = packRaw(trimmed);
       }
       if (out.length <= limit) return out;
     }
@@ -161,15 +151,20 @@ export function encodePayload(msg: Message, opts: EncodeOptions = {}): Uint8Arra
 }
 
 /**
- * Encode a message as an open-mode datagram (version byte + payload), at most `limit` bytes; see
- * `encodePayload` for trimming.
+ * Encode a message as an open-mode datagram (version byte + payload, zero-padded to `padTo`), at
+ * most `limit` bytes; see `encodePayload` for trimming.
  */
-export function encode(msg: Message, limit = MAX_DATAGRAM_BYTES): Uint8Array {
+export function encode(msg: Message, limit = MAX_DATAGRAM_BYTES, padTo = 0): Uint8Array {
   const payload = encodePayload(msg, { limit: limit - 1 });
-  const out = new Uint8Array(payload.length + 1);
+  const out = new Uint8Array(Math.min(limit, Math.max(payload.length + 1, padTo)));
   out[0] = WIRE_VERSION;
   out.set(payload, 1);
   return out;
+}
+
+/** True when every byte of `b` is zero (native compare). */
+function allZero(b: Uint8Array): boolean {
+  return Buffer.from(b.buffer, b.byteOffset, b.length).equals(ZEROS.subarray(0, b.length));
 }
 
 // ---- decoding -------------------------------------------------------------------------------
@@ -361,21 +356,29 @@ function decodeBody(code: number, f: unknown[]): Request | Response {
 /** Decode and validate one payload. Throws `MalformedMessageError`; never anything else. */
 export function decodePayload(data: Uint8Array): Message {
   if (data.length < 1) fail('empty payload');
+  if (data.length > MAX_DATAGRAM_BYTES) fail('payload too large');
   let raw: unknown;
+  let end = -1;
   try {
-    raw = unpackr.unpack(data);
+    // The first MessagePack value only; what follows must be padding (zero bytes).
+    unpackr.unpackMultiple(data, (value: unknown, _start?: number, stop?: number) => {
+      raw = value;
+      end = stop ?? -1;
+      return false;
+    });
   } catch (err) {
     fail(`undecodable payload: ${(err as Error).message}`);
   }
-  const t = arr(raw, 'message', 6, 11);
+  if (end < 0 || end > data.length) fail('undecodable payload');
+  if (end < data.length && !allZero(data.subarray(end))) fail('non-zero bytes after the message');
+  const t = arr(raw, 'message', 5, 10);
   const code = u32(t[0], 'type');
   const txid = u32(t[1], 'txid');
   const flags = u32(t[2], 'flags');
   if ((flags & ~KNOWN_FLAGS) !== 0) fail('unknown flags');
   const sender = decodeSender(t[3]);
   const token = bytes(t[4], 'token', 0, MAX_TOKEN_BYTES);
-  if (!(t[5] instanceof Uint8Array)) fail('pad: bad bytes');
-  const body = decodeBody(code, t.slice(6));
+  const body = decodeBody(code, t.slice(5));
   const isResponse = code >= 0x80;
   if (!isResponse && flags !== 0) fail('flags on a request');
   const msg: Message = isResponse

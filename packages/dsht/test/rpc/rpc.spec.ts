@@ -4,7 +4,7 @@ import type { Contact } from '../../src/contact.js';
 import { nodeIdFor } from '../../src/id/id.js';
 import { Rpc } from '../../src/rpc/rpc.js';
 import { SimNetwork } from '../../src/transport/sim-network.js';
-import { encode, encodePayload } from '../../src/wire/codec.js';
+import { encode } from '../../src/wire/codec.js';
 import type { Message } from '../../src/wire/messages.js';
 
 function setup(latency = 25) {
@@ -114,7 +114,7 @@ describe('Rpc', () => {
     expect(answers).toBe(0);
     expect(b.rpc.counters.amplificationDropped).toBe(1);
     // ...while a padded one is.
-    evil.send(Uint8Array.from([2, ...encodePayload(ping, { padTo: 200 })]), b.self);
+    evil.send(encode(ping, 1200, 200), b.self);
     await clock.advance(100);
     expect(handled).toBe(2);
     expect(answers).toBe(1);

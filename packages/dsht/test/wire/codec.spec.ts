@@ -113,7 +113,7 @@ describe('wire codec', () => {
     });
     expect(Buffer.from(data).toString('hex')).toBe(
       '02' + // version 2 (open mode)
-        '96' + // array(6)
+        '95' + // array(5)
         '01' + // PING
         'ce01020304' + // txid u32
         '00' + // flags
@@ -127,24 +127,22 @@ describe('wire codec', () => {
         'a0' +
         '90' + // httpPort 0, dnsPort 0, region "", clusters []
         'c408' +
-        'cd'.repeat(8) + // token bin8(8)
-        'c400', // pad bin8(0)
+        'cd'.repeat(8), // token bin8(8)
     );
   });
 
-  it('pads a request to at least the size asked, never past the limit', () => {
+  it('accepts zero padding after the message, nothing else', () => {
     const ping: Message = { kind: 'request', txid: 1, sender, body: { type: 'PING' } };
-    const plain = encodePayload(ping).length;
-    for (const target of [plain - 5, plain, plain + 1, plain + 200, 300, 301, 302, 1000, 1199]) {
-      const p = encodePayload(ping, { padTo: target, limit: 1199 });
-      expect(p.length, String(target)).toBeGreaterThanOrEqual(Math.min(target, 1199));
-      expect(p.length).toBeLessThanOrEqual(Math.max(plain, Math.min(target + 1, 1199)));
+    const plain = encode(ping);
+    for (const size of [plain.length, plain.length + 1, 300, 1200]) {
+      const padded = encode(ping, MAX_DATAGRAM_BYTES, size);
+      expect(padded.length).toBe(size);
+      expect(decode(padded)).toEqual(ping);
     }
-    const padded = new Uint8Array(1200);
-    padded[0] = WIRE_VERSION;
-    const payload = encodePayload(ping, { padTo: 1199, limit: 1199 });
-    padded.set(payload, 1);
-    expect(decode(padded.subarray(0, payload.length + 1))).toEqual(ping);
+    const junk = encode(ping, MAX_DATAGRAM_BYTES, 300);
+    junk[299] = 1;
+    malformed(junk);
+    malformed(encode(ping, MAX_DATAGRAM_BYTES + 1, MAX_DATAGRAM_BYTES + 1));
   });
 
   it('truncates an answer to nothing when asked, and marks it', () => {
@@ -219,8 +217,8 @@ describe('wire codec', () => {
       v[0] = version;
       malformed(v);
     }
-    // Trailing bytes after the message.
-    malformed(Uint8Array.from([...data, 0]));
+    // Non-zero bytes after the message.
+    malformed(Uint8Array.from([...data, 7]));
   });
 
   it('rejects random bytes without throwing anything but MalformedMessageError', () => {
@@ -236,11 +234,11 @@ describe('wire codec', () => {
     const packr = new Packr({ useRecords: false });
     const s = [sender.id, sender.ip, sender.port, 0, 0, '', []];
     const e = new Uint8Array(0);
-    // [type, txid, flags, sender, token, pad, ...fields]
+    // [type, txid, flags, sender, token, ...fields]
     const frame = (arr: unknown[]): Uint8Array => {
       const p = packr.pack(
         Array.isArray(arr) && arr.length >= 3
-          ? [arr[0], arr[1], 0, arr[2], e, e, ...arr.slice(3)]
+          ? [arr[0], arr[1], 0, arr[2], e, ...arr.slice(3)]
           : arr,
       );
       const out = new Uint8Array(p.length + 1);
@@ -277,17 +275,16 @@ describe('wire codec', () => {
     malformed(frame({ not: 'an array' } as unknown as unknown[]));
     const raw = (arr: unknown[]): Uint8Array => Uint8Array.from([WIRE_VERSION, ...packr.pack(arr)]);
     const f = [0, key];
-    expect(decode(raw([TypeCode.FIND_NODE, 1, 0, s, e, e, ...f])).body.type).toBe('FIND_NODE');
+    expect(decode(raw([TypeCode.FIND_NODE, 1, 0, s, e, ...f])).body.type).toBe('FIND_NODE');
     for (const b of [
-      [TypeCode.FIND_NODE, 1, 1, s, e, e, ...f], // flags on a request
-      [TypeCode.PONG, 1, 2, s, e, e], // unknown flag
-      [TypeCode.FIND_NODE, 1, 0, s, new Uint8Array(17), e, ...f], // token too long
-      [TypeCode.FIND_NODE, 1, 0, s, 'token', e, ...f], // token not bytes
-      [TypeCode.FIND_NODE, 1, 0, s, e, 5, ...f], // pad not bytes
-      [TypeCode.STORE, 1, 0, s, e, e, 0, key, e, 10, new Uint8Array(19)], // copyOf not an id
-      [TypeCode.VALUES, 1, 0, s, e, e, [[key, e, 5]], []], // value without its copy flag
-      [TypeCode.VALUES, 1, 0, s, e, e, [[key, e, 5, 1]], []], // copy flag not a boolean
-      [TypeCode.STORE_RESULT, 1, 0, s, e, e, 5], // unknown status
+      [TypeCode.FIND_NODE, 1, 1, s, e, ...f], // flags on a request
+      [TypeCode.PONG, 1, 2, s, e], // unknown flag
+      [TypeCode.FIND_NODE, 1, 0, s, new Uint8Array(17), ...f], // token too long
+      [TypeCode.FIND_NODE, 1, 0, s, 'token', ...f], // token not bytes
+      [TypeCode.STORE, 1, 0, s, e, 0, key, e, 10, new Uint8Array(19)], // copyOf not an id
+      [TypeCode.VALUES, 1, 0, s, e, [[key, e, 5]], []], // value without its copy flag
+      [TypeCode.VALUES, 1, 0, s, e, [[key, e, 5, 1]], []], // copy flag not a boolean
+      [TypeCode.STORE_RESULT, 1, 0, s, e, 5], // unknown status
     ])
       malformed(raw(b));
     expect(toHex(key)).toHaveLength(40);
