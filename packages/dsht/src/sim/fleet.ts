@@ -86,9 +86,18 @@ export class SimFleet {
     );
     const stop = this.clock.now() + limitMs;
     await Promise.resolve();
+    let idle = 0;
     while (!settled) {
       const at = this.clock.nextAt();
-      if (at === undefined || at > stop) throw new Error('simulation stalled: nothing scheduled');
+      if (at === undefined || at > stop) {
+        // Work that only awaits promises (a stop, a flush) settles without the clock.
+        if (idle++ < 3) {
+          await new Promise((r) => setImmediate(r));
+          continue;
+        }
+        throw new Error('simulation stalled: nothing scheduled');
+      }
+      idle = 0;
       await this.clock.advanceTo(at);
     }
     if (failed) throw error;
