@@ -31,15 +31,16 @@ export function keyringFor(mode: Mode): Keyring | undefined {
   return mode === 'keyed' ? Keyring.parse([FLEET_KEY]) : undefined;
 }
 
-/** Start a real node on `ip` (port 0), open or keyed. */
+/** Start a real node on `ip` (port 0 unless given), open or keyed. */
 export async function startNode(
   ip: string,
   mode: Mode,
-  options: DshtOptions & { dataDir?: string } = {},
+  options: DshtOptions & { dataDir?: string; port?: number } = {},
   bootstrap: string[] = [],
 ): Promise<Dsht> {
+  const { port = 0, ...rest } = options;
   const node = await Dsht.open(
-    { bind: { host: ip, port: 0 }, ...options },
+    { bind: { host: ip, port }, ...rest },
     { keyring: keyringFor(mode) },
   );
   await node.start({ bootstrap });
