@@ -14,7 +14,7 @@
  * `{"id":1,"op":"put","key":"name","value":"text","ttl":600}`; each answer is
  * `{"id":1,"ok":true,"result":...}` or `{"id":1,"ok":false,"error":{"code":...,"message":...}}`.
  * Ops: put, get, localGet (keys are names, hashed with keyFromName; values are UTF-8 text),
- * flush, routes, snapshot, ping {address}, members, authState, keys, keyInstall {key},
+ * flush, routes, snapshot, ping {address, retries?}, members, authState, keys, keyInstall {key},
  * keyUse {keyId}, keyRemove {keyId}, stop. An 'isolated' change is printed as
  * `{"event":"isolated","isolated":true,"reason":...}`.
  */
@@ -112,7 +112,8 @@ async function main(): Promise<void> {
         return node.snapshot();
       case 'ping': {
         const [ip, port] = String(req.address ?? '').split(':');
-        return { rttMs: await node.ping({ ip: ip!, port: Number(port) }) };
+        const retries = req.retries === undefined ? undefined : Number(req.retries);
+        return { rttMs: await node.ping({ ip: ip!, port: Number(port) }, { retries }) };
       }
       case 'members':
         return { members: node.members() };
