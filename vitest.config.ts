@@ -12,6 +12,7 @@ export default defineConfig({
     alias: {
       '@coral/testkit': pkg('testkit'),
       '@coral/keyring': pkg('keyring'),
+      '@coral/names': pkg('names'),
       '@coral/dsht': pkg('dsht'),
       '@coral/dnssrv': pkg('dnssrv'),
       '@coral/httpprx': pkg('httpprx'),
