@@ -501,8 +501,8 @@ export class Dsht extends EventEmitter<DshtEvents> {
     };
     rpc.onRequest = (req, sender, _from, source) =>
       dispatch(ctx, req, sender, this.clock.now(), source);
-    rpc.onSeen = (sender, roundTrip) => {
-      if (roundTrip) this.#learn(sender);
+    rpc.onSeen = (sender, roundTrip, from) => {
+      if (roundTrip) this.#learn(sender, from.ip);
     };
     // Introduce this node to a peer met for the first time: a PING with its fresh token is the
     // round trip the peer needs before it may admit this node (see #wantsIntroduction).
@@ -1123,10 +1123,13 @@ export class Dsht extends EventEmitter<DshtEvents> {
     return this.#cluster?.admits(level, c) ?? false;
   }
 
-  /** A round trip with `sender`: a member (unless its IP is taken), then the tables that admit it. */
-  #learn(sender: Contact): void {
+  /**
+   * A round trip with `sender` from `sourceIp`: a member (unless that IP is taken), then the tables
+   * that admit it. Identities are counted per source IP, which is the advertised IP unless allowNat.
+   */
+  #learn(sender: Contact, sourceIp: string): void {
     const hex = toHex(sender.id);
-    const rec = this.#registry.admit(sender, hex);
+    const rec = this.#registry.admit(sender, hex, sourceIp);
     if (!rec) return;
     for (let level = 0; level < this.#tables.length; level++) {
       if (this.#admits(level, sender)) {

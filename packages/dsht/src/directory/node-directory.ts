@@ -70,6 +70,8 @@ export function toNodeInfo(c: {
 }
 
 const HEX_ID = /^[0-9a-f]{40}$/;
+/** Hinted nodes that are not members yet pinged per lookup at most. */
+const HINT_PINGS = 8;
 
 /** Collects directory answers: distinct ids, never two of one IP, up to `count`. */
 class Answer {
@@ -224,11 +226,15 @@ export class DshtDirectory {
       (c) => c.httpPort && !idEquals(c.id, self.id) && !this.#dsht.isSuspect(c.id),
     );
     const me = found.some((c) => idEquals(c.id, self.id)) ? toNodeInfo(self) : undefined;
+    // Hint records are values anyone with a round trip may store: ping few of them (a failed one
+    // stays suspect, so an address named in junk records is pinged once), none whose IP already
+    // holds a member (it could not become one), so records cannot aim this node at third parties.
+    const memberIps = new Set(this.#dsht.members().map((m) => m.ip));
+    const unknown = candidates
+      .filter((c) => !this.#dsht.member(toHex(c.id)) && !memberIps.has(c.ip))
+      .slice(0, Math.min(count, HINT_PINGS));
     await Promise.all(
-      candidates.map(async (c) => {
-        if (this.#dsht.member(toHex(c.id))) return;
-        await this.#dsht.ping(c, { signal, retries: 0 }).catch(() => undefined);
-      }),
+      unknown.map((c) => this.#dsht.ping(c, { signal, retries: 0 }).catch(() => undefined)),
     );
     const out = new Answer(count);
     out.add(me);

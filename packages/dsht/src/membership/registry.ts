@@ -78,10 +78,15 @@ export class PeerRegistry {
   }
 
   /**
-   * Record a round trip with `contact`. Returns its record, or undefined when its IP is taken by
-   * live members (the contact must then be ignored everywhere).
+   * Record a round trip with `contact`, seen from `sourceIp` (default: its advertised IP; they differ
+   * only behind a NAT, and then the source is what is counted). Returns its record, or undefined
+   * when that IP is taken by live members (the contact must then be ignored everywhere).
    */
-  admit(contact: Contact, hex = toHex(contact.id)): MemberRecord | undefined {
+  admit(
+    contact: Contact,
+    hex = toHex(contact.id),
+    sourceIp = contact.ip,
+  ): MemberRecord | undefined {
     const now = this.#clock.now();
     const rec = this.#byId.get(hex);
     if (rec) {
@@ -103,7 +108,7 @@ export class PeerRegistry {
       }
       return rec;
     }
-    const host = hostKey(contact.ip);
+    const host = hostKey(sourceIp);
     let ids = this.#byHost.get(host);
     if (ids && ids.size >= this.maxIdsPerIp) {
       let victim: MemberRecord | undefined;

@@ -223,7 +223,7 @@ export class Rpc {
    * Every verified datagram's sender (request or answer). `roundTrip` is true for answers to this
    * node's requests and for requests carrying its write token: only those prove the address.
    */
-  onSeen: ((sender: Contact, roundTrip: boolean) => void) | undefined;
+  onSeen: ((sender: Contact, roundTrip: boolean, from: Address) => void) | undefined;
   /** Every RTT sample, after the smoothed estimate was updated. */
   onRtt: ((sender: Contact, rttMs: number) => void) | undefined;
   /**
@@ -438,7 +438,7 @@ export class Rpc {
       this.#filterListed(msg.body);
       const rttMs = this.#clock.now() - p.sentAt;
       this.rtt.sample(addr, rttMs);
-      this.onSeen?.(msg.sender, true);
+      this.onSeen?.(msg.sender, true, from);
       this.onRtt?.(msg.sender, rttMs);
       const reply: RpcReply = { body: msg.body, sender: msg.sender, rttMs };
       if (msg.truncated) reply.truncated = true;
@@ -504,7 +504,7 @@ export class Rpc {
       this.counters.rateLimited++;
       return;
     }
-    this.onSeen?.(msg.sender, verified);
+    this.onSeen?.(msg.sender, verified, from);
     let answer: Response;
     try {
       answer = this.onRequest(msg.body, msg.sender, from, { host: hostKey(from.ip), verified });

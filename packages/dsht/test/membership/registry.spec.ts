@@ -32,6 +32,14 @@ describe('PeerRegistry', () => {
     expect(r.admit(c('10.0.0.2', 2))).toBeDefined();
   });
 
+  it('counts identities per source IP (behind a NAT the advertised IP is not what counts)', () => {
+    const clock = new ManualClock(0);
+    const r = new PeerRegistry({ clock });
+    expect(r.admit(c('10.0.0.1', 1), undefined, '198.51.100.7')).toBeDefined();
+    expect(r.admit(c('10.0.0.2', 1), undefined, '198.51.100.7')).toBeUndefined();
+    expect(r.admit(c('10.0.0.3', 1), undefined, '198.51.100.8')).toBeDefined();
+  });
+
   it('allows more ids per IP when configured, keeps the fuller contact, and stays bounded', () => {
     const clock = new ManualClock(0);
     const r = new PeerRegistry({ clock }, { maxIdsPerIp: 3, capacity: 10 });
