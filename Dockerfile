@@ -20,6 +20,7 @@ WORKDIR /src
 # by `npm rebuild` below.
 COPY package.json package-lock.json ./
 COPY packages/testkit/package.json packages/testkit/
+COPY packages/keyring/package.json packages/keyring/
 COPY packages/names/package.json packages/names/
 COPY packages/dsht/package.json packages/dsht/
 COPY packages/dnssrv/package.json packages/dnssrv/

@@ -11,6 +11,7 @@ export default defineConfig({
   resolve: {
     alias: {
       '@coral/testkit': pkg('testkit'),
+      '@coral/keyring': pkg('keyring'),
       '@coral/names': pkg('names'),
       '@coral/dsht': pkg('dsht'),
       '@coral/dnssrv': pkg('dnssrv'),

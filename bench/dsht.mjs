@@ -1,10 +1,16 @@
 // DSHT simulation benchmark: a fleet on the simulated network (ManualClock, seeded), random puts and
 // gets, then every node putting the same hot key for 5 simulated minutes.
 //
-//   npm run bench:dsht -- --nodes 1000 --seed 1 [--loss 0.05] [--lookups 1000]
+//   npm run bench:dsht -- --nodes 1000 --seed 1 [--loss 0.05] [--lookups 1000] [--open]
 //   npm run bench:dsht -- --nodes 1000 --topology geo --seed 1   (three levels, clustering; see runGeo)
 //
+// The fleet runs in keyed mode (one fleet key derived from the seed) unless --open is given. The
+// JSON line reports `amplificationMax` (the largest answer/request size ratio any node sent to a
+// source that had not completed a round trip, over every message type; ≤ 1 by design) and
+// `authBytesPerDatagram` (bytes of authentication per datagram sent; 0 in open mode).
+//
 // Prints a table and ends with one JSON line. Runs the compiled package (`tsc -b` first).
+import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { SeededRandom } from '../packages/testkit/dist/index.js';
 import {
@@ -32,6 +38,7 @@ const { values: args } = parseArgs({
     requests: { type: 'string', default: '2000' },
     'cluster-minutes': { type: 'string', default: '5' },
     churn: { type: 'string', default: '0' },
+    open: { type: 'boolean', default: false },
   },
 });
 if (args.topology !== 'uniform' && args.topology !== 'geo') {
@@ -50,6 +57,37 @@ for (const [k, v] of Object.entries({ nodes, seed, loss, lookups, hotMinutes }))
   }
 }
 
+// A fleet key derived from the seed, so runs are reproducible (its value changes nothing measured).
+const keys = args.open
+  ? undefined
+  : [createHash('sha256').update(`coral-bench-key-${seed}`).digest('hex')];
+const mode = keys ? 'keyed' : 'open';
+
+/** Trust figures over a fleet: the largest amplification any node allowed, auth bytes per datagram. */
+function trustOf(fleet) {
+  let amplificationMax = 0;
+  const byType = {};
+  let authBytes = 0;
+  let sealed = 0;
+  let unverified = 0;
+  for (const n of fleet.nodes) {
+    const a = n.authState();
+    amplificationMax = Math.max(amplificationMax, a.amplificationMax);
+    authBytes += a.counters.authBytesSent;
+    sealed += a.counters.sealed;
+    const c = n.snapshot().rpc;
+    unverified += c.unverifiedRequests;
+    for (const [t, r] of Object.entries(c.amplificationMaxByType))
+      byType[t] = Math.max(byType[t] ?? 0, Number(r.toFixed(3)));
+  }
+  return {
+    amplificationMax: Number(amplificationMax.toFixed(3)),
+    amplificationMaxByType: byType,
+    unverifiedRequests: unverified,
+    authBytesPerDatagram: sealed ? Number((authBytes / sealed).toFixed(2)) : 0,
+  };
+}
+
 const wallStart = performance.now();
 const enc = (s) => new TextEncoder().encode(s);
 const pct = (sorted, p) =>
@@ -60,7 +98,7 @@ if (args.topology === 'geo') {
   process.exit(0);
 }
 
-const fleet = new SimFleet({ nodes, seed, lossRate: 0 });
+const fleet = new SimFleet({ nodes, seed, lossRate: 0, keys });
 fleet.setLoss(loss);
 await fleet.start();
 const joinWall = (performance.now() - wallStart) / 1000;
@@ -155,9 +193,11 @@ const hotGets = await batched(
 );
 
 const hotKeyBound = LOADED_STORES * Math.ceil(Math.log2(nodes));
+const trust = trustOf(fleet);
 const result = {
   bench: 'dsht',
   topology: 'uniform',
+  mode,
   nodes,
   seed,
   lossRate: loss,
@@ -177,6 +217,10 @@ const result = {
   hotKeyHolders: hotHolders,
   hotKeyGetSuccess: hotGets.filter(Boolean).length / hotGets.length,
   tableSizeP50: pct(sizes, 0.5),
+  amplificationMax: trust.amplificationMax,
+  amplificationMaxByType: trust.amplificationMaxByType,
+  unverifiedRequests: trust.unverifiedRequests,
+  authBytesPerDatagram: trust.authBytesPerDatagram,
   datagrams: fleet.network.stats.sent,
   datagramsLost: fleet.network.stats.lost,
   simulatedSeconds: Math.round((fleet.clock.now() - 1_700_000_000_000) / 1000),
@@ -185,6 +229,7 @@ const result = {
 };
 
 const rows = [
+  ['mode', mode],
   ['nodes', nodes],
   ['loss rate', loss],
   ['routing table size (p50)', result.tableSizeP50],
@@ -201,6 +246,8 @@ const rows = [
     'hot key: puts ok / gets ok',
     `${(result.hotKeyPutSuccess * 100).toFixed(1)}% / ${(result.hotKeyGetSuccess * 100).toFixed(1)}%`,
   ],
+  ['amplification max (answer/request, before a round trip)', result.amplificationMax],
+  ['auth bytes per datagram', result.authBytesPerDatagram],
   ['datagrams (lost)', `${result.datagrams} (${result.datagramsLost})`],
   ['simulated time', `${result.simulatedSeconds} s`],
   ['wall time (join)', `${result.wallSeconds} s (${result.joinWallSeconds} s)`],
@@ -254,6 +301,7 @@ async function runGeo() {
       ipOf: (i) => topo.nodes[i].ip,
       dsht: { levels: hierarchical ? 3 : 1, service: { httpPort: 8090 } },
       clusterFor: hierarchical ? (i) => bindings[i] : undefined,
+      keys,
     });
     fleet.setLoss(loss);
     if (hierarchical) fleet.nodes.forEach((n, i) => bindings[i].attach(n));
@@ -406,10 +454,17 @@ async function runGeo() {
     flatMsgsPerGet: fs.msgsPerGet,
     clusterMinutes,
     ...(h.churned ? { churn: h.churned } : {}),
+    mode,
+    amplificationMax: Math.max(
+      trustOf(h.fleet).amplificationMax,
+      f ? trustOf(f.fleet).amplificationMax : 0,
+    ),
+    authBytesPerDatagram: trustOf(h.fleet).authBytesPerDatagram,
     datagrams: h.fleet.network.stats.sent + (f?.fleet.network.stats.sent ?? 0),
     wallSeconds: Number(((performance.now() - wallStart) / 1000).toFixed(1)),
   };
   const rows = [
+    ['mode', mode],
     ['nodes / regions / metros', `${nodes} / ${regions} / ${metros.length}`],
     ['clusters at level 1 / 2', `${h.clusters[1]} / ${h.clusters[2]}`],
     ['cluster purity level 1 / 2', `${h.purity[1]} / ${h.purity[2]}`],
@@ -433,6 +488,10 @@ async function runGeo() {
           ],
         ]
       : []),
+    [
+      'amplification max / auth bytes per datagram',
+      `${result.amplificationMax} / ${result.authBytesPerDatagram}`,
+    ],
     ['wall time', `${result.wallSeconds} s (clusters formed after ${h.clusterWall.toFixed(1)} s)`],
   ];
   const w = Math.max(...rows.map((r) => r[0].length));

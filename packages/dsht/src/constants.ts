@@ -16,8 +16,82 @@ export const LEVEL_COUNT = 3;
 /** RTT threshold of each level in ms (index = level). */
 export const DEFAULT_LEVEL_THRESHOLDS_MS: readonly number[] = [Infinity, 60, 20];
 
-/** Wire format version, the first byte of every datagram. */
-export const WIRE_VERSION = 1;
+/**
+ * Wire format version: the first byte of an open-mode datagram (version 2; version 1 had no
+ * tokens, padding or copy marks and is refused). Keyed datagrams start with WIRE_VERSION_KEYED.
+ */
+export const WIRE_VERSION = 2;
+/** First byte of a keyed (authenticated) datagram of wire version 2. */
+export const WIRE_VERSION_KEYED = 3;
+/** Bytes of a keyed datagram's header after the version byte: key id 4, timestamp 6, nonce 8. */
+export const AUTH_HEADER_BYTES = 18;
+/** Bytes of a keyed datagram's MAC (HMAC-SHA-256 truncated). */
+export const AUTH_TAG_BYTES = 16;
+/** What keyed mode adds to every datagram (header + MAC). */
+export const AUTH_BYTES = AUTH_HEADER_BYTES + AUTH_TAG_BYTES;
+/** HKDF purpose of the keyring subkey that authenticates DSHT datagrams. */
+export const DATAGRAM_KEY_PURPOSE = 'coral-dsht-datagram-v1';
+/** Accepted distance between a keyed datagram's timestamp and this node's clock, either way. */
+export const REPLAY_WINDOW_MS = 60_000;
+/** Nonces of keyed datagrams remembered at most (beyond that the replay window narrows). */
+export const REPLAY_MAX_NONCES = 65_536;
+/** A keyed node with no authenticated traffic for this long, receiving datagrams under key ids it lacks, is isolated. */
+export const ISOLATION_AFTER_MS = 30_000;
+/** Datagrams under unknown key ids (since the last authenticated one) before a node calls itself isolated. */
+export const ISOLATION_MIN_DATAGRAMS = 3;
+/** How often isolation is re-evaluated. */
+export const ISOLATION_CHECK_MS = 5_000;
+
+/** Bytes of a write token (HMAC of the source ip:port under a rotating secret, truncated). */
+export const TOKEN_BYTES = 8;
+/** Longest token accepted on the wire. */
+export const MAX_TOKEN_BYTES = 16;
+/** The token secret rotates this often; a token stays valid for one to two periods. */
+export const TOKEN_ROTATE_MS = 300_000;
+/** Source addresses whose current token is cached. */
+export const TOKEN_CACHE_ENTRIES = 4_096;
+/** Peers whose last token this node keeps (to prove its round trip to them). */
+export const PEER_TOKEN_ENTRIES = 8_192;
+/**
+ * Size (whole datagram) a request is padded to when this node holds no fresh token from the peer,
+ * so the peer's answer fits under the anti-amplification rule (no reply larger than its request
+ * before a round trip). PING / STORE_PROBE / STORE are answered with a small message at first
+ * contact; FIND_NODE and GET with lists that may fill a datagram.
+ */
+export const FIRST_CONTACT_PAD_BYTES = {
+  PING: 352,
+  FIND_NODE: 1200,
+  GET: 1200,
+  STORE_PROBE: 352,
+  STORE: 352,
+} as const;
+
+/**
+ * After a peer hands this node its first token, wait this long for a request that carries it
+ * anyway before sending one only to introduce this node (see Dsht's introductions).
+ */
+export const INTRODUCE_DELAY_MS = 2_000;
+
+/** At most this many node ids per IP (per /64 for IPv6) anywhere: tables, members, directory. */
+export const MAX_IDS_PER_IP = 1;
+/** Verified members remembered (least recently heard forgotten first). */
+export const MAX_MEMBERS = 16_384;
+
+/** Per-source request rate limits (token buckets per source IP; per /24 they are NET_RATE_MULTIPLIER times these). */
+export const RATE_LIMITS = {
+  PING: { perSecond: 20, burst: 40 },
+  FIND_NODE: { perSecond: 50, burst: 100 },
+  GET: { perSecond: 100, burst: 200 },
+  STORE_PROBE: { perSecond: 50, burst: 100 },
+  STORE: { perSecond: 50, burst: 100 },
+} as const;
+/** A /24 (IPv6: /48) may send this many times one IP's rate. */
+export const NET_RATE_MULTIPLIER = 8;
+/** Rate-limit buckets kept (least recently used dropped; a dropped bucket was full or nearly). */
+export const RATE_LIMIT_ENTRIES = 16_384;
+/** Replies per second to sources that have not completed a round trip (all sources together). */
+export const UNVERIFIED_REPLIES_PER_SECOND = 500;
+export const UNVERIFIED_REPLIES_BURST = 1_000;
 /** Largest datagram sent or accepted. */
 export const MAX_DATAGRAM_BYTES = 1200;
 /** Largest value accepted by put / STORE. */
@@ -37,6 +111,12 @@ export const LOADED_WINDOW_MS = 60_000;
 export const MAX_VALUES_PER_KEY = 64;
 /** Hard cap on the bytes of all stored values (value bytes + fixed overhead per entry). */
 export const MAX_STORE_BYTES = 64 * 1024 * 1024;
+/** Hard cap on the number of stored values (bounds memory when values are tiny). */
+export const MAX_STORE_VALUES = 131_072;
+/** Values one source (IP; IPv6 /64) may hold here: 1/16 of MAX_STORE_VALUES. */
+export const MAX_VALUES_PER_SOURCE = 8_192;
+/** Bytes one source may hold here: 1/16 of MAX_STORE_BYTES. */
+export const MAX_BYTES_PER_SOURCE = 4 * 1024 * 1024;
 /** Per-entry overhead counted against MAX_STORE_BYTES. */
 export const STORE_ENTRY_OVERHEAD = 64;
 /** How often expired values are swept. */

@@ -41,3 +41,16 @@ export interface Address {
   ip: string;
   port: number;
 }
+
+/** Keep what was known, updated with what a newer sighting says (a minimal sender keeps the rest). */
+export function mergeContact(old: Contact, fresh: Contact): Contact {
+  if (old === fresh) return old;
+  return {
+    ...old,
+    ...fresh,
+    clusters: fresh.clusters ?? old.clusters,
+    httpPort: fresh.httpPort ?? old.httpPort,
+    dnsPort: fresh.dnsPort ?? old.dnsPort,
+    region: fresh.region ?? old.region,
+  };
+}

@@ -10,6 +10,14 @@ import {
   type Random,
   type TimerHandle,
 } from '@coral/testkit';
+import type { Keyring, KeyringChange } from '@coral/keyring';
+import {
+  DatagramAuth,
+  emptyAuthCounters,
+  type AuthCounters,
+  type AuthMode,
+  type IsolationState,
+} from './auth/datagram-auth.js';
 import type { Address, ClusterAdvert, Contact, ServiceInfo } from './contact.js';
 import {
   ALPHA,
@@ -19,6 +27,9 @@ import {
   HINT_REFRESH_MS,
   HINT_TTL_SECONDS,
   ID_BYTES,
+  INTRODUCE_DELAY_MS,
+  ISOLATION_CHECK_MS,
+  MAX_IDS_PER_IP,
   KBUCKET_SIZE,
   LEVEL_COUNT,
   MAX_TTL_SECONDS,
@@ -38,7 +49,15 @@ import {
   PutRejectedError,
   throwIfAborted,
 } from './errors.js';
-import { compareDistance, idEquals, nodeIdFor, randomIdInBucket, toHex, type Id } from './id/id.js';
+import {
+  addressString,
+  compareDistance,
+  idEquals,
+  nodeIdFor,
+  randomIdInBucket,
+  toHex,
+  type Id,
+} from './id/id.js';
 import { lookup, type LookupEvent, type QueryOutcome, type Visit } from './lookup/lookup.js';
 import { Persistence, type KeyValueDb } from './persistence/persistence.js';
 import {
@@ -47,10 +66,18 @@ import {
   hintKeysFor,
   type HintKey,
 } from './directory/hints.js';
+import { SourceLimiter, type RateLimit, type RateLimits } from './limits/rate-limiter.js';
+import { PeerRegistry, type MemberRecord } from './membership/registry.js';
 import { RoutingTable, type RoutingEntry } from './routing-table/routing-table.js';
 import { dispatch } from './rpc/handlers/index.js';
 import { Rpc, emptyCounters, type DshtMetrics, type Logger, type RpcCounters } from './rpc/rpc.js';
-import { ValueStore, type StoredValue, type ValueStoreOptions } from './store/value-store.js';
+import { WriteTokens } from './rpc/tokens.js';
+import {
+  ValueStore,
+  toWireValue,
+  type StoredValue,
+  type ValueStoreOptions,
+} from './store/value-store.js';
 import type { Transport } from './transport/transport.js';
 import { UdpTransport } from './transport/udp.js';
 import { StoreStatus, type WireValue } from './wire/messages.js';
@@ -75,6 +102,11 @@ export interface DshtComponents {
   metrics?: DshtMetrics;
   /** Cluster membership for levels > 0. Without one, a level > 0 admits nobody. */
   cluster?: ClusterPolicy;
+  /**
+   * The fleet keyring: keyed mode (every datagram authenticated) when present. Its 'change'
+   * events (install / use / remove / replace) take effect at once.
+   */
+  keyring?: Keyring;
 }
 
 export interface DshtOptions {
@@ -120,6 +152,87 @@ export interface DshtOptions {
    * them; then put this node there (level 0) and refresh it every HINT_REFRESH_MS. Default false.
    */
   hints?: boolean;
+  /**
+   * Open mode: no keyring, datagrams unauthenticated (public experiments). When set it must agree
+   * with `components.keyring`: `true` with a keyring, or `false` without one, is an error. Default:
+   * open exactly when no keyring is given. Both modes keep every per-source defence.
+   */
+  open?: boolean;
+  /** Node ids kept per IP (IPv6: per /64) anywhere. Default MAX_IDS_PER_IP (1). */
+  maxIdsPerIp?: number;
+  /** A member is live when heard from (round trip) within this window. Default LIVE_WINDOW_MS. */
+  liveWindowMs?: number;
+  /** Verified members remembered. Default MAX_MEMBERS. */
+  maxMembers?: number;
+  /** Keyed mode: replay window and nonce memory; isolation detection. */
+  auth?: {
+    /** Default REPLAY_WINDOW_MS (60 s). */
+    replayWindowMs?: number;
+    /** Default REPLAY_MAX_NONCES (65,536). */
+    maxNonces?: number;
+    /** Default ISOLATION_AFTER_MS (30 s). */
+    isolationAfterMs?: number;
+    /** Default ISOLATION_MIN_DATAGRAMS (3). */
+    isolationMinDatagrams?: number;
+  };
+  /** Write-token secret rotation. Default TOKEN_ROTATE_MS (5 min). */
+  tokenRotateMs?: number;
+  /** Per-source request limits per type (per host; merged over RATE_LIMITS). */
+  rateLimits?: Partial<RateLimits>;
+  /** A /24 (IPv6 /48) may send this many times a host's rate. Default NET_RATE_MULTIPLIER (8). */
+  netRateMultiplier?: number;
+  /** Replies to requesters that proved no round trip, all together. Default 500/s, burst 1000. */
+  unverifiedReplies?: RateLimit;
+}
+
+/** A verified live member, as `members()` / `member()` return it. */
+export interface DshtMember {
+  /** Node id, 40 hex digits. */
+  id: string;
+  /** The address it was verified at (a round trip): where to reach it. */
+  ip: string;
+  port: number;
+  httpPort?: number;
+  dnsPort?: number;
+  region?: string;
+  /** Clock time of the last round-trip-verified datagram from it. */
+  lastHeard: number;
+  /** Clock time of the first round trip. */
+  verifiedAt: number;
+  /** True in keyed mode: its datagrams are authenticated with the fleet keyring. */
+  authenticated: boolean;
+}
+
+/** `authState()`: the node's trust mode, what it dropped and why, and whether it is isolated. */
+export interface DshtAuthState extends IsolationState {
+  mode: AuthMode;
+  /** Keyed mode: key ids held, primary first. */
+  keyIds: string[];
+  primaryKeyId?: string;
+  counters: AuthCounters &
+    Pick<
+      RpcCounters,
+      | 'malformed'
+      | 'spoofed'
+      | 'unexpected'
+      | 'listedIdMismatch'
+      | 'listedIpLimited'
+      | 'tokenRefused'
+      | 'rateLimited'
+      | 'amplificationTrimmed'
+      | 'amplificationDropped'
+    > & {
+      /** Round-trip-verified newcomers refused because their IP already holds maxIdsPerIp members. */
+      ipLimited: number;
+      /** STOREs refused by a per-source quota. */
+      quotaRefused: number;
+    };
+  /** Datagrams per unknown key id (keyed mode), most recent first. */
+  unknownKeys: Array<{ id: string; datagrams: number; lastSeen: number }>;
+  /** Average authentication bytes per datagram sent (34 in keyed mode, 0 open). */
+  authBytesPerDatagram: number;
+  /** Largest answer/request size ratio sent to a source before its round trip (≤ 1). */
+  amplificationMax: number;
 }
 
 export interface LookupStats {
@@ -151,14 +264,7 @@ export interface PutResult {
 export interface DshtSnapshot {
   id: string;
   address: Address;
-  contact: {
-    id: string;
-    ip: string;
-    port: number;
-    httpPort?: number;
-    dnsPort?: number;
-    region?: string;
-  };
+  contact: Pick<DshtMember, 'id' | 'ip' | 'port' | 'httpPort' | 'dnsPort' | 'region'>;
   levels: Array<{ level: number; contacts: number; buckets: Record<number, number> }>;
   store: { values: number; keys: number; bytes: number };
   rpc: RpcCounters & { pending: number; rttPeers: number };
@@ -168,13 +274,26 @@ export interface DshtSnapshot {
   clusters?: unknown;
   /** Smoothed RTT of the most recently sampled peers (up to 64). */
   rtt: Array<{ peer: string; srttMs: number; samples: number }>;
+  /** Trust mode, drops by reason, isolation (see `authState()`). */
+  auth: DshtAuthState;
+  /** Verified live members (and all remembered). */
+  members: { live: number; known: number };
+  /** Rate-limit buckets held, and sources holding values here (top 8 by bytes). */
+  limits: {
+    buckets: number;
+    storeSources: Array<{ source: string; values: number; bytes: number }>;
+  };
 }
 
 type DshtEvents = {
   /** Every RTT sample from a round trip. */
   rtt: [peer: Contact, rttMs: number];
-  /** Every verified sender (its contact carries its cluster adverts). */
+  /** Every round-trip-verified sender admitted as a member (its contact carries its cluster adverts). */
   contact: [peer: Contact];
+  /** A member dropped: replaced at its IP by a newer id, or forgotten beyond capacity. */
+  evicted: [peer: Contact];
+  /** Keyed mode: the node became isolated (its fleet's keys changed without it) or recovered. */
+  isolated: [state: DshtAuthState];
 };
 
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -215,8 +334,12 @@ export class Dsht extends EventEmitter<DshtEvents> {
   #timers: TimerHandle[] = [];
   #shortcuts = new Map<string, { contact: Contact; level: number; expiresAt: number }>();
   #contactsDirty = false;
-  #heard = new Map<string, number>();
   #failed = new Map<string, number>();
+  #keyring: Keyring | undefined;
+  #onKeys: ((c: KeyringChange) => void) | undefined;
+  #auth: DatagramAuth | undefined;
+  #registry: PeerRegistry;
+  #maxIdsPerIp: number;
 
   constructor(components: DshtComponents, options: DshtOptions = {}) {
     super();
@@ -226,7 +349,22 @@ export class Dsht extends EventEmitter<DshtEvents> {
     this.#logger = components.logger ?? noopLogger;
     this.#metrics = components.metrics;
     this.#cluster = components.cluster;
+    this.#keyring = components.keyring;
+    if (options.open === true && this.#keyring)
+      throw new InvalidArgumentError('options.open is true but a keyring was given');
+    if (options.open === false && !this.#keyring)
+      throw new InvalidArgumentError('keyed mode (options.open = false) needs components.keyring');
     this.options = options;
+    this.#maxIdsPerIp = options.maxIdsPerIp ?? MAX_IDS_PER_IP;
+    this.#registry = new PeerRegistry(
+      { clock: this.clock },
+      {
+        maxIdsPerIp: this.#maxIdsPerIp,
+        capacity: options.maxMembers,
+        liveWindowMs: options.liveWindowMs,
+      },
+    );
+    this.#registry.onEvict = (rec) => this.#evicted(rec);
     this.levels = Math.min(LEVEL_COUNT, Math.max(1, options.levels ?? 1));
     this.store = new ValueStore({ clock: this.clock, random: this.random }, options.store);
     if (components.db) this.#persistence = new Persistence({ db: components.db });
@@ -235,7 +373,12 @@ export class Dsht extends EventEmitter<DshtEvents> {
   /** Production node: UDP on `bind`, LevelDB in `dataDir` (memory only without one). */
   static async open(
     options: DshtOptions & { dataDir?: string; bind: { host: string; port: number } },
-    components: { logger?: Logger; metrics?: DshtMetrics; cluster?: ClusterPolicy } = {},
+    components: {
+      logger?: Logger;
+      metrics?: DshtMetrics;
+      cluster?: ClusterPolicy;
+      keyring?: Keyring;
+    } = {},
   ): Promise<Dsht> {
     const transport = new UdpTransport({}, { host: options.bind.host, port: options.bind.port });
     let db: KeyValueDb | undefined;
@@ -314,13 +457,28 @@ export class Dsht extends EventEmitter<DshtEvents> {
     if (svc.dnsPort) this.#contact.dnsPort = svc.dnsPort;
     if (svc.region) this.#contact.region = svc.region;
 
+    const clock = this.clock;
+    const auth = new DatagramAuth({ clock, keyring: this.#keyring }, this.options.auth);
+    auth.onIsolation = (state) => this.#isolationChanged(state);
+    this.#auth = auth;
+    if (this.#keyring) {
+      const onKeys = (): void => auth.refreshKeys();
+      this.#keyring.on('change', onKeys);
+      this.#onKeys = onKeys;
+    }
     const rpc = new Rpc(
       {
         transport: this.transport,
-        clock: this.clock,
+        clock,
         random: this.random,
         metrics: this.#metrics,
         logger: this.#logger,
+        auth,
+        tokens: new WriteTokens({ clock }, { rotateMs: this.options.tokenRotateMs }),
+        limiter: new SourceLimiter(
+          { clock },
+          { limits: this.options.rateLimits, netMultiplier: this.options.netRateMultiplier },
+        ),
       },
       {
         self: () => this.contact,
@@ -328,27 +486,38 @@ export class Dsht extends EventEmitter<DshtEvents> {
         retries: this.options.rpcRetries,
         backoff: this.options.rpcBackoff,
         allowNat: this.options.allowNat,
+        maxIdsPerIp: this.#maxIdsPerIp,
+        unverifiedReplies: this.options.unverifiedReplies,
       },
     );
     this.#rpc = rpc;
     this.#tables = [];
-    for (let level = 0; level < this.levels; level++) {
-      this.#tables.push(
-        new RoutingTable(
-          { clock: this.clock, ping: (c) => this.#pingAlive(c) },
-          { selfId: this.#id, level, k: this.options.k ?? KBUCKET_SIZE },
-        ),
-      );
-    }
+    for (let level = 0; level < this.levels; level++) this.#tables.push(this.#newTable(level));
     const ctx = {
       table: (l: number) => this.#tables[l],
       store: this.store,
       k: this.options.k ?? KBUCKET_SIZE,
       walkContacts: this.options.walkContacts ?? WALK_CONTACTS,
     };
-    rpc.onRequest = (req, sender) => dispatch(ctx, req, sender, this.clock.now());
-    rpc.onSeen = (sender) => this.#learn(sender);
-    rpc.onRtt = (sender, rtt) => this.emit('rtt', sender, rtt);
+    rpc.onRequest = (req, sender, _from, source) =>
+      dispatch(ctx, req, sender, this.clock.now(), source);
+    rpc.onSeen = (sender, roundTrip, from) => {
+      if (roundTrip) this.#learn(sender, from.ip);
+    };
+    // Introduce this node to a peer met for the first time: a PING with its fresh token is the
+    // round trip the peer needs before it may admit this node (see #wantsIntroduction).
+    rpc.onFirstToken = (peer) => {
+      const addr = addressString(peer.ip, peer.port);
+      this.clock.setTimeout(() => {
+        // A lookup that asked the peer again in the meantime has introduced this node already;
+        // judged late, so a joining node's tables have filled (see #wantsIntroduction).
+        if (!this.#running || rpc.peerTokens.used(addr) || !this.#wantsIntroduction(peer)) return;
+        void rpc.request(peer, { type: 'PING' }, { retries: 0 }).catch(() => undefined);
+      }, INTRODUCE_DELAY_MS);
+    };
+    rpc.onRtt = (sender, rtt) => {
+      if (this.#registry.get(toHex(sender.id))) this.emit('rtt', sender, rtt);
+    };
     this.#running = true;
 
     let stored: Contact[] = [];
@@ -419,6 +588,8 @@ export class Dsht extends EventEmitter<DshtEvents> {
   async stop(): Promise<void> {
     if (!this.#running) return;
     this.#running = false;
+    if (this.#onKeys) this.#keyring?.off('change', this.#onKeys);
+    this.#onKeys = undefined;
     for (const t of this.#timers) t.cancel();
     this.#timers = [];
     this.#rpc?.cancelAll();
@@ -547,11 +718,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
       const local = this.store.get(level, key, max);
       if (local.length > 0) {
         const now = this.clock.now();
-        const records = local.map((v) => ({
-          publisher: v.publisher,
-          value: v.value,
-          ttl: Math.max(1, Math.floor((v.expiresAt - now) / 1000)),
-        }));
+        const records = local.map((v) => toWireValue(v, now));
         return done(records, { hops: 0, messages: 0, level, answeredBy: this.contact });
       }
     }
@@ -719,11 +886,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
       }
       messages++;
       try {
-        const r = await this.#query(
-          v.contact,
-          { type: 'STORE', level, key, value, ttl, publisher: this.id },
-          signal,
-        );
+        const r = await this.#query(v.contact, { type: 'STORE', level, key, value, ttl }, signal);
         if (r.body.type === 'STORE_RESULT' && r.body.status === StoreStatus.ACCEPTED)
           return { at: v, messages };
       } catch (err) {
@@ -733,18 +896,16 @@ export class Dsht extends EventEmitter<DshtEvents> {
     return { messages };
   }
 
-  /** Clock time this node last heard from `id` (any verified datagram), or undefined. */
+  /** Clock time this node last heard from member `id` (a round-trip-verified datagram), or undefined. */
   lastHeard(id: Id): number | undefined {
-    return this.#heard.get(toHex(id));
+    return this.#registry.get(toHex(id))?.lastHeard;
   }
 
-  /** Heard from within `windowMs` and no failed RPC to it since. */
+  /** A verified member heard from within `windowMs` and no failed RPC to it since. */
   isLive(id: Id, windowMs: number): boolean {
-    const hex = toHex(id);
-    const heard = this.#heard.get(hex);
-    if (heard === undefined || this.clock.now() - heard > windowMs) return false;
-    const failed = this.#failed.get(hex);
-    return failed === undefined || failed < heard;
+    const rec = this.#registry.get(toHex(id));
+    if (!rec || this.clock.now() - rec.lastHeard > windowMs) return false;
+    return rec.failedAt === undefined || rec.failedAt < rec.lastHeard;
   }
 
   /** Did the last RPC to `id` fail after the last time it was heard from? */
@@ -752,7 +913,62 @@ export class Dsht extends EventEmitter<DshtEvents> {
     const hex = toHex(id);
     const failed = this.#failed.get(hex);
     if (failed === undefined) return false;
-    return failed >= (this.#heard.get(hex) ?? -Infinity);
+    return failed >= (this.#registry.get(hex)?.lastHeard ?? -Infinity);
+  }
+
+  /**
+   * The verified live members: nodes this node completed a round trip with (keyed mode: over
+   * authenticated datagrams), heard from within `liveWindowMs` with no failed RPC since, at most
+   * `maxIdsPerIp` per IP. This node itself is not included.
+   */
+  members(): DshtMember[] {
+    const now = this.clock.now();
+    const out: DshtMember[] = [];
+    for (const rec of this.#registry.all())
+      if (this.#registry.isLive(rec, now)) out.push(this.#member(rec));
+    return out;
+  }
+
+  /** The verified live member with this id (40 hex digits), or undefined. */
+  member(idHex: string): DshtMember | undefined {
+    const rec = this.#registry.get(idHex.toLowerCase());
+    return rec && this.#registry.isLive(rec) ? this.#member(rec) : undefined;
+  }
+
+  /** Trust mode, drop counters by reason, isolation. */
+  authState(): DshtAuthState {
+    const auth = this.#auth;
+    const rc = this.#rpc?.counters ?? emptyCounters();
+    const ac: AuthCounters = auth ? { ...auth.counters } : emptyAuthCounters();
+    const iso = auth?.isolation() ?? {
+      isolated: false,
+      unknownKeyIds: [],
+      lastAuthenticatedAt: this.clock.now(),
+    };
+    const state: DshtAuthState = {
+      mode: this.#keyring ? 'keyed' : 'open',
+      keyIds: this.#keyring?.list().map((k) => k.id) ?? [],
+      ...iso,
+      counters: {
+        ...ac,
+        malformed: rc.malformed,
+        spoofed: rc.spoofed,
+        unexpected: rc.unexpected,
+        listedIdMismatch: rc.listedIdMismatch,
+        listedIpLimited: rc.listedIpLimited,
+        tokenRefused: rc.tokenRefused,
+        rateLimited: rc.rateLimited,
+        amplificationTrimmed: rc.amplificationTrimmed,
+        amplificationDropped: rc.amplificationDropped,
+        ipLimited: this.#registry.refused,
+        quotaRefused: this.store.quotaRefused,
+      },
+      unknownKeys: auth?.unknownKeys() ?? [],
+      authBytesPerDatagram: ac.sealed > 0 ? ac.authBytesSent / ac.sealed : 0,
+      amplificationMax: rc.amplificationMax,
+    };
+    if (this.#keyring) state.primaryKeyId = this.#keyring.primaryId;
+    return state;
   }
 
   /** The hint keys this node publishes under (/24, /16, region). */
@@ -857,6 +1073,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
       rpc: {
         ...(rpc?.counters ?? emptyCounters()),
         byType: structuredClone(rpc?.counters.byType ?? {}),
+        amplificationMaxByType: { ...rpc?.counters.amplificationMaxByType },
         pending: rpc?.pendingCount ?? 0,
         rttPeers: rpc?.rtt.size ?? 0,
       },
@@ -866,6 +1083,9 @@ export class Dsht extends EventEmitter<DshtEvents> {
       rtt: [...(rpc?.rtt.entries() ?? [])]
         .slice(-64)
         .map(([peer, e]) => ({ peer, srttMs: Math.round(e.srtt * 10) / 10, samples: e.samples })),
+      auth: this.authState(),
+      members: { live: this.members().length, known: this.#registry.size },
+      limits: { buckets: rpc?.limiter.size ?? 0, storeSources: this.store.sources().slice(0, 8) },
     };
   }
 
@@ -886,13 +1106,13 @@ export class Dsht extends EventEmitter<DshtEvents> {
    * refill from `seeds` plus every known contact the policy admits.
    */
   resetLevel(level: number, seeds: Contact[] = []): void {
-    const old = this.#requireTable(level);
-    const fresh = new RoutingTable(
-      { clock: this.clock, ping: (c) => this.#pingAlive(c) },
-      { selfId: this.id, level, k: old.k },
-    );
+    this.#requireTable(level);
+    const fresh = this.#newTable(level);
     const known = [...seeds, ...this.#tables.flatMap((t) => t.all().map((e) => e.contact))];
-    for (const c of known) if (this.#admits(level, c)) fresh.add(c);
+    // Only verified members: a seed nobody completed a round trip with stays out.
+    for (const c of known) {
+      if (this.#registry.get(toHex(c.id)) && this.#admits(level, c)) fresh.add(c);
+    }
     this.#tables[level] = fresh;
   }
 
@@ -903,9 +1123,14 @@ export class Dsht extends EventEmitter<DshtEvents> {
     return this.#cluster?.admits(level, c) ?? false;
   }
 
-  #learn(sender: Contact): void {
+  /**
+   * A round trip with `sender` from `sourceIp`: a member (unless that IP is taken), then the tables
+   * that admit it. Identities are counted per source IP, which is the advertised IP unless allowNat.
+   */
+  #learn(sender: Contact, sourceIp: string): void {
     const hex = toHex(sender.id);
-    bump(this.#heard, hex, this.clock.now());
+    const rec = this.#registry.admit(sender, hex, sourceIp);
+    if (!rec) return;
     for (let level = 0; level < this.#tables.length; level++) {
       if (this.#admits(level, sender)) {
         const r = this.#tables[level]!.add(sender, hex);
@@ -913,6 +1138,74 @@ export class Dsht extends EventEmitter<DshtEvents> {
       }
     }
     this.emit('contact', sender);
+  }
+
+  /**
+   * Would `peer` likely keep this node in a routing table? Its bucket for this node has the same
+   * index i as this node's bucket for it (the common prefix length is symmetric), and bucket i
+   * holds about n / 2^(i+1) of a fleet of n everywhere. n is about 2^d, d being this table's
+   * deepest bucket (the nearest neighbour's prefix). So: introduce only where that estimate is
+   * under 2k and this node's own bucket i is not full — the near peers, which must know this node
+   * for lookups of nearby keys to reach it; far peers' buckets are full and would only queue it.
+   */
+  #wantsIntroduction(peer: Contact): boolean {
+    for (let level = 0; level < this.#tables.length; level++) {
+      const t = this.#tables[level]!;
+      if (!this.#admits(level, peer)) continue;
+      const i = t.bucketIndex(peer.id);
+      const expected = 2 ** (t.deepestBucket - i - 1);
+      if (expected < 2 * t.k && t.bucketSize(i) < t.k) return true;
+    }
+    return false;
+  }
+
+  /** A member was dropped from the registry: drop it everywhere. */
+  #evicted(rec: MemberRecord): void {
+    for (const t of this.#tables) t.remove(rec.contact.id);
+    this.emit('evicted', rec.contact);
+  }
+
+  #member(rec: MemberRecord): DshtMember {
+    const c = rec.contact;
+    const m: DshtMember = {
+      id: rec.hex,
+      ip: c.ip,
+      port: c.port,
+      lastHeard: rec.lastHeard,
+      verifiedAt: rec.verifiedAt,
+      authenticated: this.#keyring !== undefined,
+    };
+    if (c.httpPort) m.httpPort = c.httpPort;
+    if (c.dnsPort) m.dnsPort = c.dnsPort;
+    if (c.region) m.region = c.region;
+    return m;
+  }
+
+  #newTable(level: number): RoutingTable {
+    return new RoutingTable(
+      { clock: this.clock, ping: (c) => this.#pingAlive(c) },
+      {
+        selfId: this.id,
+        level,
+        k: this.options.k ?? KBUCKET_SIZE,
+        maxIdsPerIp: this.#maxIdsPerIp,
+      },
+    );
+  }
+
+  #isolationChanged(iso: IsolationState): void {
+    const state = this.authState();
+    if (iso.isolated)
+      this.#logger.error(
+        { reason: iso.reason, unknownKeyIds: iso.unknownKeyIds },
+        'dsht isolated: fleet keys changed without this node',
+      );
+    else
+      this.#logger.warn(
+        { keyIds: state.keyIds },
+        'dsht no longer isolated: authenticated traffic again',
+      );
+    this.emit('isolated', state);
   }
 
   async #query(to: Contact, body: Parameters<Rpc['request']>[1], signal?: AbortSignal) {
@@ -926,7 +1219,9 @@ export class Dsht extends EventEmitter<DshtEvents> {
 
   #noteFailure(id: Id): void {
     for (const t of this.#tables) t.recordFailure(id);
-    bump(this.#failed, toHex(id), this.clock.now());
+    const hex = toHex(id);
+    bump(this.#failed, hex, this.clock.now());
+    this.#registry.noteFailure(hex);
   }
 
   async #pingAlive(c: Contact): Promise<boolean> {
@@ -963,13 +1258,14 @@ export class Dsht extends EventEmitter<DshtEvents> {
     if (!lacking) return;
     const target = lacking.contact;
     for (const rec of hit.result.values.slice(0, 2)) {
+      // A copy, marked as one: the receiver keeps it apart and it never replaces the original.
       void this.#query(target, {
         type: 'STORE',
         level,
         key,
         value: rec.value,
         ttl: rec.ttl,
-        publisher: rec.publisher,
+        copyOf: rec.publisher,
       }).catch(() => undefined);
     }
   }
@@ -994,6 +1290,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
       this.#timers = this.#timers.slice(-8);
     });
     every(REFRESH_CHECK_MS, () => this.#refreshStale());
+    if (this.#keyring) every(ISOLATION_CHECK_MS, () => this.#auth?.evaluate());
     if (this.options.hints) {
       every(HINT_REFRESH_MS, () => void this.publishHints().catch(() => undefined));
     }

@@ -7,11 +7,18 @@
  *
  * ```ts
  * import { Dsht, keyFromName } from '@coral/dsht';
- * const node = await Dsht.open({ bind: { host: '127.0.0.2', port: 8091 }, dataDir: './data/dsht' });
+ * import { Keyring } from '@coral/keyring';
+ * const keyring = Keyring.parse(process.env.CORAL_FLEET_KEYS!.split(',')); // keyed mode
+ * const node = await Dsht.open(
+ *   { bind: { host: '127.0.0.2', port: 8091 }, dataDir: './data/dsht' },
+ *   { keyring },
+ * );
+ * node.on('isolated', (s) => log.error(s.reason)); // the fleet's keys changed without us
  * await node.start({ bootstrap: ['127.0.0.3:8091'] });
  * const key = keyFromName('url:http://example.com/a.jpg');
  * await node.put(key, new TextEncoder().encode('holder info'), 3600);
  * const { values, stats } = await node.get(key); // stats: hops, messages, level, answeredBy, latencyMs
+ * node.members(); node.member(idHex); node.authState(); // verified members, trust counters
  * await node.stop();
  * ```
  */
@@ -24,8 +31,34 @@ export {
   type PutResult,
   type LookupStats,
   type ClusterPolicy,
+  type DshtMember,
+  type DshtAuthState,
 } from './dsht.js';
 export type { Contact, ClusterAdvert, ServiceInfo, Address } from './contact.js';
+export { mergeContact } from './contact.js';
+export {
+  DatagramAuth,
+  emptyAuthCounters,
+  type AuthCounters,
+  type AuthDrop,
+  type AuthMode,
+  type IsolationState,
+  type DatagramAuthOptions,
+} from './auth/datagram-auth.js';
+export { WriteTokens, PeerTokens } from './rpc/tokens.js';
+export {
+  SourceLimiter,
+  GlobalBucket,
+  type RateLimit,
+  type RateLimits,
+  type SourceLimiterOptions,
+} from './limits/rate-limiter.js';
+export { hostKey, netKey } from './limits/address.js';
+export {
+  PeerRegistry,
+  type MemberRecord,
+  type PeerRegistryOptions,
+} from './membership/registry.js';
 export * from './constants.js';
 export * from './errors.js';
 export {
@@ -45,9 +78,24 @@ export {
   type RoutingEntry,
   type RoutingTableOptions,
 } from './routing-table/routing-table.js';
-export { ValueStore, type StoredValue, type ValueStoreOptions } from './store/value-store.js';
-export { encode, decode, TypeCode } from './wire/codec.js';
-export type { Message, Request, Response, WireValue } from './wire/messages.js';
+export {
+  ValueStore,
+  entryKey,
+  toWireValue,
+  type StoredValue,
+  type StoreOrigin,
+  type ValueStoreOptions,
+} from './store/value-store.js';
+export {
+  encode,
+  decode,
+  encodePayload,
+  decodePayload,
+  TypeCode,
+  Flag,
+  type EncodeOptions,
+} from './wire/codec.js';
+export type { Message, Envelope, Request, Response, WireValue } from './wire/messages.js';
 export { StoreStatus, WireErrorCode } from './wire/messages.js';
 export { Rpc, RttTable, type DshtMetrics, type Logger, type RpcCounters } from './rpc/index.js';
 export { lookup, type LookupEvent, type LookupOptions, type Visit } from './lookup/lookup.js';
@@ -61,7 +109,7 @@ export {
   type LatencyModel,
   type SimStats,
 } from './transport/index.js';
-export { Persistence, type KeyValueDb } from './persistence/persistence.js';
+export { Persistence, LEGACY_SOURCE, type KeyValueDb } from './persistence/persistence.js';
 export { SimFleet, defaultIp, type SimFleetOptions } from './sim/fleet.js';
 export {
   DshtDirectory,

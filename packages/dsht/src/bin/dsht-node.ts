@@ -3,17 +3,24 @@
  * dsht-node — one DSHT node as a process, driven over stdin/stdout JSON lines (used by the
  * multi-process test and handy for poking at a fleet by hand).
  *
- *   node packages/dsht/dist/bin/dsht-node.js --host 127.0.0.2 --port 0 --data ./data/n2 \
- *        [--bootstrap 127.0.0.3:4000,...]
+ *   CORAL_FLEET_KEYS=<key>[,<key>...] node packages/dsht/dist/bin/dsht-node.js \
+ *        --host 127.0.0.2 --port 0 --data ./data/n2 [--bootstrap 127.0.0.3:4000,...] \
+ *        [--open] [--isolation-ms 30000]
  *
+ * Keys come from the environment (never the command line, which other users can read): with
+ * `CORAL_FLEET_KEYS` (comma-separated, 64 hex or base64 each, the first signs) the node runs in
+ * keyed mode; without, in open mode (`--open` says so explicitly and refuses keys).
  * On start it prints `{"event":"ready","id":...,"ip":...,"port":...}`. Each input line is a request
  * `{"id":1,"op":"put","key":"name","value":"text","ttl":600}`; each answer is
  * `{"id":1,"ok":true,"result":...}` or `{"id":1,"ok":false,"error":{"code":...,"message":...}}`.
  * Ops: put, get, localGet (keys are names, hashed with keyFromName; values are UTF-8 text),
- * flush, routes, snapshot, stop.
+ * flush, routes, snapshot, ping {address, retries?}, members, authState, keys, keyInstall {key},
+ * keyUse {keyId}, keyRemove {keyId}, stop. An 'isolated' change is printed as
+ * `{"event":"isolated","isolated":true,"reason":...}`.
  */
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { Keyring } from '@coral/keyring';
 import { Dsht } from '../dsht.js';
 import { DshtError } from '../errors.js';
 import { keyFromName, toHex } from '../id/id.js';
@@ -24,6 +31,8 @@ const { values: args } = parseArgs({
     port: { type: 'string', default: '0' },
     data: { type: 'string' },
     bootstrap: { type: 'string', default: '' },
+    open: { type: 'boolean', default: false },
+    'isolation-ms': { type: 'string' },
   },
 });
 
@@ -33,10 +42,23 @@ const out = (obj: unknown): void => {
 const text = (b: Uint8Array): string => Buffer.from(b).toString('utf8');
 
 async function main(): Promise<void> {
-  const node = await Dsht.open({
-    bind: { host: args.host!, port: Number(args.port) },
-    dataDir: args.data,
-  });
+  const keyText = process.env.CORAL_FLEET_KEYS ?? '';
+  const keys = keyText
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
+  const keyring = keys.length > 0 ? Keyring.parse(keys) : undefined;
+  const isolationAfterMs = args['isolation-ms'] ? Number(args['isolation-ms']) : undefined;
+  const node = await Dsht.open(
+    {
+      bind: { host: args.host!, port: Number(args.port) },
+      dataDir: args.data,
+      open: args.open ? true : undefined,
+      auth: { isolationAfterMs },
+    },
+    { keyring },
+  );
+  node.on('isolated', (s) => out({ event: 'isolated', isolated: s.isolated, reason: s.reason }));
   const bootstrap = args.bootstrap ? args.bootstrap.split(',').filter(Boolean) : [];
   await node.start({ bootstrap });
   out({
@@ -47,6 +69,10 @@ async function main(): Promise<void> {
     routes: node.routes(0).length,
   });
 
+  const requireKeyring = (): Keyring => {
+    if (!keyring) throw new DshtError('DSHT_ERR_INVALID_ARGUMENT', 'open mode: no keyring');
+    return keyring;
+  };
   const handle = async (req: Record<string, unknown>): Promise<unknown> => {
     const key = typeof req.key === 'string' ? keyFromName(req.key) : undefined;
     switch (req.op) {
@@ -84,6 +110,25 @@ async function main(): Promise<void> {
         return { contacts: node.routes(0).map((c) => `${c.ip}:${c.port}`) };
       case 'snapshot':
         return node.snapshot();
+      case 'ping': {
+        const [ip, port] = String(req.address ?? '').split(':');
+        const retries = req.retries === undefined ? undefined : Number(req.retries);
+        return { rttMs: await node.ping({ ip: ip!, port: Number(port) }, { retries }) };
+      }
+      case 'members':
+        return { members: node.members() };
+      case 'authState':
+        return node.authState();
+      case 'keys':
+        return { keys: keyring?.list() ?? [] };
+      case 'keyInstall':
+        return { id: requireKeyring().install(String(req.key)) };
+      case 'keyUse':
+        requireKeyring().use(String(req.keyId));
+        return { keys: keyring!.list() };
+      case 'keyRemove':
+        requireKeyring().remove(String(req.keyId));
+        return { keys: keyring!.list() };
       case 'stop':
         await node.stop();
         setImmediate(() => process.exit(0));
@@ -109,7 +154,7 @@ async function main(): Promise<void> {
           id: req.id,
           ok: false,
           error: {
-            code: err instanceof DshtError ? err.code : 'ERROR',
+            code: (err as { code?: unknown }).code ?? 'ERROR',
             message: (err as Error).message,
           },
         }),

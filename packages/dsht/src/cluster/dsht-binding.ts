@@ -145,16 +145,25 @@ export class DshtClusterBinding implements ClusterPolicy {
         if (!m.isMember(key, level)) node.table(level)?.remove(peer.id);
       }
     };
+    // A member the node dropped (another id took its IP, or it was forgotten) leaves the view too:
+    // the cluster view never holds more ids per IP than the node's member registry.
+    const onEvicted = (peer: Contact): void => {
+      const key = peerKey(peer);
+      this.#contacts.delete(key);
+      m.onPeerGone(key);
+    };
     const onChange = (change: ClusterChange): void => {
       this.#announce(change);
       this.#rebuild(change.level);
     };
     node.on('rtt', onRtt);
     node.on('contact', onContact);
+    node.on('evicted', onEvicted);
     const off = m.on('change', onChange);
     this.#detach = () => {
       node.off('rtt', onRtt);
       node.off('contact', onContact);
+      node.off('evicted', onEvicted);
       off();
     };
     const every = this.#options.tickMs ?? this.#options.manager?.tickMs ?? CLUSTER_TICK_MS;

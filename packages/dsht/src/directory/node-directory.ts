@@ -7,15 +7,20 @@
  * 1. this node's own cluster at the most local level whose RTT threshold the target is within
  *    (RTT from `rttTo(ip)` when given, else the DSHT's smoothed RTT to a peer at that IP);
  * 2. nodes hinted under the target's /24, then its /16;
- * 3. any live nodes, at random.
- * Only nodes that advertise an HTTP port (proxies) and are live — heard from within `liveWindowMs`
- * with no failed RPC since — are returned; hinted nodes not heard from yet get one direct ping.
+ * 3. any live members, at random.
+ *
+ * It names only *verified live members* (`Dsht.member()`: a round trip with the node — in keyed
+ * mode over authenticated datagrams — heard from within `liveWindowMs`, no failed RPC since) that
+ * advertise an HTTP port, with the address and ports the member itself advertised when verified —
+ * never what a hint record or a value claims — and never two ids of one IP in one answer. A hinted
+ * node that is not a member yet gets one direct ping (which verifies it) and is named only if that
+ * made it a member.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import type { Contact } from '../contact.js';
-import { DEFAULT_LEVEL_THRESHOLDS_MS, LIVE_WINDOW_MS } from '../constants.js';
+import { DEFAULT_LEVEL_THRESHOLDS_MS } from '../constants.js';
 import type { Dsht } from '../dsht.js';
-import { fromHex, idEquals, toHex } from '../id/id.js';
+import { idEquals, toHex } from '../id/id.js';
 import { networkHintKeys, regionHintKey } from './hints.js';
 
 /** Same shape as `@coral/dnssrv`'s NodeInfo. */
@@ -39,7 +44,7 @@ export interface DshtDirectoryComponents {
 }
 
 export interface DshtDirectoryOptions {
-  /** Default LIVE_WINDOW_MS (120 s). */
+  /** Ignored: liveness is the DSHT's (`DshtOptions.liveWindowMs`, default 120 s). Kept for compatibility. */
   liveWindowMs?: number;
   /** RTT threshold per level. Default DEFAULT_LEVEL_THRESHOLDS_MS ([∞, 60, 20]). */
   levelThresholdsMs?: readonly number[];
@@ -47,9 +52,17 @@ export interface DshtDirectoryOptions {
   checkTimeoutMs?: number;
 }
 
-export function toNodeInfo(c: Contact): DirectoryNode | undefined {
+export function toNodeInfo(c: {
+  id: Uint8Array | string;
+  ip: string;
+  httpPort?: number;
+  region?: string;
+}): DirectoryNode | undefined {
   if (!c.httpPort) return undefined;
-  const info: DirectoryNode = { id: toHex(c.id), httpPort: c.httpPort };
+  const info: DirectoryNode = {
+    id: typeof c.id === 'string' ? c.id : toHex(c.id),
+    httpPort: c.httpPort,
+  };
   if (isIPv4(c.ip)) info.ipv4 = c.ip;
   else if (isIPv6(c.ip)) info.ipv6 = c.ip;
   if (c.region) info.region = c.region;
@@ -57,17 +70,38 @@ export function toNodeInfo(c: Contact): DirectoryNode | undefined {
 }
 
 const HEX_ID = /^[0-9a-f]{40}$/;
+/** Hinted nodes that are not members yet pinged per lookup at most. */
+const HINT_PINGS = 8;
+
+/** Collects directory answers: distinct ids, never two of one IP, up to `count`. */
+class Answer {
+  readonly nodes: DirectoryNode[] = [];
+  #ids = new Set<string>();
+  #ips = new Set<string>();
+  constructor(readonly count: number) {}
+
+  get full(): boolean {
+    return this.nodes.length >= this.count;
+  }
+
+  add(n: DirectoryNode | undefined): void {
+    if (!n || this.full) return;
+    const ip = n.ipv4 ?? n.ipv6 ?? '';
+    if (this.#ids.has(n.id) || this.#ips.has(ip)) return;
+    this.#ids.add(n.id);
+    this.#ips.add(ip);
+    this.nodes.push(n);
+  }
+}
 
 export class DshtDirectory {
   readonly levelThresholdsMs: readonly number[];
   #dsht: Dsht;
   #rttTo: ((ip: string) => number | undefined) | undefined;
-  #window: number;
 
   constructor(components: DshtDirectoryComponents, options: DshtDirectoryOptions = {}) {
     this.#dsht = components.dsht;
     this.#rttTo = components.rttTo;
-    this.#window = options.liveWindowMs ?? LIVE_WINDOW_MS;
     this.levelThresholdsMs = options.levelThresholdsMs ?? DEFAULT_LEVEL_THRESHOLDS_MS;
   }
 
@@ -76,73 +110,52 @@ export class DshtDirectory {
     return toNodeInfo(c) ?? { id: toHex(c.id), ipv4: isIPv4(c.ip) ? c.ip : undefined, httpPort: 0 };
   }
 
-  #live(c: Contact): boolean {
-    return this.#dsht.isLive(c.id, this.#window);
+  /** The verified live member with this hex id, as a proxy, or undefined. */
+  #proxy(hex: string): DirectoryNode | undefined {
+    const m = this.#dsht.member(hex);
+    return m ? toNodeInfo(m) : undefined;
   }
 
   /**
-   * Whether the node with this id (40 hex digits) is live: this node itself, or heard from within
-   * the live window with no failed RPC since. Two map lookups, no table scan: the DNS server asks
-   * for every proxy of a cached answer on every cache hit.
+   * Whether the node with this id (40 hex digits) is live: this node itself, or a verified member
+   * heard from within the live window with no failed RPC since. Map lookups, no table scan: the DNS
+   * server asks for every proxy of a cached answer on every cache hit.
    */
   isLive(id: string): boolean {
     if (id === toHex(this.#dsht.contact.id)) return true;
     if (!HEX_ID.test(id)) return false;
-    return this.#dsht.isLive(fromHex(id), this.#window);
+    return this.#dsht.member(id) !== undefined;
   }
 
   /** Live proxies in this node's table at `level` (its cluster there), this node first when it serves. */
   cluster(level: number, count: number): DirectoryNode[] {
-    const out: DirectoryNode[] = [];
-    const me = toNodeInfo(this.#dsht.contact);
-    if (me) out.push(me);
+    const out = new Answer(count);
+    out.add(toNodeInfo(this.#dsht.contact));
     const entries = [...this.#dsht.routeEntries(level)].sort((a, b) => b.lastSeen - a.lastSeen);
     for (const e of entries) {
-      if (out.length >= count) break;
-      if (!this.#live(e.contact)) continue;
-      const info = toNodeInfo(e.contact);
-      if (info) out.push(info);
+      if (out.full) break;
+      out.add(this.#proxy(toHex(e.contact.id)));
     }
-    return out.slice(0, count);
+    return out.nodes;
   }
 
-  /** Up to `count` live proxies at random (level-0 table). */
+  /** Up to `count` live proxies at random, from the verified members. */
   random(count: number): DirectoryNode[] {
-    const pool = this.#dsht
-      .routeEntries(0)
-      .filter((e) => e.contact.httpPort && this.#live(e.contact));
-    const out: DirectoryNode[] = [];
+    const pool = this.#dsht.members().filter((m) => m.httpPort);
+    const out = new Answer(count);
     const rng = this.#dsht.random;
-    while (pool.length > 0 && out.length < count) {
-      const [e] = pool.splice(rng.int(pool.length), 1);
-      const info = e && toNodeInfo(e.contact);
-      if (info) out.push(info);
+    while (pool.length > 0 && !out.full) {
+      const [m] = pool.splice(rng.int(pool.length), 1);
+      out.add(toNodeInfo(m!));
     }
-    return out;
+    return out.nodes;
   }
 
-  /** Live proxies whose region is `region`, from the routing tables. */
+  /** Live proxies whose region is `region`, from the verified members. */
   inRegion(region: string, count: number): DirectoryNode[] {
-    const out: DirectoryNode[] = [];
-    const seen = new Set<string>();
-    for (let level = this.#dsht.levels - 1; level >= 0; level--) {
-      for (const e of this.#dsht.routeEntries(level)) {
-        const hex = toHex(e.contact.id);
-        if (
-          out.length >= count ||
-          seen.has(hex) ||
-          e.contact.region !== region ||
-          !this.#live(e.contact)
-        )
-          continue;
-        const info = toNodeInfo(e.contact);
-        if (info) {
-          seen.add(hex);
-          out.push(info);
-        }
-      }
-    }
-    return out;
+    const out = new Answer(count);
+    for (const m of this.#dsht.members()) if (m.region === region) out.add(toNodeInfo(m));
+    return out.nodes;
   }
 
   /** Live proxies hinted under the target's /24, else its /16. */
@@ -153,7 +166,7 @@ export class DshtDirectory {
   ): Promise<DirectoryHintResult> {
     for (const h of networkHintKeys(target.ip)) {
       const found = await this.#dsht.lookupHint(h.key, opts).catch(() => [] as Contact[]);
-      const nodes = await this.#liveOnly(found, count, opts.signal);
+      const nodes = await this.#verified(found, count, opts.signal);
       if (nodes.length > 0) return { nodes, prefix: h.kind === 24 ? 24 : 16 };
     }
     return { nodes: [], prefix: null };
@@ -168,7 +181,7 @@ export class DshtDirectory {
     const found = await this.#dsht
       .lookupHint(regionHintKey(region).key, opts)
       .catch(() => [] as Contact[]);
-    return this.#liveOnly(found, count, opts.signal);
+    return this.#verified(found, count, opts.signal);
   }
 
   async near(
@@ -176,10 +189,8 @@ export class DshtDirectory {
     count: number,
     opts: { signal?: AbortSignal } = {},
   ): Promise<DirectoryNode[]> {
-    const out: DirectoryNode[] = [];
-    const add = (list: DirectoryNode[]): void => {
-      for (const n of list) if (out.length < count && !out.some((o) => o.id === n.id)) out.push(n);
-    };
+    const out = new Answer(count);
+    const add = (list: DirectoryNode[]): void => list.forEach((n) => out.add(n));
     const rtt = this.#rttTo?.(target.ip) ?? this.#peerRtt(target.ip);
     if (rtt !== undefined) {
       for (
@@ -193,9 +204,9 @@ export class DshtDirectory {
         }
       }
     }
-    if (out.length < count) add((await this.hinted(target, count, opts)).nodes);
-    if (out.length < count) add(this.random(count));
-    return out;
+    if (!out.full) add((await this.hinted(target, count, opts)).nodes);
+    if (!out.full) add(this.random(count));
+    return out.nodes;
   }
 
   #peerRtt(ip: string): number | undefined {
@@ -205,19 +216,29 @@ export class DshtDirectory {
     return undefined;
   }
 
-  async #liveOnly(found: Contact[], count: number, signal?: AbortSignal): Promise<DirectoryNode[]> {
+  /**
+   * Hinted nodes as directory entries: members as they verified themselves; others pinged once
+   * (the round trip makes them members when their IP is free) and named only if that worked.
+   */
+  async #verified(found: Contact[], count: number, signal?: AbortSignal): Promise<DirectoryNode[]> {
     const self = this.#dsht.contact;
-    const candidates = found.filter((c) => c.httpPort && !this.#dsht.isSuspect(c.id));
-    const checks = candidates.map(async (c) => {
-      if (idEquals(c.id, self.id) || this.#live(c)) return c;
-      try {
-        await this.#dsht.ping(c, { signal, retries: 0 });
-        return c;
-      } catch {
-        return undefined;
-      }
-    });
-    const live = (await Promise.all(checks)).filter((c): c is Contact => c !== undefined);
-    return live.map((c) => toNodeInfo(c)!).slice(0, count);
+    const candidates = found.filter(
+      (c) => c.httpPort && !idEquals(c.id, self.id) && !this.#dsht.isSuspect(c.id),
+    );
+    const me = found.some((c) => idEquals(c.id, self.id)) ? toNodeInfo(self) : undefined;
+    // Hint records are values anyone with a round trip may store: ping few of them (a failed one
+    // stays suspect, so an address named in junk records is pinged once), none whose IP already
+    // holds a member (it could not become one), so records cannot aim this node at third parties.
+    const memberIps = new Set(this.#dsht.members().map((m) => m.ip));
+    const unknown = candidates
+      .filter((c) => !this.#dsht.member(toHex(c.id)) && !memberIps.has(c.ip))
+      .slice(0, Math.min(count, HINT_PINGS));
+    await Promise.all(
+      unknown.map((c) => this.#dsht.ping(c, { signal, retries: 0 }).catch(() => undefined)),
+    );
+    const out = new Answer(count);
+    out.add(me);
+    for (const c of candidates) out.add(this.#proxy(toHex(c.id)));
+    return out.nodes;
   }
 }

@@ -28,6 +28,36 @@ export function nodeIdFor(ip: string, port: number): Id {
   return sha1(addressString(ip, port));
 }
 
+const expectedIds = new Map<string, Map<number, Id>>();
+let expectedCount = 0;
+const EXPECTED_MAX = 65_536;
+
+/**
+ * Does `id` equal SHA-1(ip:port)? Memoised per address (bounded), so checking the contacts listed
+ * in every answer costs a hash once per address, not once per sighting. The memo is a pure
+ * function of the address: nothing anyone sends can make it lie.
+ */
+export function isIdOf(id: Id, ip: string, port: number): boolean {
+  let ports = expectedIds.get(ip);
+  let expected = ports?.get(port);
+  if (!expected) {
+    try {
+      expected = nodeIdFor(ip, port);
+    } catch {
+      return false;
+    }
+    if (expectedCount >= EXPECTED_MAX) {
+      expectedIds.clear();
+      expectedCount = 0;
+      ports = undefined;
+    }
+    if (!ports) expectedIds.set(ip, (ports = new Map()));
+    ports.set(port, expected);
+    expectedCount++;
+  }
+  return idEquals(expected, id);
+}
+
 export function isId(x: unknown): x is Id {
   return x instanceof Uint8Array && x.length === ID_BYTES;
 }

@@ -4,13 +4,19 @@
  *
  * Layout (utf8 keys and JSON values):
  *   `c!<level>!<idhex>` → { ip, port, httpPort?, dnsPort?, region?, lastSeen }
- *   `v!<level>!<keyhex>!<publisherhex>` → { value: base64, expiresAt, storedAt }
+ *   `v!<level>!<keyhex>!<entry>` → { value: base64, expiresAt, storedAt, src }
+ *     where <entry> is the publisher's id in hex, or `c<copier hex><named publisher hex>` for a
+ *     path-cached copy, and `src` the host it came from (quota accounting; absent = this node).
+ *     Records written before sources were kept load under the shared source `legacy`.
  * Value writes go through a queue flushed every `intervalMs` and on `flush()`; contacts are
  * rewritten whole at each flush when they changed.
  */
 import type { Contact } from '../contact.js';
 import { fromHex, toHex } from '../id/id.js';
-import type { StoredValue } from '../store/value-store.js';
+import { entryKey, type StoredValue } from '../store/value-store.js';
+
+/** Source of persisted values written before sources were recorded: they share one quota. */
+export const LEGACY_SOURCE = 'legacy';
 
 export type BatchOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string };
 
@@ -67,16 +73,30 @@ export class Persistence {
     const out: StoredValue[] = [];
     for await (const [k, v] of this.#db.iterator({ gte: 'v!', lt: 'v~' })) {
       try {
-        const [, level, keyHex, pubHex] = k.split('!');
-        const o = JSON.parse(v) as { value: string; expiresAt: number; storedAt: number };
-        out.push({
+        const [, level, keyHex, entry] = k.split('!');
+        const o = JSON.parse(v) as {
+          value: string;
+          expiresAt: number;
+          storedAt: number;
+          src?: string | null;
+        };
+        const copy = entry!.length === 81 && entry!.startsWith('c');
+        const sv: StoredValue = {
           level: Number(level),
           key: fromHex(keyHex!),
-          publisher: fromHex(pubHex!),
+          publisher: fromHex(copy ? entry!.slice(41) : entry!),
           value: new Uint8Array(Buffer.from(o.value, 'base64')),
           expiresAt: o.expiresAt,
           storedAt: o.storedAt,
-        });
+        };
+        if (copy) {
+          sv.copy = true;
+          sv.storedBy = fromHex(entry!.slice(1, 41));
+        }
+        // null = this node's own value; a missing field = written before sources were kept.
+        if (o.src === undefined) sv.source = LEGACY_SOURCE;
+        else if (o.src !== null) sv.source = o.src;
+        out.push(sv);
       } catch {
         // skip damaged record
       }
@@ -85,7 +105,7 @@ export class Persistence {
   }
 
   static valueKey(v: StoredValue): string {
-    return `v!${v.level}!${toHex(v.key)}!${toHex(v.publisher)}`;
+    return `v!${v.level}!${toHex(v.key)}!${entryKey(v)}`;
   }
 
   putValue(v: StoredValue): void {
@@ -96,6 +116,7 @@ export class Persistence {
         value: Buffer.from(v.value).toString('base64'),
         expiresAt: v.expiresAt,
         storedAt: v.storedAt,
+        src: v.source ?? null,
       }),
     });
   }

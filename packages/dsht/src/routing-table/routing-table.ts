@@ -8,9 +8,11 @@
  *   evicted for the newcomer. Otherwise the newcomer waits in the bucket's replacement cache.
  * - Contacts that fail RPCs repeatedly (`recordFailure`) leave and are replaced from the cache.
  * - `staleBuckets()` names buckets untouched for the refresh interval, for the owner to refresh.
+ * - At most `maxIdsPerIp` contacts (entries and replacements together) per host (IPv4 address,
+ *   IPv6 /64): a further id from the same IP is refused.
  */
 import type { Clock } from '@coral/testkit';
-import type { Contact } from '../contact.js';
+import { mergeContact, type Contact } from '../contact.js';
 import {
   BUCKET_REFRESH_MS,
   CONTACT_MAX_FAILURES,
@@ -19,6 +21,7 @@ import {
   PING_STALE_MS,
 } from '../constants.js';
 import { commonPrefixLength, compareDistance, idEquals, toHex, type Id } from '../id/id.js';
+import { hostKey } from '../limits/address.js';
 
 export interface RoutingEntry {
   contact: Contact;
@@ -57,9 +60,12 @@ export interface RoutingTableOptions {
    * Default PING_STALE_MS (60 s).
    */
   pingStaleMs?: number;
+  /** Contacts kept per host (IPv4 address, IPv6 /64), replacements included. Default unlimited. */
+  maxIdsPerIp?: number;
 }
 
-export type AddOutcome = 'added' | 'updated' | 'pending' | 'self';
+/** `refused`: the contact's IP already has `maxIdsPerIp` contacts here. */
+export type AddOutcome = 'added' | 'updated' | 'pending' | 'self' | 'refused';
 
 export class RoutingTable {
   readonly selfId: Id;
@@ -73,6 +79,9 @@ export class RoutingTable {
   #buckets: Bucket[];
   #index = new Map<string, RoutingEntry>();
   #deep = -1;
+  #maxPerIp: number;
+  /** host → contacts (entries and replacements) from it. */
+  #hosts = new Map<string, number>();
 
   constructor(components: RoutingTableComponents, options: RoutingTableOptions) {
     this.#clock = components.clock;
@@ -83,6 +92,7 @@ export class RoutingTable {
     this.#maxFailures = options.maxFailures ?? CONTACT_MAX_FAILURES;
     this.#refreshMs = options.refreshMs ?? BUCKET_REFRESH_MS;
     this.#pingStaleMs = options.pingStaleMs ?? PING_STALE_MS;
+    this.#maxPerIp = options.maxIdsPerIp ?? Infinity;
     const now = this.#clock.now();
     this.#buckets = Array.from({ length: ID_BYTES * 8 }, () => ({
       entries: [],
@@ -108,6 +118,16 @@ export class RoutingTable {
       if (b.entries.length > 0) out[i] = b.entries.length;
     });
     return out;
+  }
+
+  /** Index of the deepest non-empty bucket (the nearest neighbour's common prefix), -1 when empty. */
+  get deepestBucket(): number {
+    return this.#deep;
+  }
+
+  /** Contacts in bucket `index` (replacements not counted). */
+  bucketSize(index: number): number {
+    return this.#buckets[index]?.entries.length ?? 0;
   }
 
   get(id: Id): RoutingEntry | undefined {
@@ -147,8 +167,21 @@ export class RoutingTable {
       bucket.lastChanged = now;
       return 'updated';
     }
+    const inReplacements = bucket.replacements.some((e) => idEquals(e.contact.id, contact.id));
+    if (!inReplacements) {
+      if (
+        this.#maxPerIp !== Infinity &&
+        (this.#hosts.get(hostKey(contact.ip)) ?? 0) >= this.#maxPerIp
+      )
+        return 'refused';
+      this.#countHost(contact, 1);
+    }
     const entry: RoutingEntry = { contact, lastSeen: now, failures: 0 };
     if (bucket.entries.length < this.k) {
+      if (inReplacements) {
+        const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, contact.id));
+        bucket.replacements.splice(i, 1);
+      }
       bucket.entries.push(entry);
       this.#deep = Math.max(this.#deep, this.bucketIndex(contact.id));
       this.#index.set(hex, entry);
@@ -168,14 +201,20 @@ export class RoutingTable {
     if (entry.failures >= this.#maxFailures) this.remove(id);
   }
 
-  /** Remove a contact, promoting the freshest replacement in its place. */
+  /** Remove a contact (or a waiting replacement), promoting the freshest replacement in its place. */
   remove(id: Id): boolean {
     const hex = toHex(id);
     const entry = this.#index.get(hex);
-    if (!entry) return false;
     const bucket = this.#buckets[this.bucketIndex(id)]!;
+    if (!entry) {
+      const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, id));
+      if (i < 0) return false;
+      this.#countHost(bucket.replacements.splice(i, 1)[0]!.contact, -1);
+      return true;
+    }
     bucket.entries.splice(bucket.entries.indexOf(entry), 1);
     this.#index.delete(hex);
+    this.#countHost(entry.contact, -1);
     const repl = bucket.replacements.pop();
     if (repl) {
       bucket.entries.push(repl);
@@ -245,7 +284,16 @@ export class RoutingTable {
     const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, entry.contact.id));
     if (i >= 0) bucket.replacements.splice(i, 1);
     bucket.replacements.push(entry);
-    if (bucket.replacements.length > this.k) bucket.replacements.shift();
+    if (bucket.replacements.length > this.k)
+      this.#countHost(bucket.replacements.shift()!.contact, -1);
+  }
+
+  #countHost(c: Contact, delta: number): void {
+    if (this.#maxPerIp === Infinity) return;
+    const h = hostKey(c.ip);
+    const n = (this.#hosts.get(h) ?? 0) + delta;
+    if (n <= 0) this.#hosts.delete(h);
+    else this.#hosts.set(h, n);
   }
 
   #checkOldest(bucket: Bucket): void {
@@ -286,17 +334,4 @@ export function sortByDistance(list: Contact[], target: Id): Contact[] {
   });
   keyed.sort((x, y) => x.d - y.d || compareDistance(x.c.id, y.c.id, target));
   return keyed.map((x) => x.c);
-}
-
-/** Keep what we knew, updated with what the newer sighting says. */
-function mergeContact(old: Contact, fresh: Contact): Contact {
-  if (old === fresh) return old;
-  return {
-    ...old,
-    ...fresh,
-    clusters: fresh.clusters ?? old.clusters,
-    httpPort: fresh.httpPort ?? old.httpPort,
-    dnsPort: fresh.dnsPort ?? old.dnsPort,
-    region: fresh.region ?? old.region,
-  };
 }

@@ -2,27 +2,58 @@
  * The RPC layer: request/answer over datagrams with random transaction ids, per-peer adaptive
  * timeouts, retransmission with exponential backoff, and a smoothed RTT from every round trip.
  *
- * Every received datagram is decoded and checked before anything else: a malformed one is counted
- * and dropped; one whose claimed id is not SHA-1 of its advertised address, or whose advertised IP
- * is not the source IP (unless `allowNat`), is counted as spoofed and dropped. Neither throws nor
- * changes any state.
+ * Receive path, in order; each step counts what it drops, and nothing before step 5 changes state:
+ * 1. the datagram frame (`DatagramAuth`): keyed mode drops unauthenticated, unknown-key, bad-MAC,
+ *    stale and replayed datagrams before reading the payload;
+ * 2. the payload is decoded and validated (`malformed`);
+ * 3. the sender's claimed id must be SHA-1 of its advertised address and its advertised IP the
+ *    source IP, unless `allowNat` (`spoofed`);
+ * 4. an answer must match a pending request from that address (`unexpected`); contacts listed in it
+ *    whose id is not SHA-1 of their address are dropped (`listedIdMismatch`), as are more than
+ *    `maxIdsPerIp` per IP (`listedIpLimited`);
+ * 5. a request proves a round trip only with this node's write token for its source address.
+ *    STORE / STORE_PROBE without one are refused with a fresh token (`tokenRefused`) — no state,
+ *    no rate bucket. Every request then passes its per-source token buckets (`rateLimited`).
+ * 6. the answer carries a token for the requester's address. To a requester that proved no round
+ *    trip it is never larger than the request (lists trimmed, then a minimal sender, else no
+ *    answer: `amplificationDropped`), and such answers share one global rate.
+ *
+ * A request sent to a peer this node holds no fresh token from is padded (FIRST_CONTACT_PAD_BYTES)
+ * so the peer can answer in full; an answer refused for want of a token, or trimmed, is asked
+ * again once with the token it brought.
  */
 import type { Clock, Random, TimerHandle } from '@coral/testkit';
+import { DatagramAuth } from '../auth/datagram-auth.js';
 import type { Address, Contact } from '../contact.js';
 import {
+  FIRST_CONTACT_PAD_BYTES,
+  MAX_DATAGRAM_BYTES,
+  MAX_IDS_PER_IP,
   RPC_BACKOFF,
   RPC_MAX_TIMEOUT_MS,
   RPC_MIN_TIMEOUT_MS,
   RPC_RETRIES,
   RPC_TIMEOUT_MS,
   RTT_PEERS,
+  UNVERIFIED_REPLIES_BURST,
+  UNVERIFIED_REPLIES_PER_SECOND,
 } from '../constants.js';
 import { AbortedError, DshtError, RemoteError, RpcTimeoutError } from '../errors.js';
-import { addressString, idEquals, nodeIdFor } from '../id/id.js';
-import { decode, encode } from '../wire/codec.js';
-import { WireErrorCode, type Message, type Request, type Response } from '../wire/messages.js';
+import { addressString, isIdOf } from '../id/id.js';
+import { hostKey } from '../limits/address.js';
+import { GlobalBucket, SourceLimiter } from '../limits/rate-limiter.js';
+import { decodePayload, encodePayload } from '../wire/codec.js';
+import {
+  WireErrorCode,
+  type Message,
+  type Request,
+  type RequestType,
+  type Response,
+} from '../wire/messages.js';
 import type { Transport } from '../transport/transport.js';
+import type { RequestSource } from './handlers/context.js';
 import { RttTable } from './rtt.js';
+import { PeerTokens, WriteTokens } from './tokens.js';
 
 export interface DshtMetrics {
   rpc(type: string, outcome: 'ok' | 'timeout' | 'error'): void;
@@ -42,6 +73,12 @@ export interface RpcComponents {
   random: Random;
   metrics?: DshtMetrics;
   logger?: Logger;
+  /** Datagram framing / authentication. Default: open mode. */
+  auth?: DatagramAuth;
+  /** Write tokens this node issues. Default: a WriteTokens on the clock. */
+  tokens?: WriteTokens;
+  /** Per-source request limits. Default: a SourceLimiter with RATE_LIMITS. */
+  limiter?: SourceLimiter;
 }
 
 export interface RpcOptions {
@@ -57,12 +94,18 @@ export interface RpcOptions {
   backoff?: number;
   /** Accept senders whose advertised IP differs from the source IP. Default false. */
   allowNat?: boolean;
+  /** Contacts per IP kept from a listed answer. Default MAX_IDS_PER_IP (1). */
+  maxIdsPerIp?: number;
+  /** Replies per second to requesters that proved no round trip (all together). */
+  unverifiedReplies?: { perSecond: number; burst: number };
 }
 
 export interface RpcReply {
   body: Response;
   sender: Contact;
   rttMs: number;
+  /** The answer was trimmed by a peer that saw no round trip (asked again once; still trimmed). */
+  truncated?: boolean;
 }
 
 export interface RpcCounters {
@@ -74,6 +117,28 @@ export interface RpcCounters {
   malformed: number;
   spoofed: number;
   unexpected: number;
+  /** Answers' listed contacts dropped: id is not SHA-1(ip:port). */
+  listedIdMismatch: number;
+  /** Answers' listed contacts dropped: more than maxIdsPerIp from one IP. */
+  listedIpLimited: number;
+  /** STORE / STORE_PROBE refused for want of a valid write token (no state created). */
+  tokenRefused: number;
+  /** Requests dropped by a per-source or the global unverified-reply bucket. */
+  rateLimited: number;
+  /** Requests asked again with a token after a token refusal or a trimmed answer. */
+  tokenRetries: number;
+  /** Requests sent padded (no fresh token from the peer). */
+  padded: number;
+  /** Requests from sources that proved no round trip, and the bytes in and out for them. */
+  unverifiedRequests: number;
+  unverifiedBytesIn: number;
+  unverifiedBytesOut: number;
+  /** Answers to unverified sources trimmed to the request's size, and those not sent at all. */
+  amplificationTrimmed: number;
+  amplificationDropped: number;
+  /** Largest answer/request size ratio sent to an unverified source, overall and by request type. */
+  amplificationMax: number;
+  amplificationMaxByType: Record<string, number>;
   byType: Record<string, { ok: number; timeout: number; error: number }>;
 }
 
@@ -88,6 +153,19 @@ export function emptyCounters(): RpcCounters {
     malformed: 0,
     spoofed: 0,
     unexpected: 0,
+    listedIdMismatch: 0,
+    listedIpLimited: 0,
+    tokenRefused: 0,
+    rateLimited: 0,
+    tokenRetries: 0,
+    padded: 0,
+    unverifiedRequests: 0,
+    unverifiedBytesIn: 0,
+    unverifiedBytesOut: 0,
+    amplificationTrimmed: 0,
+    amplificationDropped: 0,
+    amplificationMax: 0,
+    amplificationMaxByType: {},
     byType: {},
   };
 }
@@ -101,7 +179,18 @@ interface Pending {
   timer: TimerHandle | undefined;
 }
 
-export type RequestHandler = (req: Request, sender: Contact, from: Address) => Response;
+export type RequestHandler = (
+  req: Request,
+  sender: Contact,
+  from: Address,
+  source: RequestSource,
+) => Response;
+
+const TOKEN_REFUSAL: Response = {
+  type: 'ERROR',
+  code: WireErrorCode.TOKEN_REQUIRED,
+  message: 'token',
+};
 
 export class Rpc {
   #transport: Transport;
@@ -115,8 +204,13 @@ export class Rpc {
   #retries: number;
   #backoff: number;
   #allowNat: boolean;
+  #maxIdsPerIp: number;
   #pending = new Map<number, Pending>();
-  #verified = new Map<string, Uint8Array>();
+  readonly auth: DatagramAuth;
+  readonly tokens: WriteTokens;
+  readonly peerTokens: PeerTokens;
+  readonly limiter: SourceLimiter;
+  readonly unverifiedReplies: GlobalBucket;
   readonly rtt = new RttTable(RTT_PEERS);
   readonly counters: RpcCounters = emptyCounters();
   /** Answers incoming requests. */
@@ -125,10 +219,19 @@ export class Rpc {
     code: WireErrorCode.INTERNAL,
     message: 'no handler',
   });
-  /** Every verified datagram's sender (request or answer). */
-  onSeen: ((sender: Contact) => void) | undefined;
+  /**
+   * Every verified datagram's sender (request or answer). `roundTrip` is true for answers to this
+   * node's requests and for requests carrying its write token: only those prove the address.
+   */
+  onSeen: ((sender: Contact, roundTrip: boolean, from: Address) => void) | undefined;
   /** Every RTT sample, after the smoothed estimate was updated. */
   onRtt: ((sender: Contact, rttMs: number) => void) | undefined;
+  /**
+   * A peer handed this node its first (or first fresh) token, and no request carrying it is on the
+   * way: the owner may send one (a PING) so the peer, too, sees a round trip and can admit this
+   * node — peers only learn contacts from requests that carry their token.
+   */
+  onFirstToken: ((peer: Contact) => void) | undefined;
 
   constructor(components: RpcComponents, options: RpcOptions) {
     this.#transport = components.transport;
@@ -142,6 +245,19 @@ export class Rpc {
     this.#retries = options.retries ?? RPC_RETRIES;
     this.#backoff = options.backoff ?? RPC_BACKOFF;
     this.#allowNat = options.allowNat ?? false;
+    this.#maxIdsPerIp = options.maxIdsPerIp ?? MAX_IDS_PER_IP;
+    const clock = this.#clock;
+    this.auth = components.auth ?? new DatagramAuth({ clock });
+    this.tokens = components.tokens ?? new WriteTokens({ clock });
+    this.peerTokens = new PeerTokens({ clock }, { maxAgeMs: this.tokens.rotateMs });
+    this.limiter = components.limiter ?? new SourceLimiter({ clock });
+    this.unverifiedReplies = new GlobalBucket(
+      { clock },
+      options.unverifiedReplies ?? {
+        perSecond: UNVERIFIED_REPLIES_PER_SECOND,
+        burst: UNVERIFIED_REPLIES_BURST,
+      },
+    );
     this.#transport.onDatagram((data, from) => this.#receive(data, from));
   }
 
@@ -168,6 +284,7 @@ export class Rpc {
       let attempt = 0;
       let current: Pending | undefined;
       let done = false;
+      let askedWithToken = false;
       const finish = (): void => {
         done = true;
         if (current) {
@@ -183,7 +300,10 @@ export class Rpc {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       const send = (): void => {
-        if (current) this.#pending.delete(current.txid);
+        if (current) {
+          current.timer?.cancel();
+          this.#pending.delete(current.txid);
+        }
         const txid = this.#newTxid();
         const base = this.rtt.timeout(peer, this.#timeout, this.#minTimeout, this.#maxTimeout);
         const wait = Math.min(
@@ -195,6 +315,14 @@ export class Rpc {
           to,
           sentAt: this.#clock.now(),
           resolve: (r) => {
+            // Refused for want of a token, or trimmed: ask once more with the token it brought.
+            const refused = r.body.type === 'ERROR' && r.body.code === WireErrorCode.TOKEN_REQUIRED;
+            if ((refused || r.truncated) && !askedWithToken && this.peerTokens.get(peer)) {
+              askedWithToken = true;
+              this.counters.tokenRetries++;
+              send();
+              return;
+            }
             finish();
             if (r.body.type === 'ERROR') {
               stats.error++;
@@ -232,7 +360,7 @@ export class Rpc {
         }, wait);
         let data: Uint8Array;
         try {
-          data = encode({ kind: 'request', txid, sender: this.#self(), body });
+          data = this.#encodeRequest(txid, body, peer);
         } catch (err) {
           p.reject(
             err instanceof DshtError ? err : new DshtError('DSHT_ERR_TOO_LARGE', String(err)),
@@ -251,6 +379,20 @@ export class Rpc {
     for (const p of [...this.#pending.values()]) p.reject(new AbortedError('node stopped'));
   }
 
+  #encodeRequest(txid: number, body: Request, peer: string): Uint8Array {
+    const overhead = this.auth.overhead;
+    const token = this.peerTokens.take(peer);
+    const msg: Message = { kind: 'request', txid, sender: this.#self(), body };
+    let padTo = 0;
+    if (token) msg.token = token;
+    else {
+      padTo = FIRST_CONTACT_PAD_BYTES[body.type];
+      this.counters.padded++;
+    }
+    const payload = encodePayload(msg, { limit: MAX_DATAGRAM_BYTES - overhead });
+    return this.auth.seal(payload, padTo);
+  }
+
   #newTxid(): number {
     for (;;) {
       const t = (this.#random.next() * 4294967296) >>> 0;
@@ -260,20 +402,18 @@ export class Rpc {
 
   #verify(sender: Contact, from: Address): boolean {
     if (!this.#allowNat && sender.ip !== from.ip) return false;
-    const addr = addressString(sender.ip, sender.port);
-    let id = this.#verified.get(addr);
-    if (!id) {
-      id = nodeIdFor(sender.ip, sender.port);
-      if (this.#verified.size > 65_536) this.#verified.clear();
-      this.#verified.set(addr, id);
-    }
-    return idEquals(id, sender.id);
+    return isIdOf(sender.id, sender.ip, sender.port);
   }
 
   #receive(data: Uint8Array, from: Address): void {
+    const payload = this.auth.open(data);
+    if (typeof payload === 'string') {
+      if (payload === 'malformed') this.counters.malformed++;
+      return;
+    }
     let msg: Message;
     try {
-      msg = decode(data);
+      msg = decodePayload(payload);
     } catch {
       this.counters.malformed++;
       return;
@@ -289,18 +429,85 @@ export class Rpc {
         return;
       }
       this.counters.responsesReceived++;
+      const addr = addressString(from.ip, from.port);
+      let first = false;
+      if (msg.token) {
+        first = this.peerTokens.get(addr) === undefined;
+        this.peerTokens.set(addr, msg.token);
+      }
+      this.#filterListed(msg.body);
       const rttMs = this.#clock.now() - p.sentAt;
-      this.rtt.sample(addressString(from.ip, from.port), rttMs);
-      this.onSeen?.(msg.sender);
+      this.rtt.sample(addr, rttMs);
+      this.onSeen?.(msg.sender, true, from);
       this.onRtt?.(msg.sender, rttMs);
-      p.resolve({ body: msg.body, sender: msg.sender, rttMs });
+      const reply: RpcReply = { body: msg.body, sender: msg.sender, rttMs };
+      if (msg.truncated) reply.truncated = true;
+      const asksAgain =
+        msg.truncated ||
+        (msg.body.type === 'ERROR' && msg.body.code === WireErrorCode.TOKEN_REQUIRED);
+      p.resolve(reply);
+      if (first && !asksAgain) this.onFirstToken?.(msg.sender);
       return;
     }
+    this.#serve(msg, from, data.length);
+  }
+
+  /** Drop listed contacts whose id does not match their address, and extra ids of one IP. */
+  #filterListed(body: Response): void {
+    if (body.type !== 'NODES' && body.type !== 'VALUES' && body.type !== 'PROBE_RESULT') return;
+    const list = body.contacts;
+    if (list.length === 0) return;
+    let perIp: Map<string, number> | undefined;
+    let kept: Contact[] | undefined;
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i]!;
+      let drop = false;
+      if (!isIdOf(c.id, c.ip, c.port)) {
+        this.counters.listedIdMismatch++;
+        drop = true;
+      } else {
+        const h = hostKey(c.ip);
+        perIp ??= new Map();
+        const n = perIp.get(h) ?? 0;
+        if (n >= this.#maxIdsPerIp) {
+          this.counters.listedIpLimited++;
+          drop = true;
+        } else perIp.set(h, n + 1);
+      }
+      if (drop) kept ??= list.slice(0, i);
+      else kept?.push(c);
+    }
+    if (kept) body.contacts = kept;
+  }
+
+  #serve(msg: Extract<Message, { kind: 'request' }>, from: Address, size: number): void {
     this.counters.requestsReceived++;
-    this.onSeen?.(msg.sender);
+    const addr = addressString(from.ip, from.port);
+    const type: RequestType = msg.body.type;
+    const verified = msg.token !== undefined && this.tokens.check(addr, msg.token);
+    if (!verified && (type === 'STORE' || type === 'STORE_PROBE')) {
+      // No round trip proven: no write, no bucket, no table entry — only a token, within one
+      // global rate and no larger than the request.
+      this.counters.tokenRefused++;
+      if (!this.unverifiedReplies.take()) {
+        this.counters.rateLimited++;
+        return;
+      }
+      this.#reply(msg, from, addr, TOKEN_REFUSAL, size, false);
+      return;
+    }
+    if (!this.limiter.allow(type, from.ip)) {
+      this.counters.rateLimited++;
+      return;
+    }
+    if (!verified && !this.unverifiedReplies.take()) {
+      this.counters.rateLimited++;
+      return;
+    }
+    this.onSeen?.(msg.sender, verified, from);
     let answer: Response;
     try {
-      answer = this.onRequest(msg.body, msg.sender, from);
+      answer = this.onRequest(msg.body, msg.sender, from, { host: hostKey(from.ip), verified });
     } catch (err) {
       answer = {
         type: 'ERROR',
@@ -308,17 +515,78 @@ export class Rpc {
         message: String((err as Error).message ?? err),
       };
     }
-    let out: Uint8Array;
-    try {
-      out = encode({ kind: 'response', txid: msg.txid, sender: this.#self(), body: answer });
-    } catch {
-      out = encode({
-        kind: 'response',
-        txid: msg.txid,
-        sender: this.#self(),
-        body: { type: 'ERROR', code: WireErrorCode.INTERNAL, message: 'answer too large' },
-      });
+    this.#reply(msg, from, addr, answer, size, verified);
+  }
+
+  #reply(
+    req: Extract<Message, { kind: 'request' }>,
+    to: Address,
+    addr: string,
+    answer: Response,
+    requestSize: number,
+    verified: boolean,
+  ): void {
+    const overhead = this.auth.overhead;
+    const token = this.tokens.issue(addr);
+    const msg: Message = {
+      kind: 'response',
+      txid: req.txid,
+      sender: this.#self(),
+      body: answer,
+      token,
+    };
+    let payload: Uint8Array | undefined;
+    if (verified) {
+      const limit = MAX_DATAGRAM_BYTES - overhead;
+      try {
+        payload = encodePayload(msg, { limit });
+      } catch {
+        const body: Response = {
+          type: 'ERROR',
+          code: WireErrorCode.INTERNAL,
+          message: 'answer too large',
+        };
+        payload = encodePayload({ ...msg, body }, { limit });
+      }
+    } else {
+      // Anti-amplification: never more bytes to an unproven address than it sent.
+      const limit = Math.min(MAX_DATAGRAM_BYTES, requestSize) - overhead;
+      const type = req.body.type;
+      this.counters.unverifiedRequests++;
+      this.counters.unverifiedBytesIn += requestSize;
+      payload = this.#fit(msg, limit);
+      if (!payload) {
+        this.counters.amplificationDropped++;
+        return;
+      }
+      const out = payload.length + overhead;
+      this.counters.unverifiedBytesOut += out;
+      const ratio = out / requestSize;
+      if (ratio > this.counters.amplificationMax) this.counters.amplificationMax = ratio;
+      const byType = this.counters.amplificationMaxByType;
+      if (ratio > (byType[type] ?? 0)) byType[type] = ratio;
     }
-    this.#transport.send(out, from);
+    this.#transport.send(this.auth.seal(payload), to);
+  }
+
+  /** The answer within `limit` bytes: trimmed lists, then a minimal sender; undefined if neither fits. */
+  #fit(msg: Message, limit: number): Uint8Array | undefined {
+    let trimmed = false;
+    const attempt = (m: Message): Uint8Array | undefined => {
+      try {
+        const full = encodePayload(m, { limit: MAX_DATAGRAM_BYTES });
+        if (full.length <= limit) return full;
+        trimmed = true;
+        return encodePayload(m, { limit, truncate: true });
+      } catch {
+        return undefined;
+      }
+    };
+    const s = msg.sender;
+    const out =
+      attempt(msg) ??
+      attempt({ ...msg, sender: { id: s.id, ip: s.ip, port: s.port }, truncated: true });
+    if (out && trimmed) this.counters.amplificationTrimmed++;
+    return out;
   }
 }

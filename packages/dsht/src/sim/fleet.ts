@@ -3,6 +3,7 @@
  * `run(promise)` drives simulated time until the promise settles, so a thousand concurrent lookups
  * complete deterministically with no real waiting.
  */
+import { Keyring } from '@coral/keyring';
 import { ManualClock, SeededRandom } from '@coral/testkit';
 import { Dsht, type ClusterPolicy, type DshtOptions } from '../dsht.js';
 import { SimNetwork, type LatencyModel } from '../transport/sim-network.js';
@@ -21,6 +22,12 @@ export interface SimFleetOptions {
   clusterFor?: (i: number, node: () => Dsht) => ClusterPolicy | undefined;
   /** Nodes joining at once after the first ten. Default 25. */
   joinBatch?: number;
+  /**
+   * Fleet keys (64 hex or base64 each; the first signs): every node runs in keyed mode with its own
+   * `Keyring` parsed from them (`fleet.keyrings[i]`, so a test can rotate node by node). Without
+   * keys the fleet runs in open mode.
+   */
+  keys?: readonly string[];
 }
 
 export function defaultIp(i: number): string {
@@ -33,6 +40,8 @@ export class SimFleet {
   readonly random: SeededRandom;
   readonly network: SimNetwork;
   readonly nodes: Dsht[] = [];
+  /** Each node's keyring (keyed fleets only). */
+  readonly keyrings: Keyring[] = [];
   readonly options: SimFleetOptions;
 
   constructor(options: SimFleetOptions) {
@@ -48,8 +57,10 @@ export class SimFleet {
       const transport = this.network.createTransport(ipOf(i), options.port ?? 4000);
       let node: Dsht | undefined = undefined;
       const cluster = options.clusterFor?.(i, () => node!);
+      const keyring = options.keys ? Keyring.parse(options.keys) : undefined;
+      if (keyring) this.keyrings.push(keyring);
       node = new Dsht(
-        { transport, clock: this.clock, random: this.random.fork(), cluster },
+        { transport, clock: this.clock, random: this.random.fork(), cluster, keyring },
         options.dsht ?? {},
       );
       this.nodes.push(node);
@@ -75,9 +86,18 @@ export class SimFleet {
     );
     const stop = this.clock.now() + limitMs;
     await Promise.resolve();
+    let idle = 0;
     while (!settled) {
       const at = this.clock.nextAt();
-      if (at === undefined || at > stop) throw new Error('simulation stalled: nothing scheduled');
+      if (at === undefined || at > stop) {
+        // Work that only awaits promises (a stop, a flush) settles without the clock.
+        if (idle++ < 3) {
+          await new Promise((r) => setImmediate(r));
+          continue;
+        }
+        throw new Error('simulation stalled: nothing scheduled');
+      }
+      idle = 0;
       await this.clock.advanceTo(at);
     }
     if (failed) throw error;

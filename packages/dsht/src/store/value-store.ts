@@ -3,33 +3,51 @@
  *
  * - *full*: `fullValues` (l = 4) values for the key whose remaining TTL is at least half the new
  *   value's TTL — a new publisher is refused, a publisher already present may still replace.
+ *   (A first-hand newcomer counts only first-hand values: copies never crowd out originals.)
  * - *loaded*: a leaky bucket per (level, key) holding at most `loadedStores` (β = 12) accepted
  *   stores and draining β per `loadedWindowMs` (one minute). When it is full the key is loaded and
  *   stores are refused until it drains, so a loaded key accepts about one store every 5 s.
- * - a publisher's new value replaces its old one;
- * - expiry by TTL (`sweep()`), hard caps on values per key and on total bytes.
+ * - a publisher's new value replaces its old one — and only its publisher can replace it: the
+ *   caller passes the *authenticated* sender as publisher, never a name taken from a message;
+ * - path-cached *copies* (`copy: true`) are kept apart, one per (copier, named publisher): a copy
+ *   never replaces or displaces a first-hand value, and a first-hand value drops the copies of it;
+ * - expiry by TTL (`sweep()`), hard caps on values per key, on total values and bytes, and per
+ *   *source* (the storing node's host): at most `maxValuesPerSource` values and
+ *   `maxBytesPerSource` bytes, so one source holds at most a small share of the store.
+ *
+ * A refused store changes nothing: no slot, no counter, no bucket is created for it.
  */
 import type { Clock, Random } from '@coral/testkit';
 import {
   FULL_VALUES,
   LOADED_STORES,
   LOADED_WINDOW_MS,
+  MAX_BYTES_PER_SOURCE,
   MAX_STORE_BYTES,
+  MAX_STORE_VALUES,
   MAX_VALUES_PER_KEY,
+  MAX_VALUES_PER_SOURCE,
   STORE_ENTRY_OVERHEAD,
 } from '../constants.js';
 import { toHex, type Id } from '../id/id.js';
-import { StoreStatus } from '../wire/messages.js';
+import { StoreStatus, type WireValue } from '../wire/messages.js';
 
 export interface StoredValue {
   level: number;
   key: Id;
+  /** First-hand: the authenticated node that stored it. Copy: the publisher the copier named. */
   publisher: Id;
   value: Uint8Array;
   /** Clock time (ms) at which the value expires. */
   expiresAt: number;
   /** Clock time (ms) it was stored. */
   storedAt: number;
+  /** A path-cached copy. */
+  copy?: boolean;
+  /** Copies: the authenticated node that stored the copy. */
+  storedBy?: Id;
+  /** Host the store came from (quota accounting); absent for this node's own values. */
+  source?: string;
 }
 
 export interface ValueStoreComponents {
@@ -48,6 +66,21 @@ export interface ValueStoreOptions {
   maxValuesPerKey?: number;
   /** Default MAX_STORE_BYTES (64 MiB). */
   maxBytes?: number;
+  /** Default MAX_STORE_VALUES (131,072). */
+  maxValues?: number;
+  /** Values one source may hold. Default MAX_VALUES_PER_SOURCE (8,192). */
+  maxValuesPerSource?: number;
+  /** Bytes one source may hold. Default MAX_BYTES_PER_SOURCE (4 MiB). */
+  maxBytesPerSource?: number;
+}
+
+/** How a value reached the store. */
+export interface StoreOrigin {
+  /** The storing node's host (quota accounting); omit for this node's own values. */
+  source?: string;
+  /** A path-cached copy stored by `storedBy` (then `publisher` is the one it named). */
+  copy?: boolean;
+  storedBy?: Id;
 }
 
 interface KeySlot {
@@ -64,6 +97,22 @@ export interface StoreChange {
   value: StoredValue;
 }
 
+/** A stored value as a GET answer carries it, with its remaining TTL (at least 1 s). */
+export function toWireValue(v: StoredValue, now: number): WireValue {
+  const w: WireValue = {
+    publisher: v.publisher,
+    value: v.value,
+    ttl: Math.max(1, Math.floor((v.expiresAt - now) / 1000)),
+  };
+  if (v.copy) w.copy = true;
+  return w;
+}
+
+/** The key of a value inside its slot: the publisher, or copier and named publisher for a copy. */
+export function entryKey(v: { publisher: Id; copy?: boolean; storedBy?: Id }): string {
+  return v.copy ? `c${toHex(v.storedBy ?? v.publisher)}${toHex(v.publisher)}` : toHex(v.publisher);
+}
+
 export class ValueStore {
   #clock: Clock;
   #random: Random | undefined;
@@ -72,15 +121,21 @@ export class ValueStore {
   #window: number;
   #maxPerKey: number;
   #maxBytes: number;
+  #maxValues: number;
+  #maxPerSource: number;
+  #maxBytesPerSource: number;
   #slots = new Map<string, KeySlot>();
   #bytes = 0;
   #count = 0;
+  #sources = new Map<string, { values: number; bytes: number }>();
   /** Called on every accepted store and every removal (persistence listens). */
   onChange: ((change: StoreChange) => void) | undefined;
   /** Accepted stores, by slot key `level:keyhex` (for the hot-key measurement). */
   readonly accepted = new Map<string, number>();
-  /** Store requests (accepted or refused), by slot key. */
+  /** Store requests (accepted or refused) for keys that hold a slot here, by slot key. */
   readonly requests = new Map<string, number>();
+  /** Stores refused by a per-source quota. */
+  quotaRefused = 0;
 
   constructor(components: ValueStoreComponents, options: ValueStoreOptions = {}) {
     this.#clock = components.clock;
@@ -90,6 +145,9 @@ export class ValueStore {
     this.#window = options.loadedWindowMs ?? LOADED_WINDOW_MS;
     this.#maxPerKey = options.maxValuesPerKey ?? MAX_VALUES_PER_KEY;
     this.#maxBytes = options.maxBytes ?? MAX_STORE_BYTES;
+    this.#maxValues = options.maxValues ?? MAX_STORE_VALUES;
+    this.#maxPerSource = options.maxValuesPerSource ?? MAX_VALUES_PER_SOURCE;
+    this.#maxBytesPerSource = options.maxBytesPerSource ?? MAX_BYTES_PER_SOURCE;
   }
 
   get size(): number {
@@ -107,19 +165,35 @@ export class ValueStore {
     return n;
   }
 
+  /** Values and bytes held for one source host. */
+  usage(source: string): { values: number; bytes: number } {
+    const u = this.#sources.get(source);
+    return { values: u?.values ?? 0, bytes: u?.bytes ?? 0 };
+  }
+
+  /** Sources holding values here, largest first. */
+  sources(): Array<{ source: string; values: number; bytes: number }> {
+    return [...this.#sources]
+      .map(([source, u]) => ({ source, ...u }))
+      .sort((a, b) => b.bytes - a.bytes);
+  }
+
   static slotKey(level: number, key: Id): string {
     return `${level}:${toHex(key)}`;
   }
 
   /** Would a store of a value with `ttlSeconds` from `publisher` be refused as full? */
-  isFull(level: number, key: Id, ttlSeconds: number, publisher?: Id): boolean {
+  isFull(level: number, key: Id, ttlSeconds: number, publisher?: Id, copy = false): boolean {
     const slot = this.#slots.get(ValueStore.slotKey(level, key));
     if (!slot) return false;
-    if (publisher && slot.values.has(toHex(publisher))) return false;
+    if (publisher && !copy && slot.values.has(toHex(publisher))) return false;
     const now = this.#clock.now();
     const half = (ttlSeconds * 1000) / 2;
     let long = 0;
-    for (const v of slot.values.values()) if (v.expiresAt - now >= half) long++;
+    for (const v of slot.values.values()) {
+      if (v.copy && !copy) continue;
+      if (v.expiresAt - now >= half) long++;
+    }
     return long >= this.#l;
   }
 
@@ -144,33 +218,62 @@ export class ValueStore {
     };
   }
 
-  /** Try to store; returns the wire status (ACCEPTED or why not). */
-  store(level: number, key: Id, publisher: Id, value: Uint8Array, ttlSeconds: number): StoreStatus {
+  /**
+   * Try to store; returns the wire status (ACCEPTED or why not). `publisher` must be the
+   * authenticated sender (or, for a copy, the publisher the copier named).
+   */
+  store(
+    level: number,
+    key: Id,
+    publisher: Id,
+    value: Uint8Array,
+    ttlSeconds: number,
+    origin: StoreOrigin = {},
+  ): StoreStatus {
     const sk = ValueStore.slotKey(level, key);
-    this.requests.set(sk, (this.requests.get(sk) ?? 0) + 1);
-    let slot = this.#slots.get(sk);
-    if (!slot) {
-      slot = { level, key, values: new Map(), bucket: 0, bucketAt: this.#clock.now() };
-      this.#slots.set(sk, slot);
+    const slot = this.#slots.get(sk);
+    if (slot) {
+      this.requests.set(sk, (this.requests.get(sk) ?? 0) + 1);
+      this.#drain(slot);
     }
-    this.#drain(slot);
+    const copy = origin.copy === true;
     const pub = toHex(publisher);
-    const old = slot.values.get(pub);
-    if (!old && this.isFull(level, key, ttlSeconds)) return StoreStatus.FULL;
-    if (slot.bucket + this.#window > this.#beta * this.#window) return StoreStatus.LOADED;
+    if (copy && slot?.values.get(pub)) return StoreStatus.EXISTS;
+    const ek = copy ? entryKey({ publisher, copy, storedBy: origin.storedBy }) : pub;
+    const old = slot?.values.get(ek);
+    if (!old && this.isFull(level, key, ttlSeconds, undefined, copy)) return StoreStatus.FULL;
+    if (slot && slot.bucket + this.#window > this.#beta * this.#window) return StoreStatus.LOADED;
     const size = value.length + STORE_ENTRY_OVERHEAD;
     const freed = old ? old.value.length + STORE_ENTRY_OVERHEAD : 0;
     if (this.#bytes - freed + size > this.#maxBytes) return StoreStatus.LIMIT;
-    if (!old && slot.values.size >= this.#maxPerKey) {
-      // Make room by dropping the value closest to expiry, if it expires sooner than the new one.
-      const now = this.#clock.now();
-      let victim: StoredValue | undefined;
-      for (const v of slot.values.values())
-        if (!victim || v.expiresAt < victim.expiresAt) victim = v;
-      if (!victim || victim.expiresAt > now + ttlSeconds * 1000) return StoreStatus.LIMIT;
-      this.#delete(slot, victim);
+    if (!old && this.#count >= this.#maxValues) return StoreStatus.LIMIT;
+    const source = origin.source;
+    if (source !== undefined) {
+      const u = this.#sources.get(source);
+      const sameSource = old?.source === source;
+      const values = (u?.values ?? 0) + (old && sameSource ? 0 : 1);
+      const bytes = (u?.bytes ?? 0) - (sameSource ? freed : 0) + size;
+      if (values > this.#maxPerSource || bytes > this.#maxBytesPerSource) {
+        this.quotaRefused++;
+        return StoreStatus.LIMIT;
+      }
     }
+    let victim: StoredValue | undefined;
+    if (!old && slot && slot.values.size >= this.#maxPerKey) {
+      // Make room by dropping the value closest to expiry, if it expires sooner than the new one;
+      // a copy only ever displaces another copy.
+      const now = this.#clock.now();
+      for (const v of slot.values.values()) {
+        if (copy && !v.copy) continue;
+        if (!victim || v.expiresAt < victim.expiresAt) victim = v;
+      }
+      if (!victim || victim.expiresAt > now + ttlSeconds * 1000) return StoreStatus.LIMIT;
+    }
+    // Accepted: only now is any state created.
     const now = this.#clock.now();
+    const target = slot ?? this.#newSlot(sk, level, key);
+    if (!slot) this.requests.set(sk, (this.requests.get(sk) ?? 0) + 1);
+    if (victim) this.#delete(target, victim);
     const sv: StoredValue = {
       level,
       key,
@@ -179,38 +282,42 @@ export class ValueStore {
       expiresAt: now + ttlSeconds * 1000,
       storedAt: now,
     };
-    if (old) this.#delete(slot, old, false);
-    slot.values.set(pub, sv);
-    this.#bytes += size;
-    this.#count++;
-    slot.bucket += this.#window;
+    if (copy) {
+      sv.copy = true;
+      if (origin.storedBy) sv.storedBy = origin.storedBy;
+    }
+    if (source !== undefined) sv.source = source;
+    if (old) this.#delete(target, old, false);
+    this.#insert(target, ek, sv);
+    if (!copy) {
+      // The original supersedes the copies of it.
+      for (const v of [...target.values.values()]) {
+        if (v.copy && toHex(v.publisher) === pub) this.#delete(target, v);
+      }
+    }
+    target.bucket += this.#window;
     this.accepted.set(sk, (this.accepted.get(sk) ?? 0) + 1);
     this.onChange?.({ kind: 'put', value: sv });
     return StoreStatus.ACCEPTED;
   }
 
-  /** Put back a value loaded from disk (no rules applied except expiry and caps). */
+  /** Put back a value loaded from disk (no rules applied except expiry, caps and quotas). */
   restore(v: StoredValue): boolean {
     if (v.expiresAt <= this.#clock.now()) return false;
     const sk = ValueStore.slotKey(v.level, v.key);
-    let slot = this.#slots.get(sk);
-    if (!slot) {
-      slot = {
-        level: v.level,
-        key: v.key,
-        values: new Map(),
-        bucket: 0,
-        bucketAt: this.#clock.now(),
-      };
-      this.#slots.set(sk, slot);
-    }
     const size = v.value.length + STORE_ENTRY_OVERHEAD;
-    if (slot.values.size >= this.#maxPerKey || this.#bytes + size > this.#maxBytes) return false;
-    const old = slot.values.get(toHex(v.publisher));
-    if (old) this.#delete(slot, old, false);
-    slot.values.set(toHex(v.publisher), v);
-    this.#bytes += size;
-    this.#count++;
+    const slot = this.#slots.get(sk);
+    const ek = entryKey(v);
+    if (slot?.values.has(ek)) this.#delete(slot, slot.values.get(ek)!, false);
+    if ((slot?.values.size ?? 0) >= this.#maxPerKey || this.#bytes + size > this.#maxBytes)
+      return false;
+    if (this.#count >= this.#maxValues) return false;
+    if (v.source !== undefined) {
+      const u = this.usage(v.source);
+      if (u.values + 1 > this.#maxPerSource || u.bytes + size > this.#maxBytesPerSource)
+        return false;
+    }
+    this.#insert(slot ?? this.#newSlot(sk, v.level, v.key), ek, v);
     return true;
   }
 
@@ -261,6 +368,26 @@ export class ValueStore {
     return removed;
   }
 
+  #newSlot(sk: string, level: number, key: Id): KeySlot {
+    const slot: KeySlot = { level, key, values: new Map(), bucket: 0, bucketAt: this.#clock.now() };
+    this.#slots.set(sk, slot);
+    return slot;
+  }
+
+  #insert(slot: KeySlot, ek: string, v: StoredValue): void {
+    const size = v.value.length + STORE_ENTRY_OVERHEAD;
+    slot.values.set(ek, v);
+    this.#bytes += size;
+    this.#count++;
+    if (v.source !== undefined) {
+      const u = this.#sources.get(v.source);
+      if (u) {
+        u.values++;
+        u.bytes += size;
+      } else this.#sources.set(v.source, { values: 1, bytes: size });
+    }
+  }
+
   #drain(slot: KeySlot): void {
     const now = this.#clock.now();
     // Units: a store adds `window`, the bucket leaks β per ms, capacity β·window (exact in integers).
@@ -269,11 +396,20 @@ export class ValueStore {
   }
 
   #delete(slot: KeySlot, v: StoredValue, notify = true): void {
-    const pub = toHex(v.publisher);
-    if (slot.values.get(pub) !== v) return;
-    slot.values.delete(pub);
-    this.#bytes -= v.value.length + STORE_ENTRY_OVERHEAD;
+    const ek = entryKey(v);
+    if (slot.values.get(ek) !== v) return;
+    slot.values.delete(ek);
+    const size = v.value.length + STORE_ENTRY_OVERHEAD;
+    this.#bytes -= size;
     this.#count--;
+    if (v.source !== undefined) {
+      const u = this.#sources.get(v.source);
+      if (u) {
+        u.values--;
+        u.bytes -= size;
+        if (u.values <= 0) this.#sources.delete(v.source);
+      }
+    }
     if (notify) this.onChange?.({ kind: 'delete', value: v });
   }
 }

@@ -1,7 +1,15 @@
 /**
- * The datagram codec: one version byte, then a MessagePack array
- * `[type, txid, sender, ...fields]` (layout in docs/dsht.md). Decoding validates every field and
- * throws `MalformedMessageError` on anything unexpected; callers count and drop.
+ * The message codec (wire version 2): one MessagePack array per message,
+ *
+ *   [type, txid, flags, sender, token, ...fields]
+ *
+ * optionally followed by zero bytes (padding: a first-contact request is padded so the answer may
+ * be as large as the request; see docs/dsht.md). `encodePayload` / `decodePayload` handle the
+ * payload; the datagram around it — one version byte in open mode, a MAC'd header and tag in keyed
+ * mode — and the padding are added by `auth/datagram-auth.ts`. `encode` / `decode` are the
+ * open-mode datagram (version byte + payload). Decoding validates every field and throws
+ * `MalformedMessageError` on anything unexpected (a non-zero byte after the message included);
+ * callers count and drop.
  */
 import { isIP } from 'node:net';
 import { Packr, RESET_BUFFER_MODE, Unpackr } from 'msgpackr';
@@ -11,6 +19,7 @@ import {
   LEVEL_COUNT,
   MAX_DATAGRAM_BYTES,
   MAX_REGION_LENGTH,
+  MAX_TOKEN_BYTES,
   MAX_TTL_SECONDS,
   MAX_VALUE_BYTES,
   WIRE_VERSION,
@@ -36,9 +45,19 @@ export const TypeCode = {
   ERROR: 0xff,
 } as const;
 
+/** Bits of the flags field. */
+export const Flag = {
+  /** Answer trimmed to the request's size because the request proved no round trip. */
+  TRUNCATED: 0x01,
+} as const;
+const KNOWN_FLAGS = Flag.TRUNCATED;
+
 const MAX_CONTACTS = 32;
 const MAX_VALUES = 16;
 const MAX_ERROR_MESSAGE = 200;
+const MAX_STORE_STATUS = 4;
+const EMPTY = new Uint8Array(0);
+const ZEROS = Buffer.alloc(MAX_DATAGRAM_BYTES);
 
 function contactTuple(c: Contact): unknown[] {
   return [c.id, c.ip, c.port, c.httpPort ?? 0];
@@ -50,7 +69,7 @@ function senderTuple(c: Contact): unknown[] {
 }
 
 function valueTuple(v: WireValue): unknown[] {
-  return [v.publisher, v.value, v.ttl];
+  return [v.publisher, v.value, v.ttl, v.copy === true];
 }
 
 function bodyFields(body: Request | Response): unknown[] {
@@ -65,7 +84,7 @@ function bodyFields(body: Request | Response): unknown[] {
     case 'STORE_PROBE':
       return [body.level, body.key, body.ttl];
     case 'STORE':
-      return [body.level, body.key, body.value, body.ttl, body.publisher];
+      return [body.level, body.key, body.value, body.ttl, body.copyOf ?? EMPTY];
     case 'NODES':
       return [body.contacts.map(contactTuple)];
     case 'VALUES':
@@ -79,23 +98,37 @@ function bodyFields(body: Request | Response): unknown[] {
   }
 }
 
-/** Encode without the size check. */
-function encodeRaw(msg: Message): Uint8Array {
-  const arr = [TypeCode[msg.body.type], msg.txid, senderTuple(msg.sender), ...bodyFields(msg.body)];
+function packRaw(msg: Message): Uint8Array {
+  const arr = [
+    TypeCode[msg.body.type],
+    msg.txid,
+    msg.truncated ? Flag.TRUNCATED : 0,
+    senderTuple(msg.sender),
+    msg.token ?? EMPTY,
+    ...bodyFields(msg.body),
+  ];
   // RESET_BUFFER_MODE reuses msgpackr's scratch buffer: the payload is copied out right away.
-  const payload = packr.pack(arr, RESET_BUFFER_MODE);
-  const out = new Uint8Array(payload.length + 1);
-  out[0] = WIRE_VERSION;
-  out.set(payload, 1);
-  return out;
+  return new Uint8Array(packr.pack(arr, RESET_BUFFER_MODE));
+}
+
+export interface EncodeOptions {
+  /** Largest payload allowed. Default MAX_DATAGRAM_BYTES - 1 (the open-mode version byte). */
+  limit?: number;
+  /**
+   * Trim an answer's lists down to nothing (values included) to fit, and mark it truncated. For
+   * answers to requests that proved no round trip, whose size must not exceed the request's.
+   */
+  truncate?: boolean;
 }
 
 /**
- * Encode a message. Answers carrying lists (contacts, values) are trimmed from the end until the
- * datagram fits; anything else that does not fit throws `MessageTooLargeError`.
+ * Encode a message's payload. Answers carrying lists (contacts, values) are trimmed from the end
+ * until they fit (contacts first, then values; at least one value is kept unless `truncate`);
+ * anything else that does not fit throws `MessageTooLargeError`.
  */
-export function encode(msg: Message, limit = MAX_DATAGRAM_BYTES): Uint8Array {
-  let out = encodeRaw(msg);
+export function encodePayload(msg: Message, opts: EncodeOptions = {}): Uint8Array {
+  const limit = opts.limit ?? MAX_DATAGRAM_BYTES - 1;
+  let out = packRaw(msg);
   if (out.length <= limit) return out;
   if (msg.kind === 'response') {
     const body = { ...msg.body } as Response;
@@ -103,16 +136,35 @@ export function encode(msg: Message, limit = MAX_DATAGRAM_BYTES): Uint8Array {
       const b = body as { contacts: Contact[]; values?: WireValue[] };
       b.contacts = [...b.contacts];
       if (b.values) b.values = [...b.values];
+      const minValues = opts.truncate ? 0 : 1;
+      const trimmed: Message = { ...msg, body, truncated: msg.truncated || opts.truncate };
       while (out.length > limit) {
         if (b.contacts.length > 0) b.contacts.pop();
-        else if (b.values && b.values.length > 1) b.values.pop();
+        else if (b.values && b.values.length > minValues) b.values.pop();
         else break;
-        out = encodeRaw({ ...msg, body });
+        out = packRaw(trimmed);
       }
       if (out.length <= limit) return out;
     }
   }
   throw new MessageTooLargeError(out.length, limit);
+}
+
+/**
+ * Encode a message as an open-mode datagram (version byte + payload, zero-padded to `padTo`), at
+ * most `limit` bytes; see `encodePayload` for trimming.
+ */
+export function encode(msg: Message, limit = MAX_DATAGRAM_BYTES, padTo = 0): Uint8Array {
+  const payload = encodePayload(msg, { limit: limit - 1 });
+  const out = new Uint8Array(Math.min(limit, Math.max(payload.length + 1, padTo)));
+  out[0] = WIRE_VERSION;
+  out.set(payload, 1);
+  return out;
+}
+
+/** True when every byte of `b` is zero (native compare). */
+function allZero(b: Uint8Array): boolean {
+  return Buffer.from(b.buffer, b.byteOffset, b.length).equals(ZEROS.subarray(0, b.length));
 }
 
 // ---- decoding -------------------------------------------------------------------------------
@@ -218,12 +270,14 @@ function decodeSender(x: unknown): Contact {
 }
 
 function decodeValue(x: unknown): WireValue {
-  const t = arr(x, 'value', 3, 3);
-  return {
+  const t = arr(x, 'value', 4, 4);
+  const v: WireValue = {
     publisher: id(t[0], 'publisher'),
     value: bytes(t[1], 'value', 0, MAX_VALUE_BYTES),
     ttl: ttl(t[2]),
   };
+  if (bool(t[3], 'copy')) v.copy = true;
+  return v;
 }
 
 function decodeBody(code: number, f: unknown[]): Request | Response {
@@ -249,16 +303,20 @@ function decodeBody(code: number, f: unknown[]): Request | Response {
     case TypeCode.STORE_PROBE:
       n(3);
       return { type: 'STORE_PROBE', level: level(f[0]), key: id(f[1], 'key'), ttl: ttl(f[2]) };
-    case TypeCode.STORE:
+    case TypeCode.STORE: {
       n(5);
-      return {
+      const store: Request = {
         type: 'STORE',
         level: level(f[0]),
         key: id(f[1], 'key'),
         value: bytes(f[2], 'value', 0, MAX_VALUE_BYTES),
         ttl: ttl(f[3]),
-        publisher: id(f[4], 'publisher'),
       };
+      const copyOf = bytes(f[4], 'copyOf', 0, ID_BYTES);
+      if (copyOf.length === ID_BYTES) store.copyOf = copyOf;
+      else if (copyOf.length !== 0) fail('copyOf: bad bytes');
+      return store;
+    }
     case TypeCode.NODES:
       n(1);
       return { type: 'NODES', contacts: decodeContacts(f[0]) };
@@ -280,8 +338,8 @@ function decodeBody(code: number, f: unknown[]): Request | Response {
     case TypeCode.STORE_RESULT: {
       n(1);
       const status = u32(f[0], 'status');
-      if (status > 3) fail('bad store status');
-      return { type: 'STORE_RESULT', status: status as 0 | 1 | 2 | 3 };
+      if (status > MAX_STORE_STATUS) fail('bad store status');
+      return { type: 'STORE_RESULT', status: status as 0 | 1 | 2 | 3 | 4 };
     }
     case TypeCode.ERROR:
       n(2);
@@ -295,24 +353,47 @@ function decodeBody(code: number, f: unknown[]): Request | Response {
   }
 }
 
-/** Decode and validate one datagram. Throws `MalformedMessageError`; never anything else. */
+/** Decode and validate one payload. Throws `MalformedMessageError`; never anything else. */
+export function decodePayload(data: Uint8Array): Message {
+  if (data.length < 1) fail('empty payload');
+  if (data.length > MAX_DATAGRAM_BYTES) fail('payload too large');
+  let raw: unknown;
+  let end = -1;
+  try {
+    // The first MessagePack value only; what follows must be padding (zero bytes).
+    unpackr.unpackMultiple(data, (value: unknown, _start?: number, stop?: number) => {
+      raw = value;
+      end = stop ?? -1;
+      return false;
+    });
+  } catch (err) {
+    fail(`undecodable payload: ${(err as Error).message}`);
+  }
+  if (end < 0 || end > data.length) fail('undecodable payload');
+  if (end < data.length && !allZero(data.subarray(end))) fail('non-zero bytes after the message');
+  const t = arr(raw, 'message', 5, 10);
+  const code = u32(t[0], 'type');
+  const txid = u32(t[1], 'txid');
+  const flags = u32(t[2], 'flags');
+  if ((flags & ~KNOWN_FLAGS) !== 0) fail('unknown flags');
+  const sender = decodeSender(t[3]);
+  const token = bytes(t[4], 'token', 0, MAX_TOKEN_BYTES);
+  const body = decodeBody(code, t.slice(5));
+  const isResponse = code >= 0x80;
+  if (!isResponse && flags !== 0) fail('flags on a request');
+  const msg: Message = isResponse
+    ? { kind: 'response', txid, sender, body: body as Response }
+    : { kind: 'request', txid, sender, body: body as Request };
+  if (token.length > 0) msg.token = token;
+  if (flags & Flag.TRUNCATED) msg.truncated = true;
+  return msg;
+}
+
+/** Decode and validate one open-mode datagram. Throws `MalformedMessageError`; never anything else. */
 export function decode(data: Uint8Array, limit = MAX_DATAGRAM_BYTES): Message {
   if (!(data instanceof Uint8Array)) fail('not bytes');
   if (data.length < 2) fail('truncated datagram');
   if (data.length > limit) fail(`datagram of ${data.length} bytes exceeds ${limit}`);
   if (data[0] !== WIRE_VERSION) fail(`unsupported version ${data[0]}`);
-  let raw: unknown;
-  try {
-    raw = unpackr.unpack(data.subarray(1));
-  } catch (err) {
-    fail(`undecodable payload: ${(err as Error).message}`);
-  }
-  const t = arr(raw, 'message', 3, 8);
-  const code = u32(t[0], 'type');
-  const txid = u32(t[1], 'txid');
-  const sender = decodeSender(t[2]);
-  const body = decodeBody(code, t.slice(3));
-  return code >= 0x80
-    ? { kind: 'response', txid, sender, body: body as Response }
-    : { kind: 'request', txid, sender, body: body as Request };
+  return decodePayload(data.subarray(1));
 }

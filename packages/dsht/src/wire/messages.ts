@@ -8,11 +8,17 @@ import type { Id } from '../id/id.js';
 
 /** A stored value as carried in a GET answer. */
 export interface WireValue {
-  /** Node id of the publisher (the replace rule keys on it). */
+  /**
+   * Node id of the publisher. For a first-hand value it is the authenticated node that stored it
+   * (the replace rule keys on it); for a path-cached copy it is the publisher the copier named,
+   * which nobody verified.
+   */
   publisher: Id;
   value: Uint8Array;
   /** Remaining lifetime in seconds. */
   ttl: number;
+  /** A path-cached copy (stored by a node that found the value elsewhere), not first-hand. */
+  copy?: boolean;
 }
 
 export type Request =
@@ -20,14 +26,21 @@ export type Request =
   | { type: 'FIND_NODE'; level: number; target: Id }
   | { type: 'GET'; level: number; key: Id; max: number }
   | { type: 'STORE_PROBE'; level: number; key: Id; ttl: number }
-  | { type: 'STORE'; level: number; key: Id; value: Uint8Array; ttl: number; publisher: Id };
+  /**
+   * The publisher of a first-hand value is the authenticated sender, never a field. A path-cached
+   * copy carries `copyOf`: the publisher named by the GET answer it was copied from.
+   */
+  | { type: 'STORE'; level: number; key: Id; value: Uint8Array; ttl: number; copyOf?: Id };
 
 /** Why a STORE was refused (wire numbers, separate from thrown error codes). */
 export const StoreStatus = {
   ACCEPTED: 0,
   FULL: 1,
   LOADED: 2,
+  /** A byte, count or per-source cap. */
   LIMIT: 3,
+  /** A copy of a value whose first-hand original is stored here already (copies never replace it). */
+  EXISTS: 4,
 } as const;
 export type StoreStatus = (typeof StoreStatus)[keyof typeof StoreStatus];
 
@@ -36,6 +49,11 @@ export const WireErrorCode = {
   BAD_REQUEST: 1,
   BAD_LEVEL: 2,
   INTERNAL: 3,
+  /**
+   * STORE / STORE_PROBE without a valid write token for the source address: the answer carries
+   * one; send the request again with it. Nothing was stored or counted.
+   */
+  TOKEN_REQUIRED: 4,
 } as const;
 
 export type Response =
@@ -49,10 +67,23 @@ export type Response =
 export type RequestType = Request['type'];
 export type ResponseType = Response['type'];
 
+/** Fields every message carries besides its body (wire version 2). */
+export interface Envelope {
+  txid: number;
+  sender: Contact;
+  /**
+   * Write token. In a request: the token the receiver last handed to this sender's address (proof
+   * of a round trip); in an answer: a token for the requester's address. Absent = none.
+   */
+  token?: Uint8Array;
+  /** Answer only: trimmed because the request proved no round trip; ask again with the token. */
+  truncated?: boolean;
+}
+
 /** A decoded datagram. */
 export type Message =
-  | { kind: 'request'; txid: number; sender: Contact; body: Request }
-  | { kind: 'response'; txid: number; sender: Contact; body: Response };
+  | (Envelope & { kind: 'request'; body: Request })
+  | (Envelope & { kind: 'response'; body: Response });
 
 /** The answer type each request expects (ERROR is always possible). */
 export const RESPONSE_FOR: Record<RequestType, ResponseType> = {

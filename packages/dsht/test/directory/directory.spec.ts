@@ -78,3 +78,36 @@ describe('DshtDirectory', () => {
     expect(dir.isLive('not an id')).toBe(false);
   });
 });
+
+describe('DshtDirectory and junk hint records', () => {
+  it('pings few unknown hinted nodes per lookup, and a silent one only once', async () => {
+    const fleet = new SimFleet({ nodes: 6, seed: 5, ipOf, dsht: { service: { httpPort: 8090 } } });
+    await fleet.start();
+    const node = fleet.nodes[0]!;
+    const dir = new DshtDirectory({ dsht: node });
+    // Fifty records naming addresses nobody answers at (ids match: they pass decodeNodeRecord).
+    const key = networkHintKeys('10.5.5.1')[0]!.key;
+    for (let i = 0; i < 50; i++) {
+      const ip = `10.5.${i}.9`;
+      const record = encodeNodeRecord({ id: nodeIdFor(ip, 4000), ip, port: 4000, httpPort: 80 });
+      const now = fleet.clock.now();
+      node.store.restore({
+        level: 0,
+        key,
+        publisher: nodeIdFor(ip, 4000),
+        value: record,
+        expiresAt: now + 600_000,
+        storedAt: now,
+        source: '10.9.9.9',
+      });
+    }
+    const pings = () => node.snapshot().rpc.byType.PING?.timeout ?? 0;
+    const before = pings();
+    expect((await fleet.run(dir.hinted({ ip: '10.5.5.1' }, 20))).nodes).toEqual([]);
+    expect(pings() - before).toBe(8);
+    await fleet.run(dir.hinted({ ip: '10.5.5.1' }, 20));
+    expect(pings() - before).toBe(16); // eight others; the silent ones are suspect now
+    for (let i = 0; i < 10; i++) await fleet.run(dir.hinted({ ip: '10.5.5.1' }, 50));
+    expect(pings() - before).toBe(50); // each named address was pinged once, in all
+  });
+});

@@ -6,7 +6,7 @@ import { Level } from 'level';
 import { ManualClock, SeededRandom } from '@coral/testkit';
 import { Dsht } from '../../src/dsht.js';
 import { compareDistance, keyFromName, toHex } from '../../src/id/id.js';
-import type { KeyValueDb } from '../../src/persistence/persistence.js';
+import { LEGACY_SOURCE, Persistence, type KeyValueDb } from '../../src/persistence/persistence.js';
 import { SimNetwork } from '../../src/transport/sim-network.js';
 
 const dirs: string[] = [];
@@ -102,5 +102,46 @@ describe('persistence', () => {
     expect(toHex(r.stats.answeredBy!.id)).toBe(toHex(node.id));
     await run(node.stop());
     await (db as unknown as Level<string, string>).close();
+  });
+});
+
+describe('persisted values', () => {
+  it('keep their source and copy marks; records written before sources load as legacy', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dsht-persist-src-'));
+    dirs.push(dir);
+    const db = await openDb(dir);
+    const p = new Persistence({ db });
+    const key = keyFromName('k');
+    const base = { level: 0, key, value: new Uint8Array([1]), expiresAt: 9e12, storedAt: 1 };
+    const own = { ...base, publisher: keyFromName('me') };
+    const theirs = { ...base, publisher: keyFromName('them'), source: '10.0.0.7' };
+    const copy = {
+      ...base,
+      level: 1,
+      publisher: keyFromName('them'),
+      copy: true,
+      storedBy: keyFromName('copier'),
+      source: '10.0.0.8',
+    };
+    for (const v of [own, theirs, copy]) p.putValue(v);
+    // A record of the earlier layout: no `src` field.
+    await db.batch([
+      {
+        type: 'put',
+        key: `v!0!${toHex(key)}!${toHex(keyFromName('old'))}`,
+        value: JSON.stringify({ value: 'AQ==', expiresAt: 9e12, storedAt: 1 }),
+      },
+    ]);
+    await p.flush();
+    const back = await new Persistence({ db }).loadValues();
+    const by = (pub: string, lvl = 0) =>
+      back.find((v) => toHex(v.publisher) === toHex(keyFromName(pub)) && v.level === lvl);
+    expect(by('me')?.source).toBeUndefined();
+    expect(by('them')).toMatchObject({ source: '10.0.0.7' });
+    expect(by('them')?.copy).toBeUndefined();
+    expect(by('them', 1)).toMatchObject({ copy: true, source: '10.0.0.8' });
+    expect(toHex(by('them', 1)!.storedBy!)).toBe(toHex(keyFromName('copier')));
+    expect(by('old')).toMatchObject({ source: LEGACY_SOURCE });
+    await db.close();
   });
 });

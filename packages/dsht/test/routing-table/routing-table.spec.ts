@@ -133,3 +133,29 @@ describe('RoutingTable', () => {
     expect(t.staleBuckets()).not.toContain(0);
   });
 });
+
+describe('RoutingTable: identities per IP', () => {
+  it('keeps at most maxIdsPerIp contacts per IP, replacements included', () => {
+    const clock = new ManualClock();
+    const t = new RoutingTable({ clock }, { selfId: SELF, k: 2, maxIdsPerIp: 1 });
+    const at = (hex: string, ip: string): Contact => ({ ...c(hex), ip });
+    expect(t.add(at('80', '10.0.0.1'))).toBe('added');
+    expect(t.add(at('40', '10.0.0.1'))).toBe('refused');
+    expect(t.add(at('c0', '10.0.0.2'))).toBe('added');
+    expect(t.add(at('a0', '10.0.0.3'))).toBe('pending'); // bucket 0 full: a replacement
+    expect(t.add(at('01', '10.0.0.3'))).toBe('refused'); // the replacement holds 10.0.0.3
+    expect(t.add(at('80', '10.0.0.1'))).toBe('updated');
+    // Removing the replacement frees its IP.
+    expect(t.remove(at('a0', '10.0.0.3').id)).toBe(true);
+    expect(t.add(at('01', '10.0.0.3'))).toBe('added');
+    // IPv6 counts per /64.
+    expect(t.add(at('02', '2001:db8::1'))).toBe('added');
+    expect(t.add(at('03', '2001:db8::2'))).toBe('refused');
+    expect(
+      t
+        .all()
+        .map((e) => e.contact.ip)
+        .sort(),
+    ).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3', '2001:db8::1']);
+  });
+});

@@ -5,6 +5,7 @@ import { nodeIdFor } from '../../src/id/id.js';
 import { Rpc } from '../../src/rpc/rpc.js';
 import { SimNetwork } from '../../src/transport/sim-network.js';
 import { encode } from '../../src/wire/codec.js';
+import type { Message } from '../../src/wire/messages.js';
 
 function setup(latency = 25) {
   const clock = new ManualClock();
@@ -104,11 +105,20 @@ describe('Rpc', () => {
     expect(b.rpc.counters.unexpected).toBe(1);
     expect(handled).toBe(0);
     expect(answers).toBe(0);
-    // A valid request still works afterwards.
-    evil.send(encode({ kind: 'request', txid: 4, sender: me, body: { type: 'PING' } }), b.self);
+    // A valid request still works afterwards; its answer is never larger than the request, so an
+    // unpadded first PING (the PONG would carry a token) is served but not answered...
+    const ping: Message = { kind: 'request', txid: 4, sender: me, body: { type: 'PING' } };
+    evil.send(encode(ping), b.self);
     await clock.advance(100);
     expect(handled).toBe(1);
+    expect(answers).toBe(0);
+    expect(b.rpc.counters.amplificationDropped).toBe(1);
+    // ...while a padded one is.
+    evil.send(encode(ping, 1200, 200), b.self);
+    await clock.advance(100);
+    expect(handled).toBe(2);
     expect(answers).toBe(1);
+    expect(b.rpc.counters.amplificationMax).toBeLessThanOrEqual(1);
   });
 
   it('turns a throwing handler into an ERROR answer (RemoteError at the caller)', async () => {

@@ -107,3 +107,101 @@ describe('ValueStore', () => {
     expect(store.bytes).toBeLessThanOrEqual(1000);
   });
 });
+
+describe('ValueStore: sources, copies, quotas', () => {
+  const k = (i: number): Uint8Array => keyFromName(`k${i}`);
+
+  it('a refused store creates no slot and no counter', () => {
+    const { store } = setup({ maxValuesPerSource: 2 });
+    expect(store.store(0, k(1), pub(1), val('a'), 60, { source: '10.0.0.1' })).toBe(
+      StoreStatus.ACCEPTED,
+    );
+    expect(store.store(0, k(2), pub(1), val('b'), 60, { source: '10.0.0.1' })).toBe(
+      StoreStatus.ACCEPTED,
+    );
+    const before = { keys: store.keyCount, requests: store.requests.size };
+    for (let i = 3; i < 50; i++)
+      expect(store.store(0, k(i), pub(1), val('x'), 60, { source: '10.0.0.1' })).toBe(
+        StoreStatus.LIMIT,
+      );
+    expect({ keys: store.keyCount, requests: store.requests.size }).toEqual(before);
+    expect(store.usage('10.0.0.1')).toEqual({ values: 2, bytes: 2 * (1 + 64) });
+    expect(store.quotaRefused).toBe(47);
+    // Other sources, and this node's own values, are not held back by that source.
+    expect(store.store(0, k(3), pub(2), val('c'), 60, { source: '10.0.0.2' })).toBe(
+      StoreStatus.ACCEPTED,
+    );
+    expect(store.store(0, k(4), pub(3), val('d'), 60)).toBe(StoreStatus.ACCEPTED);
+  });
+
+  it('caps a source by bytes, and replacing its own value does not count twice', () => {
+    const { store } = setup({ maxBytesPerSource: 3 * (100 + 64) });
+    const src = { source: '2001:db8::/64' };
+    for (let i = 0; i < 3; i++)
+      expect(store.store(0, k(i), pub(1), new Uint8Array(100), 60, src)).toBe(StoreStatus.ACCEPTED);
+    expect(store.store(0, k(9), pub(1), new Uint8Array(100), 60, src)).toBe(StoreStatus.LIMIT);
+    expect(store.store(0, k(0), pub(1), new Uint8Array(100), 60, src)).toBe(StoreStatus.ACCEPTED);
+    expect(store.usage(src.source).values).toBe(3);
+  });
+
+  it('caps the total count of values', () => {
+    const { store } = setup({ maxValues: 5 });
+    for (let i = 0; i < 5; i++) expect(store.store(0, k(i), pub(i), val('v'), 60)).toBe(0);
+    expect(store.store(0, k(9), pub(9), val('v'), 60)).toBe(StoreStatus.LIMIT);
+    expect(store.size).toBe(5);
+  });
+
+  it('keeps copies apart: never replacing or displacing a first-hand value', () => {
+    const { store } = setup({ maxValuesPerKey: 3, fullValues: 100, loadedStores: 100 });
+    const copier = pub(7);
+    expect(store.store(0, key, pub(1), val('original'), 60)).toBe(StoreStatus.ACCEPTED);
+    // A copy claiming to be pub(1)'s value: its original is here, so it is not needed.
+    expect(store.store(0, key, pub(1), val('forged'), 60, { copy: true, storedBy: copier })).toBe(
+      StoreStatus.EXISTS,
+    );
+    expect(store.get(0, key).map((v) => new TextDecoder().decode(v.value))).toEqual(['original']);
+    // A copy of another publisher's value is stored as a copy, by its copier.
+    expect(store.store(0, key, pub(2), val('copy2'), 60, { copy: true, storedBy: copier })).toBe(
+      StoreStatus.ACCEPTED,
+    );
+    expect(store.get(0, key).find((v) => v.copy)).toMatchObject({ storedBy: copier });
+    // A copy cannot displace a first-hand value to make room.
+    expect(store.store(0, key, pub(3), val('first'), 60)).toBe(StoreStatus.ACCEPTED);
+    expect(store.store(0, key, pub(4), val('c4'), 600, { copy: true, storedBy: copier })).toBe(
+      StoreStatus.ACCEPTED,
+    ); // displaced the other copy (expiring sooner)
+    expect(store.get(0, key).filter((v) => !v.copy)).toHaveLength(2);
+    // When pub(4) stores first-hand, the copy of its value goes.
+    expect(store.store(0, key, pub(4), val('real4'), 60)).toBe(StoreStatus.ACCEPTED);
+    expect(store.get(0, key).some((v) => v.copy)).toBe(false);
+  });
+
+  it('counts only first-hand values toward full for a first-hand store', () => {
+    const { store } = setup({ fullValues: 2, loadedStores: 100 });
+    const copier = pub(9);
+    store.store(0, key, pub(1), val('a'), 100, { copy: true, storedBy: copier });
+    store.store(0, key, pub(2), val('b'), 100, { copy: true, storedBy: copier });
+    expect(store.store(0, key, pub(3), val('c'), 100, { copy: true, storedBy: copier })).toBe(
+      StoreStatus.FULL,
+    );
+    expect(store.store(0, key, pub(4), val('d'), 100)).toBe(StoreStatus.ACCEPTED);
+  });
+
+  it('restore applies the quotas again', () => {
+    const { store, clock } = setup({ maxValuesPerSource: 2 });
+    let n = 0;
+    for (let i = 0; i < 10; i++) {
+      const ok = store.restore({
+        level: 0,
+        key: k(i),
+        publisher: pub(1),
+        value: val('x'),
+        expiresAt: clock.now() + 60_000,
+        storedAt: clock.now(),
+        source: 'legacy',
+      });
+      if (ok) n++;
+    }
+    expect(n).toBe(2);
+  });
+});

@@ -4,7 +4,7 @@ import { SeededRandom } from '@coral/testkit';
 import type { Contact } from '../../src/contact.js';
 import { MAX_DATAGRAM_BYTES, WIRE_VERSION } from '../../src/constants.js';
 import { nodeIdFor, toHex } from '../../src/id/id.js';
-import { decode, encode, TypeCode } from '../../src/wire/codec.js';
+import { decode, encode, encodePayload, TypeCode } from '../../src/wire/codec.js';
 import type { Message } from '../../src/wire/messages.js';
 
 const contact = (i: number): Contact => ({
@@ -23,9 +23,11 @@ const sender: Contact = {
   ],
 };
 const key = nodeIdFor('key', 1);
+const token = new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]);
 
 const samples: Message[] = [
   { kind: 'request', txid: 1, sender, body: { type: 'PING' } },
+  { kind: 'request', txid: 1, sender, token, body: { type: 'PING' } },
   { kind: 'request', txid: 2, sender, body: { type: 'FIND_NODE', level: 1, target: key } },
   { kind: 'request', txid: 3, sender, body: { type: 'GET', level: 2, key, max: 4 } },
   { kind: 'request', txid: 4, sender, body: { type: 'STORE_PROBE', level: 0, key, ttl: 3600 } },
@@ -39,10 +41,24 @@ const samples: Message[] = [
       key,
       value: new Uint8Array(512).fill(7),
       ttl: 20,
-      publisher: contact(2).id,
+    },
+  },
+  {
+    kind: 'request',
+    txid: 5,
+    sender,
+    token,
+    body: {
+      type: 'STORE',
+      level: 1,
+      key,
+      value: new Uint8Array(3),
+      ttl: 20,
+      copyOf: contact(2).id,
     },
   },
   { kind: 'response', txid: 6, sender, body: { type: 'PONG' } },
+  { kind: 'response', txid: 6, sender, token, truncated: true, body: { type: 'PONG' } },
   {
     kind: 'response',
     txid: 7,
@@ -55,7 +71,10 @@ const samples: Message[] = [
     sender,
     body: {
       type: 'VALUES',
-      values: [{ publisher: contact(4).id, value: new Uint8Array([1, 2, 3]), ttl: 30 }],
+      values: [
+        { publisher: contact(4).id, value: new Uint8Array([1, 2, 3]), ttl: 30 },
+        { publisher: contact(5).id, value: new Uint8Array([4]), ttl: 9, copy: true },
+      ],
       contacts: [],
     },
   },
@@ -66,6 +85,7 @@ const samples: Message[] = [
     body: { type: 'PROBE_RESULT', full: true, loaded: false, contacts: [contact(5)] },
   },
   { kind: 'response', txid: 10, sender, body: { type: 'STORE_RESULT', status: 2 } },
+  { kind: 'response', txid: 10, sender, body: { type: 'STORE_RESULT', status: 4 } },
   {
     kind: 'response',
     txid: 11,
@@ -82,14 +102,21 @@ describe('wire codec', () => {
     expect(decode(data)).toEqual(msg);
   });
 
-  it('matches a fixed vector for PING', () => {
+  it('matches a fixed vector for PING (wire version 2)', () => {
     const s: Contact = { id: new Uint8Array(20).fill(0xab), ip: '127.0.0.1', port: 8091 };
-    const data = encode({ kind: 'request', txid: 0x01020304, sender: s, body: { type: 'PING' } });
+    const data = encode({
+      kind: 'request',
+      txid: 0x01020304,
+      sender: s,
+      token: new Uint8Array(8).fill(0xcd),
+      body: { type: 'PING' },
+    });
     expect(Buffer.from(data).toString('hex')).toBe(
-      '01' + // version
-        '93' + // array(3)
+      '02' + // version 2 (open mode)
+        '95' + // array(5)
         '01' + // PING
         'ce01020304' + // txid u32
+        '00' + // flags
         '97' + // sender array(7)
         'c414' +
         'ab'.repeat(20) + // id bin8(20)
@@ -98,7 +125,44 @@ describe('wire codec', () => {
         '00' +
         '00' +
         'a0' +
-        '90', // httpPort 0, dnsPort 0, region "", clusters []
+        '90' + // httpPort 0, dnsPort 0, region "", clusters []
+        'c408' +
+        'cd'.repeat(8), // token bin8(8)
+    );
+  });
+
+  it('accepts zero padding after the message, nothing else', () => {
+    const ping: Message = { kind: 'request', txid: 1, sender, body: { type: 'PING' } };
+    const plain = encode(ping);
+    for (const size of [plain.length, plain.length + 1, 300, 1200]) {
+      const padded = encode(ping, MAX_DATAGRAM_BYTES, size);
+      expect(padded.length).toBe(size);
+      expect(decode(padded)).toEqual(ping);
+    }
+    const junk = encode(ping, MAX_DATAGRAM_BYTES, 300);
+    junk[299] = 1;
+    malformed(junk);
+    malformed(encode(ping, MAX_DATAGRAM_BYTES + 1, MAX_DATAGRAM_BYTES + 1));
+  });
+
+  it('truncates an answer to nothing when asked, and marks it', () => {
+    const msg: Message = {
+      kind: 'response',
+      txid: 1,
+      sender,
+      body: {
+        type: 'VALUES',
+        values: [{ publisher: key, value: new Uint8Array(400), ttl: 5 }],
+        contacts: [contact(2), contact(3)],
+      },
+    };
+    const small = encodePayload(msg, { limit: 150, truncate: true });
+    expect(small.length).toBeLessThanOrEqual(150);
+    const back = decode(Uint8Array.from([WIRE_VERSION, ...small]));
+    expect(back).toMatchObject({ truncated: true, body: { values: [], contacts: [] } });
+    // Without `truncate`, one value is always kept.
+    expect(() => encodePayload(msg, { limit: 150 })).toThrow(
+      expect.objectContaining({ code: 'DSHT_ERR_TOO_LARGE' }),
     );
   });
 
@@ -126,7 +190,7 @@ describe('wire codec', () => {
       kind: 'request',
       txid: 1,
       sender,
-      body: { type: 'STORE', level: 0, key, value: new Uint8Array(512), ttl: 1, publisher: key },
+      body: { type: 'STORE', level: 0, key, value: new Uint8Array(512), ttl: 1 },
     };
     expect(() => encode(big, 300)).toThrow(expect.objectContaining({ code: 'DSHT_ERR_TOO_LARGE' }));
   });
@@ -147,9 +211,14 @@ describe('wire codec', () => {
     const big = new Uint8Array(MAX_DATAGRAM_BYTES + 1);
     big.set(data);
     malformed(big);
-    const v = data.slice();
-    v[0] = 2;
-    malformed(v);
+    // Version 1 (no tokens) and the keyed version are not open-mode datagrams.
+    for (const version of [1, 3, 0xff]) {
+      const v = data.slice();
+      v[0] = version;
+      malformed(v);
+    }
+    // Non-zero bytes after the message.
+    malformed(Uint8Array.from([...data, 7]));
   });
 
   it('rejects random bytes without throwing anything but MalformedMessageError', () => {
@@ -164,8 +233,14 @@ describe('wire codec', () => {
   it('rejects wrongly typed fields', () => {
     const packr = new Packr({ useRecords: false });
     const s = [sender.id, sender.ip, sender.port, 0, 0, '', []];
+    const e = new Uint8Array(0);
+    // [type, txid, flags, sender, token, ...fields]
     const frame = (arr: unknown[]): Uint8Array => {
-      const p = packr.pack(arr);
+      const p = packr.pack(
+        Array.isArray(arr) && arr.length >= 3
+          ? [arr[0], arr[1], 0, arr[2], e, ...arr.slice(3)]
+          : arr,
+      );
       const out = new Uint8Array(p.length + 1);
       out[0] = WIRE_VERSION;
       out.set(p, 1);
@@ -187,9 +262,9 @@ describe('wire codec', () => {
       [TypeCode.PING, 1, [sender.id, sender.ip, 70000, 0, 0, '', []]],
       [TypeCode.PING, 1, [sender.id, sender.ip, 1, 0, 0, 'x'.repeat(65), []]],
       [TypeCode.PING, 1, [sender.id, sender.ip, 1, 0, 0, '', [[5, key, 1, 1]]]],
-      [TypeCode.STORE, 1, s, 0, key, new Uint8Array(513), 10, key], // value too big
-      [TypeCode.STORE, 1, s, 0, key, new Uint8Array(1), 0, key], // ttl 0
-      [TypeCode.STORE, 1, s, 0, key, 'text', 10, key], // value not bytes
+      [TypeCode.STORE, 1, s, 0, key, new Uint8Array(513), 10, e], // value too big
+      [TypeCode.STORE, 1, s, 0, key, new Uint8Array(1), 0, e], // ttl 0
+      [TypeCode.STORE, 1, s, 0, key, 'text', 10, e], // value not bytes
       [TypeCode.GET, 1, s, 0, key, 0], // max 0
       [TypeCode.PROBE_RESULT, 1, s, 1, 0, []], // booleans as numbers
       [TypeCode.STORE_RESULT, 1, s, 9],
@@ -198,6 +273,20 @@ describe('wire codec', () => {
     ];
     for (const b of bad) malformed(frame(b));
     malformed(frame({ not: 'an array' } as unknown as unknown[]));
+    const raw = (arr: unknown[]): Uint8Array => Uint8Array.from([WIRE_VERSION, ...packr.pack(arr)]);
+    const f = [0, key];
+    expect(decode(raw([TypeCode.FIND_NODE, 1, 0, s, e, ...f])).body.type).toBe('FIND_NODE');
+    for (const b of [
+      [TypeCode.FIND_NODE, 1, 1, s, e, ...f], // flags on a request
+      [TypeCode.PONG, 1, 2, s, e], // unknown flag
+      [TypeCode.FIND_NODE, 1, 0, s, new Uint8Array(17), ...f], // token too long
+      [TypeCode.FIND_NODE, 1, 0, s, 'token', ...f], // token not bytes
+      [TypeCode.STORE, 1, 0, s, e, 0, key, e, 10, new Uint8Array(19)], // copyOf not an id
+      [TypeCode.VALUES, 1, 0, s, e, [[key, e, 5]], []], // value without its copy flag
+      [TypeCode.VALUES, 1, 0, s, e, [[key, e, 5, 1]], []], // copy flag not a boolean
+      [TypeCode.STORE_RESULT, 1, 0, s, e, 5], // unknown status
+    ])
+      malformed(raw(b));
     expect(toHex(key)).toHaveLength(40);
   });
 });

@@ -14,6 +14,14 @@ export interface HandlerContext {
   walkContacts: number;
 }
 
+/** Where a request came from, as the RPC layer established it. */
+export interface RequestSource {
+  /** The source's host (IPv4 address, IPv6 /64): the unit of store quotas. */
+  host: string;
+  /** The request carried a valid write token (a round trip with this address is proven). */
+  verified: boolean;
+}
+
 export function badLevel(level: number): Response {
   return { type: 'ERROR', code: WireErrorCode.BAD_LEVEL, message: `level ${level} not served` };
 }

@@ -3,6 +3,7 @@
  * level, or — when it has none — the k closest contacts so the walk can go on.
  */
 import type { Contact } from '../../contact.js';
+import { toWireValue } from '../../store/value-store.js';
 import type { Request, Response } from '../../wire/messages.js';
 import { badLevel, closerContacts, type HandlerContext } from './context.js';
 
@@ -18,11 +19,7 @@ export function handleGet(
   if (found.length > 0) {
     return {
       type: 'VALUES',
-      values: found.map((v) => ({
-        publisher: v.publisher,
-        value: v.value,
-        ttl: Math.max(1, Math.floor((v.expiresAt - now) / 1000)),
-      })),
+      values: found.map((v) => toWireValue(v, now)),
       contacts: [],
     };
   }

@@ -1,20 +1,21 @@
 /** One handler per message type; `dispatch` routes a decoded request to its handler. */
 import type { Contact } from '../../contact.js';
 import type { Request, Response } from '../../wire/messages.js';
-import type { HandlerContext } from './context.js';
+import type { HandlerContext, RequestSource } from './context.js';
 import { handleFindNode } from './find-node.js';
 import { handleGet } from './get.js';
 import { handlePing } from './ping.js';
 import { handleStore } from './store.js';
 import { handleStoreProbe } from './store-probe.js';
 
-export type { HandlerContext } from './context.js';
+export type { HandlerContext, RequestSource } from './context.js';
 
 export function dispatch(
   ctx: HandlerContext,
   req: Request,
   sender: Contact,
   now: number,
+  from: RequestSource,
 ): Response {
   switch (req.type) {
     case 'PING':
@@ -26,6 +27,6 @@ export function dispatch(
     case 'STORE_PROBE':
       return handleStoreProbe(ctx, req, sender);
     case 'STORE':
-      return handleStore(ctx, req);
+      return handleStore(ctx, req, sender, from);
   }
 }

@@ -1,0 +1,161 @@
+/**
+ * The verified members this node knows: every node it has completed a round trip with (an answer
+ * to its own request, or a request carrying this node's write token for the sender's address), at
+ * most `maxIdsPerIp` per host (IPv4 address, IPv6 /64). Routing tables, the cluster module's view,
+ * `members()` and the DNS directory all draw from it, so one IP can never pose as many nodes.
+ *
+ * A newcomer at a host already holding `maxIdsPerIp` ids takes the place of one that is no longer
+ * live (not heard from within `liveWindowMs`, or failed since) — a node restarted on another port —
+ * and is refused otherwise. Bounded: beyond `capacity` the least recently heard member is dropped.
+ * Pure, clock-injected.
+ */
+import type { Clock } from '@coral/testkit';
+import { mergeContact, type Contact } from '../contact.js';
+import { LIVE_WINDOW_MS, MAX_IDS_PER_IP, MAX_MEMBERS } from '../constants.js';
+import { toHex } from '../id/id.js';
+import { hostKey } from '../limits/address.js';
+
+export interface MemberRecord {
+  hex: string;
+  host: string;
+  contact: Contact;
+  /** Clock time of the first round trip. */
+  verifiedAt: number;
+  /** Clock time of the last round-trip-verified datagram from it. */
+  lastHeard: number;
+  /** Clock time of the last failed RPC to it, if any. */
+  failedAt?: number;
+}
+
+export interface PeerRegistryOptions {
+  /** Default MAX_IDS_PER_IP (1). */
+  maxIdsPerIp?: number;
+  /** Default MAX_MEMBERS. */
+  capacity?: number;
+  /** Default LIVE_WINDOW_MS (120 s). */
+  liveWindowMs?: number;
+}
+
+export class PeerRegistry {
+  readonly maxIdsPerIp: number;
+  readonly liveWindowMs: number;
+  #clock: Clock;
+  #capacity: number;
+  /** hex → record, least recently heard first. */
+  #byId = new Map<string, MemberRecord>();
+  #byHost = new Map<string, Set<string>>();
+  /** Called for every member dropped (replaced at its IP, or beyond capacity). */
+  onEvict: ((rec: MemberRecord) => void) | undefined;
+  /** Newcomers refused because their IP already holds `maxIdsPerIp` live members. */
+  refused = 0;
+
+  constructor(components: { clock: Clock }, options: PeerRegistryOptions = {}) {
+    this.#clock = components.clock;
+    this.maxIdsPerIp = options.maxIdsPerIp ?? MAX_IDS_PER_IP;
+    this.#capacity = options.capacity ?? MAX_MEMBERS;
+    this.liveWindowMs = options.liveWindowMs ?? LIVE_WINDOW_MS;
+  }
+
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  get(hex: string): MemberRecord | undefined {
+    return this.#byId.get(hex);
+  }
+
+  /** Every record, least recently heard first. */
+  all(): IterableIterator<MemberRecord> {
+    return this.#byId.values();
+  }
+
+  /** Heard from within the live window and no failed RPC since. */
+  isLive(rec: MemberRecord, now = this.#clock.now()): boolean {
+    return (
+      now - rec.lastHeard <= this.liveWindowMs &&
+      (rec.failedAt === undefined || rec.failedAt < rec.lastHeard)
+    );
+  }
+
+  /**
+   * Record a round trip with `contact`, seen from `sourceIp` (default: its advertised IP; they differ
+   * only behind a NAT, and then the source is what is counted). Returns its record, or undefined
+   * when that IP is taken by live members (the contact must then be ignored everywhere).
+   */
+  admit(
+    contact: Contact,
+    hex = toHex(contact.id),
+    sourceIp = contact.ip,
+  ): MemberRecord | undefined {
+    const now = this.#clock.now();
+    const rec = this.#byId.get(hex);
+    if (rec) {
+      // Least recently heard first: re-inserted at most once a second (cheap on a busy path).
+      if (now - rec.lastHeard >= 1_000) {
+        this.#byId.delete(hex);
+        this.#byId.set(hex, rec);
+      }
+      rec.lastHeard = now;
+      const old = rec.contact;
+      if (old !== contact) {
+        // A full sender replaces what was known; a minimal one (a trimmed answer) is merged in.
+        const partial =
+          (old.httpPort !== undefined && contact.httpPort === undefined) ||
+          (old.dnsPort !== undefined && contact.dnsPort === undefined) ||
+          (old.region !== undefined && contact.region === undefined) ||
+          (old.clusters !== undefined && contact.clusters === undefined);
+        rec.contact = partial ? mergeContact(old, contact) : contact;
+      }
+      return rec;
+    }
+    const host = hostKey(sourceIp);
+    let ids = this.#byHost.get(host);
+    if (ids && ids.size >= this.maxIdsPerIp) {
+      let victim: MemberRecord | undefined;
+      for (const h of ids) {
+        const r = this.#byId.get(h)!;
+        if (!this.isLive(r, now) && (!victim || r.lastHeard < victim.lastHeard)) victim = r;
+      }
+      if (!victim) {
+        this.refused++;
+        return undefined;
+      }
+      this.#evict(victim);
+      ids = this.#byHost.get(host);
+    }
+    const fresh: MemberRecord = { hex, host, contact, verifiedAt: now, lastHeard: now };
+    this.#byId.set(hex, fresh);
+    if (!ids) this.#byHost.set(host, (ids = new Set()));
+    ids.add(hex);
+    while (this.#byId.size > this.#capacity) {
+      this.#evict(this.#byId.values().next().value as MemberRecord);
+    }
+    return fresh;
+  }
+
+  /** Note a failed RPC to a member. */
+  noteFailure(hex: string): void {
+    const rec = this.#byId.get(hex);
+    if (rec) rec.failedAt = this.#clock.now();
+  }
+
+  /** Drop a member (no onEvict call). */
+  remove(hex: string): boolean {
+    const rec = this.#byId.get(hex);
+    if (!rec) return false;
+    this.#unlink(rec);
+    return true;
+  }
+
+  #evict(rec: MemberRecord): void {
+    this.#unlink(rec);
+    this.onEvict?.(rec);
+  }
+
+  #unlink(rec: MemberRecord): void {
+    this.#byId.delete(rec.hex);
+    const ids = this.#byHost.get(rec.host);
+    ids?.delete(rec.hex);
+    if (ids && ids.size === 0) this.#byHost.delete(rec.host);
+  }
+}

@@ -1,0 +1,55 @@
+import { ManualClock } from '@coral/testkit';
+import { describe, expect, it } from 'vitest';
+import type { Contact } from '../../src/contact.js';
+import { nodeIdFor } from '../../src/id/id.js';
+import { PeerRegistry } from '../../src/membership/registry.js';
+
+const c = (ip: string, port: number, httpPort?: number): Contact => ({
+  id: nodeIdFor(ip, port),
+  ip,
+  port,
+  ...(httpPort ? { httpPort } : {}),
+});
+
+describe('PeerRegistry', () => {
+  it('keeps at most maxIdsPerIp live ids per IP; a dead one is replaced', async () => {
+    const clock = new ManualClock(0);
+    const r = new PeerRegistry({ clock }, { liveWindowMs: 1000 });
+    const evicted: string[] = [];
+    r.onEvict = (rec) => evicted.push(rec.contact.ip + ':' + rec.contact.port);
+    expect(r.admit(c('10.0.0.1', 1))).toBeDefined();
+    for (let p = 2; p < 100; p++) expect(r.admit(c('10.0.0.1', p))).toBeUndefined();
+    expect(r.refused).toBe(98);
+    expect(r.admit(c('10.0.0.2', 1))).toBeDefined();
+    // The first id falls silent; a restarted node on another port takes its place.
+    await clock.advance(1001);
+    r.admit(c('10.0.0.2', 1));
+    expect(r.admit(c('10.0.0.1', 7))).toBeDefined();
+    expect(evicted).toEqual(['10.0.0.1:1']);
+    expect(r.size).toBe(2);
+    // A failed RPC makes a member not live, so it can be replaced at once.
+    r.noteFailure(r.admit(c('10.0.0.2', 1))!.hex);
+    expect(r.admit(c('10.0.0.2', 2))).toBeDefined();
+  });
+
+  it('counts identities per source IP (behind a NAT the advertised IP is not what counts)', () => {
+    const clock = new ManualClock(0);
+    const r = new PeerRegistry({ clock });
+    expect(r.admit(c('10.0.0.1', 1), undefined, '198.51.100.7')).toBeDefined();
+    expect(r.admit(c('10.0.0.2', 1), undefined, '198.51.100.7')).toBeUndefined();
+    expect(r.admit(c('10.0.0.3', 1), undefined, '198.51.100.8')).toBeDefined();
+  });
+
+  it('allows more ids per IP when configured, keeps the fuller contact, and stays bounded', () => {
+    const clock = new ManualClock(0);
+    const r = new PeerRegistry({ clock }, { maxIdsPerIp: 3, capacity: 10 });
+    for (let p = 1; p <= 5; p++) r.admit(c('10.0.0.1', p));
+    expect(r.size).toBe(3);
+    const full = c('10.0.0.9', 1, 8090);
+    r.admit(full);
+    // A minimal sender (a trimmed answer) keeps what was known.
+    expect(r.admit(c('10.0.0.9', 1))!.contact.httpPort).toBe(8090);
+    for (let i = 0; i < 50; i++) r.admit(c(`10.1.0.${i}`, 1));
+    expect(r.size).toBe(10);
+  });
+});
