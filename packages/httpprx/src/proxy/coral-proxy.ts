@@ -38,6 +38,7 @@ import {
   RATE_LIMIT_PER_SECOND,
   REANNOUNCE_INTERVAL_MS,
   SHA256_HEADER,
+  STALE_IF_ERROR_SECONDS,
 } from '../constants.js';
 import { ProxyError } from '../errors.js';
 import {
@@ -48,11 +49,11 @@ import {
   mergeNotModified,
   parseRange,
   requestRules,
-  staleRules,
+  responseRules,
+  staleIfErrorWindow,
   storable,
-  varyNames,
-  varyValues,
 } from '../cache/policy.js';
+import { varyNames, varyValues } from '../cache/vary.js';
 import type { HeaderRecord, PolicyOptions, RequestRules } from '../cache/policy.js';
 import { coralize, normalizeUrl, parseCoralHost, urlKey } from '../mapping/coral-name.js';
 import { admit, singleHost } from '../request/admission.js';
@@ -176,7 +177,10 @@ export class CoralProxy {
     this.#peerAuth = components.peerAuth;
     this.#self = { ...options.self };
     this.#via = `1.1 coral-${options.self.nodeId.slice(0, 12)}`;
-    this.#policy = { defaultTtlSeconds: options.defaultTtlSeconds ?? 0 };
+    this.#policy = {
+      defaultTtlSeconds: options.defaultTtlSeconds ?? 0,
+      staleIfErrorSeconds: options.staleIfErrorSeconds ?? STALE_IF_ERROR_SECONDS,
+    };
     this.#maxObject = options.maxObjectBytes ?? MAX_OBJECT_BYTES;
     this.#hotMax = options.hotObjectMaxBytes ?? HOT_OBJECT_MAX_BYTES;
     this.#peerTimeout = options.peerTimeoutMs ?? PEER_TIMEOUT_MS;
@@ -549,7 +553,7 @@ export class CoralProxy {
       const now = this.#clock.now();
       const age = currentAge(meta.facts, now);
       const lifetime = freshnessLifetime(meta.status, meta.headers, this.#policy);
-      const sr = staleRules(meta.headers);
+      const sr = responseRules(meta.status, meta.headers, this.#policy);
       const staleness = age - lifetime; // < 0 while fresh
       const freshEnough =
         age < lifetime &&
@@ -787,7 +791,7 @@ export class CoralProxy {
     const fast =
       meta.vary.length === 0 &&
       meta.headers['location'] === undefined &&
-      !staleRules(meta.headers).noCache;
+      !responseRules(meta.status, meta.headers, this.#policy).noCache;
     this.#hot.put(meta, body, { lifetime, fast, headers: flatten(headers) });
   }
 
@@ -976,7 +980,7 @@ export class CoralProxy {
         inf.finish();
         return;
       }
-      if (stale && staleRules(stale.headers).mustRevalidate) {
+      if (stale && responseRules(stale.status, stale.headers, this.#policy).mustRevalidate) {
         throw new ProxyError(
           'CORAL_REVALIDATION_FAILED',
           `cannot revalidate ${ctx.url}: ${err.message}`,
@@ -1072,12 +1076,13 @@ export class CoralProxy {
   }
 
   #staleOnErrorOk(stale: StoredMeta): boolean {
-    const sr = staleRules(stale.headers);
-    if (sr.mustRevalidate || sr.noCache) return false;
+    const sr = responseRules(stale.status, stale.headers, this.#policy);
+    const window = staleIfErrorWindow(sr, undefined, this.#policy);
+    if (window <= 0) return false;
     const staleness =
       currentAge(stale.facts, this.#clock.now()) -
       freshnessLifetime(stale.status, stale.headers, this.#policy);
-    return staleness < sr.ifError;
+    return staleness < window;
   }
 
   #originError(e: unknown): ProxyError {
@@ -1319,7 +1324,7 @@ export class CoralProxy {
     const storedHeaders = { ...headers };
     delete storedHeaders['content-length'];
     const meta: StoredMeta = {
-      key: `${ctx.primary}|${head.varyValues.join('\u0000')}`,
+      key: `${ctx.primary}|${head.varyValues.map((v) => (v === null ? '\u0001' : v)).join('\u0000')}`,
       primary: ctx.primary,
       url: ctx.url,
       status: res.status,

@@ -24,7 +24,7 @@ export interface StreamHead {
   shareable: boolean;
   /** Vary field names of the response, with the values of the request that fetched it. */
   vary: string[];
-  varyValues: string[];
+  varyValues: (string | null)[];
   /** Node ID of the peer it came from, if any. */
   peer?: string;
   /**

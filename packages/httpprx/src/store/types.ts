@@ -18,7 +18,7 @@ export interface StoredMeta {
   headers: HeaderRecord;
   /** Request fields named by Vary, and the values the stored response was selected with. */
   vary: string[];
-  varyValues: string[];
+  varyValues: (string | null)[];
   /** Timing facts for the RFC 9111 age calculation. */
   facts: AgeFacts;
   /** Body size in bytes and lowercase hex SHA-256. */
