@@ -43,6 +43,11 @@ export const PEER_FETCHING_TIMEOUT_MS = 3_000;
 export const INDEX_TIMEOUT_MS = 2_000;
 /** How many of the nearest holders are raced on a miss. */
 export const PEER_RACE = 3;
+/**
+ * A member whose transfer failed mid-body or did not match its announcement is not asked again
+ * for this long (ms, injected clock).
+ */
+export const PEER_PENALTY_MS = 60_000;
 /** TTL of a `fetching` announcement (s). */
 export const FETCHING_TTL_SECONDS = 20;
 /** Maximum TTL of a `complete` announcement (s); also capped by the object's freshness. */

@@ -1,210 +1,428 @@
 /**
- * Bodies in files, metadata in LevelDB.
+ * Bodies in files, metadata in LevelDB, a compact directory in memory (./directory.ts).
  *
  * Layout under `dir`:
- *   tmp/<random>.part      bodies being written
- *   bodies/<xx>/<random>   complete bodies (renamed from tmp/ once fully written and fsynced)
- *   meta/                  LevelDB: variant key → StoredMeta (JSON), written only after the rename
+ *   tmp/<n>.part          bodies being written (n: the body's file number, hex)
+ *   bodies/<xx>/<n>       complete bodies (renamed from tmp/ once fully written and fsynced)
+ *   meta/                 LevelDB: variant key (28 bytes) → metadata record (./meta-codec.ts),
+ *                         written only after the rename
  *
  * Crash safety: a metadata record is written only after its body file is complete and in place,
  * and a body file is removed only after its record is gone. So after a crash at any moment, the
  * worst left behind is a stray tmp file or an unreferenced body file. `open()` deletes both, and
  * drops any record whose file is missing or has the wrong size (belt and braces).
+ *
+ * Memory: per stored variant, one directory slot (about a hundred bytes in typed arrays); the
+ * rest of the metadata is read from LevelDB when a request needs it.
  */
-import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Level } from 'level';
-import type { BodyWriter, CacheStore, StoreComponents, StoreOptions, StoredMeta } from './types.js';
+import { Directory, KEY_BYTES, PRIMARY_BYTES } from './directory.js';
+import { decodeMeta, decodePrefix, encodeMeta } from './meta-codec.js';
+import type {
+  BodyWriter,
+  CacheStore,
+  RemovalReason,
+  StoreComponents,
+  StoreOptions,
+  StoredMeta,
+  StoredSummary,
+} from './types.js';
 
 export interface DiskStoreOptions extends StoreOptions {
   dir: string;
 }
 
+/** Stats run in parallel at start-up. */
+const OPEN_CONCURRENCY = 32;
+
+function fileName(n: number): string {
+  return n.toString(16).padStart(12, '0');
+}
+
+/** Where body file `n` lives, relative to the store's directory. */
+export function bodyPath(n: number): string {
+  return join('bodies', (n % 256).toString(16).padStart(2, '0'), fileName(n));
+}
+
+function hexKey(hex: string, bytes: number): Uint8Array | undefined {
+  if (hex.length !== bytes * 2) return undefined;
+  const b = Buffer.from(hex, 'hex');
+  return b.length === bytes ? b : undefined;
+}
+
 export class DiskStore implements CacheStore {
   readonly #dir: string;
   readonly #budget: number;
-  readonly #onEvict: ((m: StoredMeta) => void) | undefined;
-  readonly #entries = new Map<string, StoredMeta>();
-  readonly #byPrimary = new Map<string, Set<string>>();
-  #db: Level<string, StoredMeta> | undefined;
-  #used = 0;
+  readonly #onRemove: StoreComponents['onRemove'];
+  #directory = new Directory();
+  #db: Level<Uint8Array, Uint8Array> | undefined;
+  #nextFile = 1;
   #chain: Promise<unknown> = Promise.resolve();
 
   constructor(components: StoreComponents, options: DiskStoreOptions) {
     this.#dir = options.dir;
     this.#budget = options.budgetBytes;
-    this.#onEvict = components.onEvict;
+    this.#onRemove = components.onRemove;
   }
 
   async open(): Promise<void> {
-    await mkdir(join(this.#dir, 'bodies'), { recursive: true });
+    for (let i = 0; i < 256; i++) {
+      await mkdir(join(this.#dir, 'bodies', i.toString(16).padStart(2, '0')), { recursive: true });
+    }
     await rm(join(this.#dir, 'tmp'), { recursive: true, force: true });
     await mkdir(join(this.#dir, 'tmp'), { recursive: true });
-    const db = new Level<string, StoredMeta>(join(this.#dir, 'meta'), { valueEncoding: 'json' });
+    const db = new Level<Uint8Array, Uint8Array>(join(this.#dir, 'meta'), {
+      keyEncoding: 'view',
+      valueEncoding: 'view',
+    });
     await db.open();
     this.#db = db;
-    const referenced = new Set<string>();
-    const drop: string[] = [];
-    for await (const [key, meta] of db.iterator()) {
-      const ok = meta.file !== undefined && (await this.#sizeOf(meta.file)) === meta.size;
-      if (!ok) {
+    // Read only each record's fixed prefix; check its file; index it, oldest first.
+    const found: Array<{
+      key: Uint8Array;
+      size: number;
+      file: number;
+      fresh: number;
+      at: number;
+      sha: Uint8Array;
+    }> = [];
+    const drop: Uint8Array[] = [];
+    let pending: Array<Promise<void>> = [];
+    let maxFile = 0;
+    for await (const [key, value] of db.iterator()) {
+      const p = decodePrefix(value);
+      if (!p || key.length !== KEY_BYTES) {
         drop.push(key);
         continue;
       }
-      referenced.add(meta.file!);
-      this.#index(meta);
+      maxFile = Math.max(maxFile, p.file);
+      const entry = {
+        key,
+        size: p.size,
+        file: p.file,
+        fresh: p.freshUntil,
+        at: p.storedAt,
+        sha: p.sha256.slice(),
+      };
+      pending.push(
+        this.#sizeOf(bodyPath(p.file)).then((size) => {
+          if (size === p.size) found.push(entry);
+          else drop.push(key);
+        }),
+      );
+      if (pending.length >= OPEN_CONCURRENCY) {
+        await Promise.all(pending);
+        pending = [];
+      }
     }
+    await Promise.all(pending);
     if (drop.length > 0) await db.batch(drop.map((key) => ({ type: 'del' as const, key })));
+    found.sort((a, b) => a.at - b.at);
+    const referenced = new Set<number>();
+    const dir = new Directory(Math.max(64, found.length));
+    for (const e of found) {
+      const existing = dir.find(e.key);
+      if (existing !== -1) dir.remove(existing);
+      dir.insert(e.key, { size: e.size, file: e.file, freshUntil: e.fresh, sha256: e.sha });
+      referenced.add(e.file);
+    }
+    this.#directory = dir;
+    this.#nextFile = maxFile + 1;
     // Bodies nobody references (a crash between rename and metadata write, or before an unlink).
     for (const sub of await readdir(join(this.#dir, 'bodies'))) {
       for (const f of await readdir(join(this.#dir, 'bodies', sub))) {
-        const rel = join('bodies', sub, f);
-        if (!referenced.has(rel)) await unlink(join(this.#dir, rel)).catch(() => {});
+        const n = Number.parseInt(f, 16);
+        if (Number.isFinite(n)) this.#nextFile = Math.max(this.#nextFile, n + 1);
+        if (!referenced.has(n)) await unlink(join(this.#dir, 'bodies', sub, f)).catch(() => {});
       }
     }
   }
 
   async close(): Promise<void> {
-    await this.#db?.close();
-    this.#db = undefined;
+    await this.#serial(async () => {
+      await this.#db?.close();
+      this.#db = undefined;
+    });
   }
 
   get usedBytes(): number {
-    return this.#used;
+    return this.#directory.bytes;
   }
 
-  get(key: string): StoredMeta | undefined {
-    return this.#entries.get(key);
+  get count(): number {
+    return this.#directory.count;
   }
 
-  variants(primary: string): StoredMeta[] {
-    const keys = this.#byPrimary.get(primary);
-    return keys ? [...keys].map((k) => this.#entries.get(k)!) : [];
+  has(primary: string): boolean {
+    const p = hexKey(primary, PRIMARY_BYTES);
+    return p !== undefined && this.#directory.first(p) !== -1;
   }
 
-  list(): StoredMeta[] {
-    return [...this.#entries.values()];
+  variantKeys(primary: string): string[] {
+    const p = hexKey(primary, PRIMARY_BYTES);
+    const out: string[] = [];
+    if (!p) return out;
+    for (let s = this.#directory.first(p); s !== -1; s = this.#directory.nextVariant(s)) {
+      out.push(Buffer.from(this.#directory.key(s)).toString('hex'));
+    }
+    return out;
+  }
+
+  async variants(primary: string): Promise<StoredMeta[]> {
+    const p = hexKey(primary, PRIMARY_BYTES);
+    const db = this.#db;
+    if (!p || !db) return [];
+    const keys: Uint8Array[] = [];
+    for (let s = this.#directory.first(p); s !== -1; s = this.#directory.nextVariant(s)) {
+      keys.push(this.#directory.key(s));
+    }
+    if (keys.length === 0) return [];
+    const values = await db.getMany(keys);
+    const out: StoredMeta[] = [];
+    values.forEach((v, i) => {
+      const m = v ? decodeMeta(keys[i]!, v) : undefined;
+      // A record changed while it was read is taken only if the directory still agrees.
+      if (m && this.#current(m)) out.push(m);
+    });
+    return out;
+  }
+
+  async get(key: string): Promise<StoredMeta | undefined> {
+    const k = hexKey(key, KEY_BYTES);
+    const db = this.#db;
+    if (!k || !db || this.#directory.find(k) === -1) return undefined;
+    const v = await db.get(k);
+    const m = v ? decodeMeta(k, v) : undefined;
+    return m && this.#current(m) ? m : undefined;
+  }
+
+  async *list(): AsyncIterable<StoredMeta> {
+    const db = this.#db;
+    if (!db) return;
+    for await (const [key, value] of db.iterator()) {
+      const m = decodeMeta(key, value);
+      if (m && this.#current(m)) yield m;
+    }
+  }
+
+  *summaries(): Iterable<StoredSummary> {
+    const d = this.#directory;
+    for (const s of d.slots()) {
+      const info = d.info(s);
+      yield {
+        primary: d.key(s).subarray(0, PRIMARY_BYTES),
+        size: info.size,
+        sha256: Buffer.from(info.sha256).toString('hex'),
+        freshUntil: info.freshUntil,
+      };
+    }
   }
 
   touch(key: string): void {
-    const m = this.#entries.get(key);
-    if (!m) return;
-    this.#entries.delete(key);
-    this.#entries.set(key, m);
+    const k = hexKey(key, KEY_BYTES);
+    if (!k) return;
+    const s = this.#directory.find(k);
+    if (s !== -1) this.#directory.touch(s);
   }
 
   async readBody(meta: StoredMeta): Promise<Buffer> {
-    return readFile(join(this.#dir, meta.file!));
+    return readFile(join(this.#dir, bodyPath(meta.file ?? 0)));
   }
 
   readStream(meta: StoredMeta, start: number, end: number): Readable {
-    return createReadStream(join(this.#dir, meta.file!), { start, end });
+    return createReadStream(join(this.#dir, bodyPath(meta.file ?? 0)), { start, end });
   }
 
   begin(): BodyWriter {
-    const name = randomBytes(16).toString('hex');
-    const tmp = join(this.#dir, 'tmp', name + '.part');
-    let written = 0;
-    let failed: unknown;
+    const file = this.#nextFile++;
+    const tmp = join(this.#dir, 'tmp', fileName(file) + '.part');
     let fh: FileHandle | undefined;
-    let chain: Promise<void> = open(tmp, 'w').then((h) => {
-      fh = h;
-    });
-    chain = chain.catch((e: unknown) => {
-      failed = e;
-    });
-    let done = false;
-    const cleanup = async () => {
+    let failed: unknown;
+    let written = 0;
+    let state: 'open' | 'committing' | 'committed' | 'aborted' | 'released' = 'open';
+    let committing: Promise<unknown> = Promise.resolve();
+    const opened = open(tmp, 'w+').then(
+      (h) => {
+        fh = h;
+      },
+      (e: unknown) => {
+        failed = e;
+      },
+    );
+    let chain: Promise<void> = opened;
+    const closeFile = async () => {
       await chain;
-      await fh?.close().catch(() => {});
-      await unlink(tmp).catch(() => {});
+      const h = fh;
+      fh = undefined;
+      await h?.close().catch(() => {});
+    };
+    const commit = async (meta: StoredMeta): Promise<StoredMeta> => {
+      if (state !== 'open') throw new Error(`writer already ${state}`);
+      state = 'committing';
+      await chain;
+      if (failed || !fh || written !== meta.size) {
+        state = 'aborted';
+        await closeFile();
+        await unlink(tmp).catch(() => {});
+        throw failed instanceof Error
+          ? failed
+          : new Error(`size mismatch: wrote ${written}, expected ${meta.size}`);
+      }
+      try {
+        await fh.sync();
+        const rel = bodyPath(file);
+        await mkdir(join(this.#dir, rel, '..'), { recursive: true });
+        await rename(tmp, join(this.#dir, rel));
+        const stored: StoredMeta = { ...meta, file };
+        // Metadata changes are serialized, so the record and the directory always name the same
+        // file even when two commits for one key race.
+        const result = await this.#serial(async () => {
+          const db = this.#db;
+          const key = hexKey(meta.key, KEY_BYTES);
+          if (!db || !key) {
+            await unlink(join(this.#dir, rel)).catch(() => {});
+            throw new Error(db ? `bad variant key ${meta.key}` : 'store closed');
+          }
+          await db.put(key, encodeMeta(stored));
+          const old = this.#directory.find(key);
+          if (old !== -1) {
+            const oldFile = this.#directory.file(old);
+            this.#directory.remove(old);
+            await unlink(join(this.#dir, bodyPath(oldFile))).catch(() => {});
+            this.#onRemove?.(meta.key, meta.primary, 'replace');
+          }
+          this.#directory.insert(key, {
+            size: stored.size,
+            file,
+            freshUntil: stored.freshUntil,
+            sha256: Buffer.from(stored.sha256, 'hex'),
+          });
+          await this.#evict(key);
+          return stored;
+        });
+        state = 'committed';
+        return result;
+      } catch (e) {
+        state = 'aborted';
+        await closeFile();
+        await unlink(tmp).catch(() => {});
+        throw e;
+      }
     };
     return {
+      get written() {
+        return written;
+      },
       write: (chunk) => {
-        if (done || failed) return;
-        chain = chain
-          .then(async () => {
-            if (failed || !fh) return;
+        chain = chain.then(async () => {
+          if (failed || !fh || state === 'aborted' || state === 'released') return;
+          try {
             let off = 0;
             while (off < chunk.length) {
-              const { bytesWritten } = await fh.write(chunk, off, chunk.length - off);
+              const { bytesWritten } = await fh.write(
+                chunk,
+                off,
+                chunk.length - off,
+                written + off,
+              );
               off += bytesWritten;
             }
             written += chunk.length;
-          })
-          .catch((e: unknown) => {
+          } catch (e) {
             failed = e;
-          });
+          }
+        });
+        return chain;
       },
-      commit: async (meta) => {
-        if (done) throw new Error('writer already finished');
-        done = true;
-        await chain;
-        if (failed || !fh || written !== meta.size) {
-          await cleanup();
-          throw failed instanceof Error
-            ? failed
-            : new Error(`size mismatch: wrote ${written}, expected ${meta.size}`);
+      read: async (position, length) => {
+        await opened;
+        if (!fh || state === 'aborted' || state === 'released') throw new Error('body gone');
+        const buf = Buffer.allocUnsafe(Math.max(0, Math.min(length, written - position)));
+        let got = 0;
+        while (got < buf.length) {
+          const { bytesRead } = await fh.read(buf, got, buf.length - got, position + got);
+          if (bytesRead === 0) break;
+          got += bytesRead;
         }
-        try {
-          await fh.sync();
-          await fh.close();
-          fh = undefined;
-          const sub = name.slice(0, 2);
-          await mkdir(join(this.#dir, 'bodies', sub), { recursive: true });
-          const rel = join('bodies', sub, name);
-          await rename(tmp, join(this.#dir, rel));
-          const stored: StoredMeta = { ...meta, file: rel };
-          // Metadata changes are serialized, so the record and the in-memory index always name
-          // the same file even when two commits for one key race.
-          return await this.#serial(async () => {
-            const db = this.#db;
-            if (!db) {
-              await unlink(join(this.#dir, rel)).catch(() => {});
-              throw new Error('store closed');
-            }
-            await db.put(meta.key, stored);
-            const old = this.#unindex(meta.key);
-            this.#index(stored);
-            if (old?.file) await unlink(join(this.#dir, old.file)).catch(() => {});
-            await this.#evict(meta.key);
-            return stored;
-          });
-        } catch (e) {
-          await cleanup();
-          throw e;
-        }
+        return got === buf.length ? buf : buf.subarray(0, got);
+      },
+      commit: (meta) => {
+        const run = commit(meta);
+        committing = run.catch(() => {});
+        return run;
       },
       abort: async () => {
-        done = true;
-        await cleanup();
+        if (state === 'committed' || state === 'released') return;
+        state = 'aborted';
+        await closeFile();
+        await unlink(tmp).catch(() => {});
+      },
+      release: async () => {
+        await committing;
+        if (state === 'released') return;
+        const committed = state === 'committed';
+        state = 'released';
+        await closeFile();
+        if (!committed) await unlink(tmp).catch(() => {});
       },
     };
   }
 
-  update(meta: StoredMeta): Promise<void> {
-    return this.#serial(() => this.#update(meta));
+  update(meta: StoredMeta): Promise<boolean> {
+    return this.#serial(async () => {
+      const key = hexKey(meta.key, KEY_BYTES);
+      const db = this.#db;
+      if (!key || !db) return false;
+      const s = this.#directory.find(key);
+      if (s === -1 || this.#directory.file(s) !== meta.file) return false;
+      const info = this.#directory.info(s);
+      const next: StoredMeta = {
+        ...meta,
+        size: info.size,
+        sha256: Buffer.from(info.sha256).toString('hex'),
+        file: info.file,
+      };
+      await db.put(key, encodeMeta(next));
+      this.#directory.setFreshUntil(s, next.freshUntil);
+      return true;
+    });
   }
 
-  async #update(meta: StoredMeta): Promise<void> {
-    const cur = this.#entries.get(meta.key);
-    if (!cur || !this.#db) return;
-    const next = { ...meta, size: cur.size, sha256: cur.sha256, file: cur.file };
-    await this.#db.put(meta.key, next);
-    this.#unindex(meta.key);
-    this.#index(next);
+  delete(key: string): Promise<boolean> {
+    return this.#serial(() => this.#delete(key, 'delete'));
   }
 
-  async delete(key: string): Promise<boolean> {
-    const meta = this.#entries.get(key);
-    if (!meta) return false;
-    await this.#db?.del(key);
-    this.#unindex(key);
-    if (meta.file) await unlink(join(this.#dir, meta.file)).catch(() => {});
+  async deleteWhere(match: (meta: StoredMeta) => boolean): Promise<StoredMeta[]> {
+    const hits: StoredMeta[] = [];
+    for await (const m of this.list()) if (match(m)) hits.push(m);
+    const gone: StoredMeta[] = [];
+    for (const m of hits) if (await this.delete(m.key)) gone.push(m);
+    return gone;
+  }
+
+  /** Does the directory still hold this record's body? */
+  #current(m: StoredMeta): boolean {
+    const k = hexKey(m.key, KEY_BYTES);
+    if (!k) return false;
+    const s = this.#directory.find(k);
+    return s !== -1 && this.#directory.file(s) === m.file;
+  }
+
+  async #delete(key: string, reason: RemovalReason): Promise<boolean> {
+    const k = hexKey(key, KEY_BYTES);
+    if (!k) return false;
+    const s = this.#directory.find(k);
+    if (s === -1) return false;
+    const file = this.#directory.file(s);
+    await this.#db?.del(k);
+    this.#directory.remove(s);
+    await unlink(join(this.#dir, bodyPath(file))).catch(() => {});
+    this.#onRemove?.(key, key.slice(0, PRIMARY_BYTES * 2), reason);
     return true;
   }
 
@@ -222,46 +440,18 @@ export class DiskStore implements CacheStore {
     }
   }
 
-  #index(meta: StoredMeta): void {
-    this.#entries.set(meta.key, meta);
-    let set = this.#byPrimary.get(meta.primary);
-    if (!set) this.#byPrimary.set(meta.primary, (set = new Set()));
-    set.add(meta.key);
-    this.#used += meta.size;
-  }
-
-  #unindex(key: string): StoredMeta | undefined {
-    const meta = this.#entries.get(key);
-    if (!meta) return undefined;
-    this.#entries.delete(key);
-    this.#used -= meta.size;
-    const set = this.#byPrimary.get(meta.primary);
-    set?.delete(key);
-    if (set?.size === 0) this.#byPrimary.delete(meta.primary);
-    return meta;
-  }
-
-  async #evict(keep: string): Promise<void> {
-    const victims: StoredMeta[] = [];
-    let used = this.#used;
-    const kept = this.#entries.get(keep);
-    if (kept && kept.size > this.#budget) {
-      victims.push(kept);
-      used = 0;
+  /** LRU eviction down to the budget; `kept` (just committed) goes last, or alone if too big. */
+  async #evict(kept: Uint8Array): Promise<void> {
+    const d = this.#directory;
+    const keptSlot = d.find(kept);
+    if (keptSlot !== -1 && d.size(keptSlot) > this.#budget) {
+      await this.#delete(Buffer.from(kept).toString('hex'), 'evict');
     }
-    for (const [key, meta] of this.#entries) {
-      if (used <= this.#budget) break;
-      if (key === keep) continue;
-      victims.push(meta);
-      used -= meta.size;
-    }
-    if (used > this.#budget) {
-      const k = this.#entries.get(keep);
-      if (k) victims.push(k);
-    }
-    for (const v of victims) {
-      await this.delete(v.key);
-      this.#onEvict?.(v);
+    while (d.bytes > this.#budget && d.count > 0) {
+      const victim = d.oldest();
+      // The kept one is the newest, and within the budget: it is the oldest only when alone.
+      if (victim === d.find(kept)) break;
+      await this.#delete(Buffer.from(d.key(victim)).toString('hex'), 'evict');
     }
   }
 }
