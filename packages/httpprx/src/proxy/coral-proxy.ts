@@ -263,11 +263,11 @@ export class CoralProxy {
     await this.#core.store.close();
   }
 
-  /** Every stored variant (metadata read from the store as it goes). */
+  /** Every stored variant (its listing read from the store as it goes). */
   async cacheList(): Promise<CacheListEntry[]> {
     await this.open();
     const out: CacheListEntry[] = [];
-    for await (const m of this.#core.store.list()) {
+    for await (const m of this.#core.store.listing()) {
       const e: CacheListEntry = {
         url: m.url,
         key: m.key,
@@ -278,7 +278,7 @@ export class CoralProxy {
         expiresAt: m.freshUntil,
         vary: m.vary,
       };
-      if (m.headers['content-type']) e.contentType = m.headers['content-type'];
+      if (m.contentType) e.contentType = m.contentType;
       out.push(e);
     }
     return out;

@@ -14,6 +14,14 @@ import type { StoredMeta } from '../store/types.js';
 
 /** Raw (Host, target) spellings remembered per hot entry. */
 const MAX_ROUTES_PER_ENTRY = 4;
+/** JS objects of an entry besides its body and header strings (metadata, arrays, routes). */
+const ENTRY_OVERHEAD_BYTES = 1024;
+
+function blockBytes(flat: readonly string[]): number {
+  let n = 0;
+  for (const s of flat) n += s.length + 16;
+  return n;
+}
 
 export interface HotEntry {
   meta: StoredMeta;
@@ -42,7 +50,8 @@ export class HotCache {
     this.maxObjectBytes = options.maxObjectBytes;
     this.#lru = new LRUCache<string, HotEntry>({
       maxSize: Math.max(1, options.budgetBytes),
-      sizeCalculation: (e) => e.body.length + 256,
+      // The body, its header block and the metadata object: what an entry really holds.
+      sizeCalculation: (e) => e.body.length + ENTRY_OVERHEAD_BYTES + 2 * blockBytes(e.headers),
       dispose: (e) => this.#unroute(e),
     });
   }

@@ -22,13 +22,14 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Level } from 'level';
 import { Directory, KEY_BYTES, PRIMARY_BYTES } from './directory.js';
-import { decodeMeta, decodePrefix, encodeMeta } from './meta-codec.js';
+import { decodeList, decodeMeta, decodePrefix, encodeMeta } from './meta-codec.js';
 import type {
   BodyWriter,
   CacheStore,
   RemovalReason,
   StoreComponents,
   StoreOptions,
+  StoredListing,
   StoredMeta,
   StoredSummary,
 } from './types.js';
@@ -39,6 +40,8 @@ export interface DiskStoreOptions extends StoreOptions {
 
 /** Stats run in parallel at start-up. */
 const OPEN_CONCURRENCY = 32;
+/** Records read per step when listing. */
+const LIST_BATCH = 1000;
 
 function fileName(n: number): string {
   return n.toString(16).padStart(12, '0');
@@ -201,12 +204,51 @@ export class DiskStore implements CacheStore {
     return m && this.#current(m) ? m : undefined;
   }
 
-  async *list(): AsyncIterable<StoredMeta> {
+  /** Records in batches (a read iterator is much slower one entry at a time). */
+  async *#records(): AsyncIterable<[Uint8Array, Uint8Array]> {
     const db = this.#db;
     if (!db) return;
-    for await (const [key, value] of db.iterator()) {
+    const it = db.iterator();
+    try {
+      for (;;) {
+        const batch = await it.nextv(LIST_BATCH);
+        if (batch.length === 0) return;
+        for (const [key, value] of batch) {
+          // A record changed or dropped while the listing runs is skipped.
+          const s = this.#directory.find(key);
+          const p = s === -1 ? undefined : decodePrefix(value);
+          if (p && this.#directory.file(s) === p.file) yield [key, value];
+        }
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  async *list(): AsyncIterable<StoredMeta> {
+    for await (const [key, value] of this.#records()) {
       const m = decodeMeta(key, value);
-      if (m && this.#current(m)) yield m;
+      if (m) yield m;
+    }
+  }
+
+  async *listing(): AsyncIterable<StoredListing> {
+    for await (const [key, value] of this.#records()) {
+      const l = decodeList(value);
+      if (!l) continue;
+      const k = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+      yield {
+        key: k.toString('hex'),
+        primary: k.toString('hex', 0, PRIMARY_BYTES),
+        url: l.url,
+        status: l.status,
+        size: l.size,
+        sha256: Buffer.from(l.sha256).toString('hex'),
+        storedAt: l.storedAt,
+        freshUntil: l.freshUntil,
+        contentType: l.contentType,
+        vary: l.vary,
+      };
     }
   }
 

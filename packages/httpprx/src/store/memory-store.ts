@@ -5,6 +5,7 @@ import type {
   RemovalReason,
   StoreComponents,
   StoreOptions,
+  StoredListing,
   StoredMeta,
   StoredSummary,
 } from './types.js';
@@ -57,6 +58,23 @@ export class MemoryStore implements CacheStore {
 
   async *list(): AsyncIterable<StoredMeta> {
     for (const e of [...this.#entries.values()]) yield e.meta;
+  }
+
+  async *listing(): AsyncIterable<StoredListing> {
+    for (const m of [...this.#entries.values()].map((e) => e.meta)) {
+      yield {
+        key: m.key,
+        primary: m.primary,
+        url: m.url,
+        status: m.status,
+        size: m.size,
+        sha256: m.sha256,
+        storedAt: m.storedAt,
+        freshUntil: m.freshUntil,
+        contentType: m.headers['content-type'],
+        vary: m.vary,
+      };
+    }
   }
 
   *summaries(): Iterable<StoredSummary> {

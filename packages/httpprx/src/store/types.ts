@@ -55,6 +55,20 @@ export interface BodyWriter {
   release(): Promise<void>;
 }
 
+/** What the cache listing shows of a stored variant (no headers decoded). */
+export interface StoredListing {
+  key: string;
+  primary: string;
+  url: string;
+  status: number;
+  size: number;
+  sha256: string;
+  storedAt: number;
+  freshUntil: number;
+  contentType: string | undefined;
+  vary: string[];
+}
+
 /** What a re-announcement needs of a stored variant, without reading its metadata. */
 export interface StoredSummary {
   primary: Uint8Array;
@@ -79,6 +93,8 @@ export interface CacheStore {
   get(key: string): Promise<StoredMeta | undefined>;
   /** Every stored variant's metadata (read as it goes). */
   list(): AsyncIterable<StoredMeta>;
+  /** Every stored variant's listing (cheaper than `list`: headers are not decoded). */
+  listing(): AsyncIterable<StoredListing>;
   /** One summary per stored variant, from memory. */
   summaries(): Iterable<StoredSummary>;
   /** Mark as recently used (LRU). */

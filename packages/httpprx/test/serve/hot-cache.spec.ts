@@ -4,7 +4,7 @@ import { keyOf, metaFor } from '../store/contract.js';
 
 describe('HotCache', () => {
   it('keeps small objects within its budget and reuses the header block within a second', () => {
-    const hot = new HotCache({ budgetBytes: 3000, maxObjectBytes: 1000 });
+    const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
     const body = Buffer.alloc(800, 1);
     hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: ['x', 'y'] });
     hot.put(metaFor('big', Buffer.alloc(1001)), Buffer.alloc(1001), {
@@ -20,7 +20,7 @@ describe('HotCache', () => {
     expect(HotCache.block(e, 6)).not.toBe(b1);
     for (const k of ['b', 'c', 'd'])
       hot.put(metaFor(k, body), body, { lifetime: 1, fast: true, headers: [] });
-    expect(hot.get(keyOf('a'))).toBeUndefined(); // evicted: 4 × (800 + 256) > 3000
+    expect(hot.get(keyOf('a'))).toBeUndefined(); // evicted: 4 × (800 + 1024 + headers) > 6000
     hot.delete(keyOf('d'));
     expect(hot.get(keyOf('d'))).toBeUndefined();
   });
