@@ -117,8 +117,8 @@ export async function serveEntry(
       return true;
     }
   }
-  core.metrics?.request(kind, ctx.method, status);
   if (hot) {
+    core.metrics?.request(kind, ctx.method, status);
     if (ctx.req.headers.host !== undefined && plainRequest(ctx) && kind === 'hit') {
       core.hot.addRoute(hot, ctx.req.headers.host, ctx.req.url ?? '');
     }
@@ -128,6 +128,8 @@ export async function serveEntry(
     );
     return true;
   }
+  if (ctx.method !== 'HEAD' && meta.size > 0 && !(await core.store.verify(meta))) return false;
+  core.metrics?.request(kind, ctx.method, status);
   res.writeHead(status, flatten(headers));
   if (ctx.method === 'HEAD' || meta.size === 0) {
     res.end();

@@ -24,6 +24,8 @@ export interface SlotInfo {
   /** Clock time (ms) at which the stored response stops being fresh. */
   freshUntil: number;
   sha256: Uint8Array;
+  /** Has its body been checked against its SHA-256 (or written) since start-up? */
+  verified?: boolean;
 }
 
 export class Directory {
@@ -33,6 +35,7 @@ export class Directory {
   #size = new Float64Array(0);
   #file = new Float64Array(0);
   #fresh = new Float64Array(0);
+  #verified = new Uint8Array(0);
   #prev = new Int32Array(0);
   #next = new Int32Array(0);
   #chain = new Int32Array(0);
@@ -73,6 +76,7 @@ export class Directory {
       this.#size.byteLength +
       this.#file.byteLength +
       this.#fresh.byteLength +
+      this.#verified.byteLength +
       this.#prev.byteLength +
       this.#next.byteLength +
       this.#chain.byteLength +
@@ -144,6 +148,14 @@ export class Directory {
     this.#appendLru(slot);
   }
 
+  verified(slot: number): boolean {
+    return this.#verified[slot] === 1;
+  }
+
+  setVerified(slot: number, v: boolean): void {
+    this.#verified[slot] = v ? 1 : 0;
+  }
+
   setFreshUntil(slot: number, freshUntil: number): void {
     this.#fresh[slot] = freshUntil;
   }
@@ -162,6 +174,7 @@ export class Directory {
     this.#size[slot] = info.size;
     this.#file[slot] = info.file;
     this.#fresh[slot] = info.freshUntil;
+    this.#verified[slot] = info.verified === false ? 0 : 1;
     this.#appendLru(slot);
     // Chain it in front of the URL's other variants.
     const primary = key.subarray(0, PRIMARY_BYTES);
@@ -227,6 +240,7 @@ export class Directory {
     this.#size = copy(this.#size, cap, (n) => new Float64Array(n));
     this.#file = copy(this.#file, cap, (n) => new Float64Array(n));
     this.#fresh = copy(this.#fresh, cap, (n) => new Float64Array(n));
+    this.#verified = copy(this.#verified, cap, (n) => new Uint8Array(n));
     this.#prev = copy(this.#prev, cap, (n) => new Int32Array(n));
     this.#next = copy(this.#next, cap, (n) => new Int32Array(n));
     this.#chain = copy(this.#chain, cap, (n) => new Int32Array(n));

@@ -15,6 +15,7 @@
  * Memory: per stored variant, one directory slot (about a hundred bytes in typed arrays); the
  * rest of the metadata is read from LevelDB when a request needs it.
  */
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
@@ -42,6 +43,14 @@ export interface DiskStoreOptions extends StoreOptions {
 const OPEN_CONCURRENCY = 32;
 /** Records read per step when listing. */
 const LIST_BATCH = 1000;
+/** Bodies up to this size are held in memory until their commit writes them in one go. */
+const SPILL_BYTES = 64 * 1024;
+
+async function hashFile(path: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const c of createReadStream(path)) h.update(c as Buffer);
+  return h.digest('hex');
+}
 
 function fileName(n: number): string {
   return n.toString(16).padStart(12, '0');
@@ -131,7 +140,13 @@ export class DiskStore implements CacheStore {
     for (const e of found) {
       const existing = dir.find(e.key);
       if (existing !== -1) dir.remove(existing);
-      dir.insert(e.key, { size: e.size, file: e.file, freshUntil: e.fresh, sha256: e.sha });
+      dir.insert(e.key, {
+        size: e.size,
+        file: e.file,
+        freshUntil: e.fresh,
+        sha256: e.sha,
+        verified: false,
+      });
       referenced.add(e.file);
     }
     this.#directory = dir;
@@ -273,7 +288,31 @@ export class DiskStore implements CacheStore {
   }
 
   async readBody(meta: StoredMeta): Promise<Buffer> {
-    return readFile(join(this.#dir, bodyPath(meta.file ?? 0)));
+    const body = await readFile(join(this.#dir, bodyPath(meta.file ?? 0)));
+    const k = hexKey(meta.key, KEY_BYTES);
+    const s = k ? this.#directory.find(k) : -1;
+    if (s !== -1 && !this.#directory.verified(s) && this.#directory.file(s) === meta.file) {
+      const sha = createHash('sha256').update(body).digest('hex');
+      if (!(await this.#checked(meta, sha))) {
+        throw Object.assign(new Error('stored body does not match its SHA-256'), {
+          code: 'EBADMSG',
+        });
+      }
+    }
+    return body;
+  }
+
+  /** Record a body's first check after start-up: verified, or dropped. */
+  async #checked(meta: StoredMeta, sha: string): Promise<boolean> {
+    const k = hexKey(meta.key, KEY_BYTES)!;
+    const s = this.#directory.find(k);
+    if (s === -1 || this.#directory.file(s) !== meta.file) return false;
+    if (sha === meta.sha256) {
+      this.#directory.setVerified(s, true);
+      return true;
+    }
+    await this.delete(meta.key);
+    return false;
   }
 
   readStream(meta: StoredMeta, start: number, end: number): Readable {
@@ -283,20 +322,44 @@ export class DiskStore implements CacheStore {
   begin(): BodyWriter {
     const file = this.#nextFile++;
     const tmp = join(this.#dir, 'tmp', fileName(file) + '.part');
+    /** Small bodies stay in memory until the commit writes them at once: no file held open. */
+    let chunks: Buffer[] | undefined = [];
+    let starts: number[] = [];
     let fh: FileHandle | undefined;
     let failed: unknown;
     let written = 0;
     let state: 'open' | 'committing' | 'committed' | 'aborted' | 'released' = 'open';
     let committing: Promise<unknown> = Promise.resolve();
-    const opened = open(tmp, 'w+').then(
-      (h) => {
-        fh = h;
-      },
-      (e: unknown) => {
-        failed = e;
-      },
-    );
-    let chain: Promise<void> = opened;
+    let chain: Promise<void> = Promise.resolve();
+    const writeAll = async (h: FileHandle, bufs: Buffer[], at: number) => {
+      let pos = at;
+      for (const b of bufs) {
+        let off = 0;
+        while (off < b.length) {
+          const { bytesWritten } = await h.write(b, off, b.length - off, pos + off);
+          off += bytesWritten;
+        }
+        pos += b.length;
+      }
+    };
+    const fromMemory = (position: number, end: number): Buffer => {
+      const c = chunks!;
+      let lo = 0;
+      let hi = c.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (starts[mid]! <= position) lo = mid;
+        else hi = mid - 1;
+      }
+      const parts: Buffer[] = [];
+      for (let i = lo, pos = position; pos < end && i < c.length; i++) {
+        const from = pos - starts[i]!;
+        const to = Math.min(c[i]!.length, end - starts[i]!);
+        parts.push(c[i]!.subarray(from, to));
+        pos = starts[i]! + to;
+      }
+      return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    };
     const closeFile = async () => {
       await chain;
       const h = fh;
@@ -307,18 +370,31 @@ export class DiskStore implements CacheStore {
       if (state !== 'open') throw new Error(`writer already ${state}`);
       state = 'committing';
       await chain;
-      if (failed || !fh || written !== meta.size) {
+      const fail = async (e: unknown) => {
         state = 'aborted';
         await closeFile();
         await unlink(tmp).catch(() => {});
-        throw failed instanceof Error
-          ? failed
-          : new Error(`size mismatch: wrote ${written}, expected ${meta.size}`);
+        throw e;
+      };
+      if (failed || written !== meta.size) {
+        return fail(
+          failed instanceof Error
+            ? failed
+            : new Error(`size mismatch: wrote ${written}, expected ${meta.size}`),
+        );
       }
       try {
-        await fh.sync();
+        if (chunks) {
+          const h = await open(tmp, 'w');
+          try {
+            await writeAll(h, chunks, 0);
+          } finally {
+            await h.close();
+          }
+        }
+        // No fsync: a process crash leaves the page cache intact, and after a power loss a body
+        // is checked against its SHA-256 the first time it is read (verify()).
         const rel = bodyPath(file);
-        await mkdir(join(this.#dir, rel, '..'), { recursive: true });
         await rename(tmp, join(this.#dir, rel));
         const stored: StoredMeta = { ...meta, file };
         // Metadata changes are serialized, so the record and the directory always name the same
@@ -343,6 +419,7 @@ export class DiskStore implements CacheStore {
             file,
             freshUntil: stored.freshUntil,
             sha256: Buffer.from(stored.sha256, 'hex'),
+            verified: true,
           });
           await this.#evict(key);
           return stored;
@@ -350,10 +427,7 @@ export class DiskStore implements CacheStore {
         state = 'committed';
         return result;
       } catch (e) {
-        state = 'aborted';
-        await closeFile();
-        await unlink(tmp).catch(() => {});
-        throw e;
+        return fail(e);
       }
     };
     return {
@@ -362,17 +436,20 @@ export class DiskStore implements CacheStore {
       },
       write: (chunk) => {
         chain = chain.then(async () => {
-          if (failed || !fh || state === 'aborted' || state === 'released') return;
+          if (failed || state === 'aborted' || state === 'released') return;
           try {
-            let off = 0;
-            while (off < chunk.length) {
-              const { bytesWritten } = await fh.write(
-                chunk,
-                off,
-                chunk.length - off,
-                written + off,
-              );
-              off += bytesWritten;
+            if (chunks && written + chunk.length > SPILL_BYTES) {
+              // Too big to keep: from here on the body goes to its file as it arrives.
+              fh = await open(tmp, 'w+');
+              await writeAll(fh, chunks, 0);
+              chunks = undefined;
+              starts = [];
+            }
+            if (chunks) {
+              chunks.push(chunk);
+              starts.push(written);
+            } else {
+              await writeAll(fh!, [chunk], written);
             }
             written += chunk.length;
           } catch (e) {
@@ -382,9 +459,11 @@ export class DiskStore implements CacheStore {
         return chain;
       },
       read: async (position, length) => {
-        await opened;
-        if (!fh || state === 'aborted' || state === 'released') throw new Error('body gone');
-        const buf = Buffer.allocUnsafe(Math.max(0, Math.min(length, written - position)));
+        if (state === 'aborted' || state === 'released') throw new Error('body gone');
+        const end = Math.min(written, position + length);
+        if (chunks) return fromMemory(position, end);
+        if (!fh) throw new Error('body gone');
+        const buf = Buffer.allocUnsafe(Math.max(0, end - position));
         let got = 0;
         while (got < buf.length) {
           const { bytesRead } = await fh.read(buf, got, buf.length - got, position + got);
@@ -401,6 +480,7 @@ export class DiskStore implements CacheStore {
       abort: async () => {
         if (state === 'committed' || state === 'released') return;
         state = 'aborted';
+        chunks = undefined;
         await closeFile();
         await unlink(tmp).catch(() => {});
       },
@@ -409,10 +489,25 @@ export class DiskStore implements CacheStore {
         if (state === 'released') return;
         const committed = state === 'committed';
         state = 'released';
+        chunks = undefined;
         await closeFile();
         if (!committed) await unlink(tmp).catch(() => {});
       },
     };
+  }
+
+  async verify(meta: StoredMeta): Promise<boolean> {
+    const k = hexKey(meta.key, KEY_BYTES);
+    const s = k ? this.#directory.find(k) : -1;
+    if (s === -1 || this.#directory.file(s) !== meta.file) return false;
+    if (this.#directory.verified(s)) return true;
+    let sha: string;
+    try {
+      sha = await hashFile(join(this.#dir, bodyPath(meta.file ?? 0)));
+    } catch {
+      sha = '';
+    }
+    return this.#checked(meta, sha);
   }
 
   update(meta: StoredMeta): Promise<boolean> {

@@ -102,6 +102,10 @@ export class MemoryStore implements CacheStore {
     return e.body;
   }
 
+  async verify(meta: StoredMeta): Promise<boolean> {
+    return this.#entries.get(meta.key)?.meta.sha256 === meta.sha256;
+  }
+
   readStream(meta: StoredMeta, start: number, end: number): Readable {
     const e = this.#entries.get(meta.key);
     if (!e) {

@@ -99,7 +99,14 @@ export interface CacheStore {
   summaries(): Iterable<StoredSummary>;
   /** Mark as recently used (LRU). */
   touch(key: string): void;
+  /** The whole body (rejects when it cannot be read, or fails its first check after start-up). */
   readBody(meta: StoredMeta): Promise<Buffer>;
+  /**
+   * Is the stored body intact? Bodies written since start-up are; one kept from before is hashed
+   * once against its SHA-256 (after a power loss a file can hold other bytes than were written),
+   * and dropped when it does not match. Call before `readStream` of a body not read whole.
+   */
+  verify(meta: StoredMeta): Promise<boolean>;
   /** A stream of bytes `start..end` (inclusive) of the body. */
   readStream(meta: StoredMeta, start: number, end: number): Readable;
   begin(): BodyWriter;
