@@ -52,6 +52,9 @@ async function hashFile(path: string): Promise<string> {
   return h.digest('hex');
 }
 
+type MetaOp =
+  { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
+
 function fileName(n: number): string {
   return n.toString(16).padStart(12, '0');
 }
@@ -74,7 +77,14 @@ export class DiskStore implements CacheStore {
   #directory = new Directory();
   #db: Level<Uint8Array, Uint8Array> | undefined;
   #nextFile = 1;
-  #chain: Promise<unknown> = Promise.resolve();
+  /** Metadata writes waiting for the next batch, and the batch being written. */
+  #queue: Array<{
+    ops: MetaOp[];
+    after: Array<() => void>;
+    resolve: () => void;
+    reject: (e: unknown) => void;
+  }> = [];
+  #flushing: Promise<void> | undefined;
 
   constructor(components: StoreComponents, options: DiskStoreOptions) {
     this.#dir = options.dir;
@@ -162,10 +172,9 @@ export class DiskStore implements CacheStore {
   }
 
   async close(): Promise<void> {
-    await this.#serial(async () => {
-      await this.#db?.close();
-      this.#db = undefined;
-    });
+    while (this.#flushing) await this.#flushing;
+    await this.#db?.close();
+    this.#db = undefined;
   }
 
   get usedBytes(): number {
@@ -383,52 +392,58 @@ export class DiskStore implements CacheStore {
             : new Error(`size mismatch: wrote ${written}, expected ${meta.size}`),
         );
       }
+      const key = hexKey(meta.key, KEY_BYTES);
+      if (!key || !this.#db)
+        return fail(new Error(key ? 'store closed' : `bad variant key ${meta.key}`));
+      const rel = bodyPath(file);
       try {
+        // No fsync: a process crash leaves the page cache intact, and after a power loss a body
+        // is checked against its SHA-256 the first time it is read (verify()). A small body is
+        // written straight to its final name (nothing refers to it until its record exists).
         if (chunks) {
-          const h = await open(tmp, 'w');
+          const h = await open(join(this.#dir, rel), 'w');
           try {
             await writeAll(h, chunks, 0);
           } finally {
             await h.close();
           }
+        } else {
+          await rename(tmp, join(this.#dir, rel));
         }
-        // No fsync: a process crash leaves the page cache intact, and after a power loss a body
-        // is checked against its SHA-256 the first time it is read (verify()).
-        const rel = bodyPath(file);
-        await rename(tmp, join(this.#dir, rel));
-        const stored: StoredMeta = { ...meta, file };
-        // Metadata changes are serialized, so the record and the directory always name the same
-        // file even when two commits for one key race.
-        const result = await this.#serial(async () => {
-          const db = this.#db;
-          const key = hexKey(meta.key, KEY_BYTES);
-          if (!db || !key) {
-            await unlink(join(this.#dir, rel)).catch(() => {});
-            throw new Error(db ? `bad variant key ${meta.key}` : 'store closed');
-          }
-          await db.put(key, encodeMeta(stored));
-          const old = this.#directory.find(key);
-          if (old !== -1) {
-            const oldFile = this.#directory.file(old);
-            this.#directory.remove(old);
-            await unlink(join(this.#dir, bodyPath(oldFile))).catch(() => {});
-            this.#onRemove?.(meta.key, meta.primary, 'replace');
-          }
-          this.#directory.insert(key, {
-            size: stored.size,
-            file,
-            freshUntil: stored.freshUntil,
-            sha256: Buffer.from(stored.sha256, 'hex'),
-            verified: true,
-          });
-          await this.#evict(key);
-          return stored;
-        });
-        state = 'committed';
-        return result;
       } catch (e) {
+        await unlink(join(this.#dir, rel)).catch(() => {});
         return fail(e);
       }
+      const stored: StoredMeta = { ...meta, file };
+      // The directory changes now, in call order (so two commits for one key leave the later
+      // one); the record follows in the next metadata batch; replaced and evicted files are
+      // unlinked only once their records are gone.
+      const ops: MetaOp[] = [{ type: 'put', key, value: encodeMeta(stored) }];
+      const after: Array<() => void> = [];
+      const old = this.#directory.find(key);
+      if (old !== -1) {
+        const oldFile = this.#directory.file(old);
+        this.#directory.remove(old);
+        after.push(() => this.#unlinkBody(oldFile));
+        this.#onRemove?.(meta.key, meta.primary, 'replace');
+      }
+      this.#directory.insert(key, {
+        size: stored.size,
+        file,
+        freshUntil: stored.freshUntil,
+        sha256: Buffer.from(stored.sha256, 'hex'),
+        verified: true,
+      });
+      this.#evict(key, ops, after);
+      try {
+        await this.#write(ops, after);
+      } catch (e) {
+        state = 'aborted';
+        await closeFile();
+        throw e;
+      }
+      state = 'committed';
+      return stored;
     };
     return {
       get written() {
@@ -510,28 +525,29 @@ export class DiskStore implements CacheStore {
     return this.#checked(meta, sha);
   }
 
-  update(meta: StoredMeta): Promise<boolean> {
-    return this.#serial(async () => {
-      const key = hexKey(meta.key, KEY_BYTES);
-      const db = this.#db;
-      if (!key || !db) return false;
-      const s = this.#directory.find(key);
-      if (s === -1 || this.#directory.file(s) !== meta.file) return false;
-      const info = this.#directory.info(s);
-      const next: StoredMeta = {
-        ...meta,
-        size: info.size,
-        sha256: Buffer.from(info.sha256).toString('hex'),
-        file: info.file,
-      };
-      await db.put(key, encodeMeta(next));
-      this.#directory.setFreshUntil(s, next.freshUntil);
-      return true;
-    });
+  async update(meta: StoredMeta): Promise<boolean> {
+    const key = hexKey(meta.key, KEY_BYTES);
+    if (!key || !this.#db) return false;
+    const s = this.#directory.find(key);
+    if (s === -1 || this.#directory.file(s) !== meta.file) return false;
+    const info = this.#directory.info(s);
+    const next: StoredMeta = {
+      ...meta,
+      size: info.size,
+      sha256: Buffer.from(info.sha256).toString('hex'),
+      file: info.file,
+    };
+    this.#directory.setFreshUntil(s, next.freshUntil);
+    await this.#write([{ type: 'put', key, value: encodeMeta(next) }], []);
+    return true;
   }
 
-  delete(key: string): Promise<boolean> {
-    return this.#serial(() => this.#delete(key, 'delete'));
+  async delete(key: string): Promise<boolean> {
+    const ops: MetaOp[] = [];
+    const after: Array<() => void> = [];
+    if (!this.#remove(key, 'delete', ops, after)) return false;
+    await this.#write(ops, after);
+    return true;
   }
 
   async deleteWhere(match: (meta: StoredMeta) => boolean): Promise<StoredMeta[]> {
@@ -550,23 +566,55 @@ export class DiskStore implements CacheStore {
     return s !== -1 && this.#directory.file(s) === m.file;
   }
 
-  async #delete(key: string, reason: RemovalReason): Promise<boolean> {
+  /** Take a variant out of the directory now; its record goes in `ops`, its file in `after`. */
+  #remove(key: string, reason: RemovalReason, ops: MetaOp[], after: Array<() => void>): boolean {
     const k = hexKey(key, KEY_BYTES);
     if (!k) return false;
     const s = this.#directory.find(k);
     if (s === -1) return false;
     const file = this.#directory.file(s);
-    await this.#db?.del(k);
     this.#directory.remove(s);
-    await unlink(join(this.#dir, bodyPath(file))).catch(() => {});
+    ops.push({ type: 'del', key: k });
+    after.push(() => this.#unlinkBody(file));
     this.#onRemove?.(key, key.slice(0, PRIMARY_BYTES * 2), reason);
     return true;
   }
 
-  #serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#chain.then(fn, fn);
-    this.#chain = run.catch(() => {});
-    return run;
+  #unlinkBody(file: number): void {
+    void unlink(join(this.#dir, bodyPath(file))).catch(() => {});
+  }
+
+  /**
+   * Metadata writes, grouped: everything queued while a batch is being written goes in the next
+   * one (in order), so commits are not limited by one LevelDB round trip each. `after` runs once
+   * the batch holding `ops` is written (never if it fails: a file is unlinked only when no
+   * record names it).
+   */
+  #write(ops: MetaOp[], after: Array<() => void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ ops, after, resolve, reject });
+      this.#flushing ??= this.#flush().finally(() => {
+        this.#flushing = undefined;
+      });
+    });
+  }
+
+  async #flush(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.splice(0);
+      const db = this.#db;
+      try {
+        if (!db) throw new Error('store closed');
+        await db.batch(batch.flatMap((b) => b.ops));
+      } catch (e) {
+        for (const b of batch) b.reject(e);
+        continue;
+      }
+      for (const b of batch) {
+        for (const a of b.after) a();
+        b.resolve();
+      }
+    }
   }
 
   async #sizeOf(rel: string): Promise<number> {
@@ -578,17 +626,17 @@ export class DiskStore implements CacheStore {
   }
 
   /** LRU eviction down to the budget; `kept` (just committed) goes last, or alone if too big. */
-  async #evict(kept: Uint8Array): Promise<void> {
+  #evict(kept: Uint8Array, ops: MetaOp[], after: Array<() => void>): void {
     const d = this.#directory;
     const keptSlot = d.find(kept);
     if (keptSlot !== -1 && d.size(keptSlot) > this.#budget) {
-      await this.#delete(Buffer.from(kept).toString('hex'), 'evict');
+      this.#remove(Buffer.from(kept).toString('hex'), 'evict', ops, after);
     }
     while (d.bytes > this.#budget && d.count > 0) {
       const victim = d.oldest();
       // The kept one is the newest, and within the budget: it is the oldest only when alone.
       if (victim === d.find(kept)) break;
-      await this.#delete(Buffer.from(d.key(victim)).toString('hex'), 'evict');
+      this.#remove(Buffer.from(d.key(victim)).toString('hex'), 'evict', ops, after);
     }
   }
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -256,15 +256,42 @@ describe('cooperation through the ContentIndex', () => {
         sha256: SHA,
       });
       let settled = false;
-      const pb = fromB(f).finally(() => (settled = true));
+      let received = 0;
+      const pb = (
+        mode === 'stall'
+          ? fromB(f)
+          : new Promise<Buffer>((resolve, reject) => {
+              // Watch the bytes arrive: the member's head and first bytes reach the client.
+              const req = request(
+                {
+                  host: '127.0.0.4',
+                  port: f.b.port,
+                  path: '/obj',
+                  headers: { host: f.origin.coralHost },
+                  agent: false,
+                },
+                (res) => {
+                  res.on('data', (c: Buffer) => (received += c.length));
+                  res.on('end', () => resolve(Buffer.alloc(received)));
+                  res.on('error', reject);
+                  res.on('aborted', () => reject(new Error('aborted')));
+                },
+              );
+              req.on('error', reject);
+              req.end();
+            })
+      ).finally(() => (settled = true));
       await until(() => slow.requests.length === 1, 'peer request arrived');
+      // The patience runs between body bytes once the member has answered: wait for its bytes.
+      if (mode === 'stall-mid-body')
+        await until(() => received >= 999, 'first bytes at the client');
       await f.clock.advance(999);
       expect(f.origin.hits).toHaveLength(0);
       expect(settled).toBe(false);
       await f.clock.advance(1);
       if (mode === 'stall') {
         // No answer in time: the same request goes on to the origin.
-        const rb = await pb;
+        const rb = (await pb) as Awaited<ReturnType<typeof fromB>>;
         expect(rb.body.equals(BODY)).toBe(true);
         expect(f.origin.hits).toHaveLength(1);
       } else {
