@@ -10,8 +10,15 @@
 // here while measuring: an event-loop delay monitor would wake the server every millisecond.)
 import dgram from 'node:dgram';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
-import { DnsServer, InMemoryNodeDirectory } from '../packages/dnssrv/dist/index.js';
+import { pathToFileURL } from 'node:url';
 import { DshtDirectory, SimFleet } from '../packages/dsht/dist/index.js';
+
+// Another build of dnssrv may be measured (bench/dns.mjs --dist <its dist/index.js>): an A/B.
+const { DnsServer, InMemoryNodeDirectory } = await import(
+  process.env.CORAL_DNSSRV_DIST
+    ? pathToFileURL(process.env.CORAL_DNSSRV_DIST).href
+    : '../packages/dnssrv/dist/index.js'
+);
 
 // If the bench goes away (killed, interrupted), so does this server.
 process.once('disconnect', () => process.exit(0));

@@ -22,9 +22,15 @@
 // otherwise from the Node generator in bench/dns-load.mjs. Prints a table and ends with ONE JSON
 // line.
 //
+// Two name sets: --names N distinct names (default 10,000: as many as a resolver population asks,
+// so new names and expiring answers are part of the load), then the old small set (--small-names,
+// default 1,000) as a second row, with its own maximum-rate attempt and 5,000 q/s trials
+// (--small-trials quiet ones wanted, default 3; 0 skips the row).
+//
 // Options: --seconds N (per measured phase, default 3), --trials N (quiet trials wanted, default
-// 5), --max-trials N (default 15), --names N (distinct names, default 1000), --window N (Node
+// 5), --max-trials N (default 15), --window N (Node
 // generator: queries in flight per socket at maximum rate, 4 sockets, default 32),
+// --dist PATH (measure another build of dnssrv: its dist/index.js, for an A/B),
 // --node-generator (even when dnsperf is installed), --no-pin (no taskset), --directory dsht (the
 // server locates proxies through a DshtDirectory over a 200-node simulated fleet, as a real node
 // does, instead of an in-memory directory of 20).
@@ -32,7 +38,7 @@ import os from 'node:os';
 import { fork, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -48,9 +54,13 @@ const maxTrials = Math.max(trials, arg('max-trials', 15));
  */
 const QUIET_STEAL_PCT = 0.5;
 const MAX_RATE_ATTEMPTS = 5;
-const nNames = arg('names', 1000);
+const nNames = arg('names', 10000);
+const nSmall = arg('small-names', 1000);
+const smallTrials = arg('small-trials', 3);
 const window = arg('window', 32);
-const names = Array.from({ length: nNames }, (_, i) => `www.site${i}.example.com.nyud.net`);
+const nameList = (n) => Array.from({ length: n }, (_, i) => `www.site${i}.example.com.nyud.net`);
+/** The names the load generators ask for (switched between the two sets). */
+let names = nameList(nNames);
 const directoryArg = process.argv.indexOf('--directory');
 const directory = directoryArg >= 0 ? process.argv[directoryArg + 1] : 'memory';
 if (directory !== 'memory' && directory !== 'dsht') throw new Error('--directory memory|dsht');
@@ -109,8 +119,14 @@ async function nextMessage(child, what) {
 }
 
 /** A server child (dns or echo), pinned, answering on `port`. */
+const distArg = process.argv.indexOf('--dist');
+const dist = distArg >= 0 ? resolve(process.argv[distArg + 1]) : undefined;
+
 async function startServer(config, cpu) {
-  const child = fork(new URL('./dns-server.mjs', import.meta.url), { stdio: 'inherit' });
+  const child = fork(new URL('./dns-server.mjs', import.meta.url), {
+    stdio: 'inherit',
+    env: { ...process.env, ...(dist ? { CORAL_DNSSRV_DIST: dist } : {}) },
+  });
   children.add(child);
   child.send(config);
   const { port } = await nextMessage(child, `server ${config.kind}`);
@@ -137,10 +153,11 @@ let dnsperfDir;
 function loadDnsperf(port, mode, durationMs, cpu) {
   if (!dnsperfDir) {
     dnsperfDir = mkdtempSync(join(os.tmpdir(), 'coral-dnsperf-'));
-    writeFileSync(join(dnsperfDir, 'queries.txt'), names.map((n) => `${n} A\n`).join(''));
     process.on('exit', () => rmSync(dnsperfDir, { recursive: true, force: true }));
   }
-  const args = ['-s', '127.0.0.1', '-p', String(port), '-d', join(dnsperfDir, 'queries.txt')];
+  const file = join(dnsperfDir, `queries-${names.length}.txt`);
+  writeFileSync(file, names.map((n) => `${n} A\n`).join(''));
+  const args = ['-s', '127.0.0.1', '-p', String(port), '-d', file];
   args.push('-l', String(Math.max(1, Math.round(durationMs / 1000))), '-e', '-v', '-t', '2');
   args.push(...(mode === 'max' ? ['-q', '128'] : ['-q', '100', '-Q', '5000']));
   const [cmd, argv] = pin
@@ -267,28 +284,39 @@ const sharedCpu = pin ? SERVER_CPU : undefined;
 
 const server = await startServer({ kind: 'dns', cache: true, directory }, SERVER_CPU);
 const echo = await startServer({ kind: 'echo' }, SERVER_CPU);
-await load(server.port, 'max', 1000, OTHER_CPU);
 const isQuiet = (r) => r.steal === null || r.steal < QUIET_STEAL_PCT;
-// Maximum rate: the first quiet attempt of at most MAX_RATE_ATTEMPTS (else the last one).
-let max;
-for (let t = 1; t <= MAX_RATE_ATTEMPTS && !(max && isQuiet(max)); t++) {
-  max = {
-    phase: `max rate, answer cache${t > 1 ? ` (${t})` : ''}`,
-    ...(await measure(server, 'max', OTHER_CPU)),
-  };
-  rows.push(max);
+
+/**
+ * The cached-server phases for the current name set: maximum rate (the first quiet attempt of at
+ * most MAX_RATE_ATTEMPTS, else the last), then 5,000 q/s trials (each followed by the echo
+ * server) until `wanted` are quiet, at most `most`.
+ */
+async function nameSet(label, wanted, most) {
+  await load(server.port, 'max', 1000, OTHER_CPU); // warm up: every name asked once
+  let max;
+  for (let t = 1; t <= MAX_RATE_ATTEMPTS && !(max && isQuiet(max)); t++) {
+    max = {
+      phase: `max rate${label}${t > 1 ? ` (${t})` : ''}`,
+      ...(await measure(server, 'max', OTHER_CPU)),
+    };
+    rows.push(max);
+  }
+  await load(echo.port, 'rate', 1000, sharedCpu);
+  const dnsTrials = [];
+  const echoTrials = [];
+  for (let t = 1; t <= most && dnsTrials.filter(isQuiet).length < wanted; t++) {
+    const d = await measure(server, 'rate', sharedCpu);
+    const e = await measure(echo, 'rate', sharedCpu);
+    dnsTrials.push(d);
+    echoTrials.push(e);
+    rows.push({ phase: `5,000 q/s${label}, trial ${t}`, ...d });
+    rows.push({ phase: `5,000 q/s${label}, trial ${t}, echo`, ...e });
+  }
+  return { max, dnsTrials, echoTrials };
 }
-await load(echo.port, 'rate', 1000, sharedCpu);
-const dnsTrials = [];
-const echoTrials = [];
-for (let t = 1; t <= maxTrials && dnsTrials.filter(isQuiet).length < trials; t++) {
-  const d = await measure(server, 'rate', sharedCpu);
-  const e = await measure(echo, 'rate', sharedCpu);
-  dnsTrials.push(d);
-  echoTrials.push(e);
-  rows.push({ phase: `5,000 q/s, trial ${t}`, ...d });
-  rows.push({ phase: `5,000 q/s, trial ${t}, echo`, ...e });
-}
+
+const main = await nameSet('', trials, maxTrials);
+const { max, dnsTrials, echoTrials } = main;
 let split;
 let splitEcho;
 if (pin) {
@@ -296,6 +324,11 @@ if (pin) {
   splitEcho = await measure(echo, 'rate', OTHER_CPU);
   rows.push({ phase: '5,000 q/s, split cores', ...split });
   rows.push({ phase: '5,000 q/s, split, echo', ...splitEcho });
+}
+let small;
+if (smallTrials > 0) {
+  names = nameList(nSmall);
+  small = await nameSet(`, ${nSmall} names`, smallTrials, Math.max(smallTrials, 8));
 }
 await Promise.all([server.stop(), echo.stop()]);
 
@@ -309,18 +342,18 @@ const layout = pin
   ? `max rate: server CPU ${SERVER_CPU}, generator CPU ${OTHER_CPU}; 5,000 q/s: both on CPU ${SERVER_CPU}`
   : 'not pinned';
 console.log(
-  `DNS redirector load (${generator} generator, ${directory} directory) — ${os.cpus().length} CPUs, ${layout}; loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}; ${nNames} names, ${seconds}s per phase`,
+  `DNS redirector load (${generator} generator, ${directory} directory) — ${os.cpus().length} CPUs, ${layout}; loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}; ${nNames} names (then ${smallTrials > 0 ? nSmall : 'no'} names), ${seconds}s per phase`,
 );
 console.log(
-  'phase                        |      q/s |   sent | lost | p50 ms | p90 ms | p99 ms | p99.9 ms | srv µs/q | scavenges (max ms) | major GCs | steal %',
+  'phase                                   |      q/s |   sent | lost | p50 ms | p90 ms | p99 ms | p99.9 ms | srv µs/q | scavenges (max ms) | major GCs | steal %',
 );
 console.log(
-  '-----------------------------+----------+--------+------+--------+--------+--------+----------+----------+--------------------+-----------+--------',
+  '----------------------------------------+----------+--------+------+--------+--------+--------+----------+----------+--------------------+-----------+--------',
 );
 for (const r of rows) {
   const s = r.server;
   console.log(
-    `${r.phase.padEnd(29)}| ${f(r.qps, 0).padStart(8)} | ${String(r.sent).padStart(6)} | ${String(r.lost).padStart(4)} | ${f(r.p50Ms).padStart(6)} | ${f(r.p90Ms).padStart(6)} | ${f(r.p99Ms).padStart(6)} | ${f(r.p999Ms).padStart(8)} | ${f(s.cpuUsPerAnswer, 1).padStart(8)} | ${`${s.gcMinor.count} (${f(s.gcMinor.maxMs, 2)})`.padStart(18)} | ${String(s.gcMajor.count).padStart(9)} | ${f(r.steal, 1).padStart(6)}`,
+    `${r.phase.padEnd(40)}| ${f(r.qps, 0).padStart(8)} | ${String(r.sent).padStart(6)} | ${String(r.lost).padStart(4)} | ${f(r.p50Ms).padStart(6)} | ${f(r.p90Ms).padStart(6)} | ${f(r.p99Ms).padStart(6)} | ${f(r.p999Ms).padStart(8)} | ${f(s.cpuUsPerAnswer, 1).padStart(8)} | ${`${s.gcMinor.count} (${f(s.gcMinor.maxMs, 2)})`.padStart(18)} | ${String(s.gcMajor.count).padStart(9)} | ${f(r.steal, 1).padStart(6)}`,
   );
 }
 const quiet = dnsTrials.filter(isQuiet);
@@ -336,6 +369,12 @@ console.log(
 console.log(
   `  UDP echo, same load: p99 ${list(echoTrials, 'p99Ms')} ms; quiet median ${f(med(quietEcho, 'p99Ms'))} ms`,
 );
+const smallQuiet = small ? small.dnsTrials.filter(isQuiet) : [];
+if (small) {
+  console.log(
+    `${nSmall} names: max ${f(small.max.qps, 0)} q/s; 5,000 q/s, ${small.dnsTrials.length} trials: p99 ${list(small.dnsTrials, 'p99Ms')} ms with steal ${list(small.dnsTrials, 'steal', 1)} %; ${smallQuiet.length} quiet: p99 median ${f(med(smallQuiet, 'p99Ms'))} ms`,
+  );
+}
 const cacheHits = rows.reduce((n, r) => n + (r.server.cacheHits ?? 0), 0);
 const cacheMisses = rows.reduce((n, r) => n + (r.server.cacheMisses ?? 0), 0);
 console.log(
@@ -351,6 +390,8 @@ console.log(
     bench: 'dns',
     generator,
     directory,
+    names: nNames,
+    ...(dist ? { dist } : {}),
     pinned: pin,
     qps: Math.round(max.qps),
     p50Ms: round(max.p50Ms),
@@ -376,6 +417,16 @@ console.log(
         2,
       ),
     ),
+    small: small
+      ? {
+          names: nSmall,
+          qps: Math.round(small.max.qps),
+          p99MsAt5k: smallQuiet.length ? round(med(smallQuiet, 'p99Ms')) : null,
+          quietTrials: smallQuiet.length,
+          p99MsAt5kAllTrials: round(med(small.dnsTrials, 'p99Ms')),
+          p99MsAt5kTrials: small.dnsTrials.map((r) => round(r.p99Ms)),
+        }
+      : null,
     qpsNoCache: Math.round(noCache.qps),
     p99MsNoCache: round(noCache.p99Ms),
     loadavgBefore: load0.map((x) => Number(x.toFixed(2))),

@@ -33,5 +33,17 @@ export class DnsStateError extends DnsError {
   }
 }
 
+/** An ACME challenge value could not be set: bad zone, value or lifetime, or too many values. */
+export class DnsChallengeError extends DnsError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('DNS_ERR_CHALLENGE', message, options);
+  }
+}
+
 /** Every code above, for the docs test. */
-export const DNS_ERROR_CODES = ['DNS_ERR_CONFIG', 'DNS_ERR_LISTEN', 'DNS_ERR_STATE'] as const;
+export const DNS_ERROR_CODES = [
+  'DNS_ERR_CONFIG',
+  'DNS_ERR_LISTEN',
+  'DNS_ERR_STATE',
+  'DNS_ERR_CHALLENGE',
+] as const;

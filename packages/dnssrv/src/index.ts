@@ -25,7 +25,6 @@ export {
 } from './directory/in-memory.js';
 export { DnsServer, type DnsStats } from './server/dns-server.js';
 export * from './server/types.js';
-export { parseCoralName, normalizeZone, type CoralName } from './names/coral-name.js';
 export {
   type Prober,
   TcpConnectProber,
@@ -81,7 +80,18 @@ export {
 } from './wire/query.js';
 export { TYPE, CLASS, RCODE, RCODE_NAME } from './wire/constants.js';
 export {
+  type ChallengeStore,
+  type ChallengeEntry,
+  InMemoryChallengeStore,
+  type InMemoryChallengeStoreOptions,
+  DEFAULT_CHALLENGE_TTL_MS,
+  DEFAULT_MAX_CHALLENGES_PER_ZONE,
+  MAX_CHALLENGE_TTL_MS,
+  MAX_CHALLENGE_VALUE_LENGTH,
+} from './acme/challenge-store.js';
+export {
   DnsError,
+  DnsChallengeError,
   DnsConfigError,
   DnsListenError,
   DnsStateError,

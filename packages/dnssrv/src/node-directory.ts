@@ -14,6 +14,12 @@ export interface NodeInfo {
   ipv6?: string;
   /** Port the node's HTTP proxy listens on. */
   httpPort: number;
+  /**
+   * Optional (added by dnssrv, compatible): the port the node's DNS server answers on, at the
+   * same addresses; absent when it runs none. Delegation names only members whose DNS port is the
+   * one resolvers ask (53), with the DSHT contact's `dnsPort`.
+   */
+  dnsPort?: number;
   /** Configured region label, if any. */
   region?: string;
 }

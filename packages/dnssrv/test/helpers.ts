@@ -116,11 +116,11 @@ export function ecsOf(
   return opt?.rdata?.find((o) => o.ednsCode === 8);
 }
 
-/** One UDP round trip from a socket bound to `from` (default 127.0.0.1). */
+/** One UDP round trip from a socket bound to `from` (default 127.0.0.1) to `host` (default 127.0.0.1). */
 export async function udpAsk(
   port: number,
   msg: Buffer,
-  opts: { from?: string; timeoutMs?: number } = {},
+  opts: { from?: string; host?: string; timeoutMs?: number } = {},
 ): Promise<Buffer> {
   const sock = dgram.createSocket('udp4');
   await new Promise<void>((r) => sock.bind(0, opts.from ?? '127.0.0.1', () => r()));
@@ -131,7 +131,7 @@ export async function udpAsk(
         clearTimeout(t);
         resolve(m);
       });
-      sock.send(msg, port, '127.0.0.1');
+      sock.send(msg, port, opts.host ?? '127.0.0.1');
     });
   } finally {
     sock.close();

@@ -1,8 +1,9 @@
 /**
- * The encoded-answer cache: answers by lowercased name, then by variant (type, class, EDNS
- * flavour, ECS bytes: see `variantKey` in the server), then, for answers that depend on the
- * client, by location bucket. A lookup is two or three map reads; the server copies the bytes out
- * and patches them per query.
+ * The answer cache: answer templates (`wire/template.ts`) by family — the key a name shares with
+ * every name answered the same way (all origins of a zone; a fixed name's own key) —, then by
+ * variant (type, class, EDNS flavour, ECS bytes: see `variantKey` in the pipeline), then, for
+ * answers that depend on the client, by location bucket. A lookup is two or three map reads; the
+ * pipeline instantiates the template for each query's name.
  *
  * Bounded in entries (`maxEntries`, 10,000) and in bytes (`maxBytes`, 16 MiB, counting each
  * answer's bytes, its name and {@link ENTRY_OVERHEAD_BYTES} of bookkeeping), and evicted one entry
@@ -16,18 +17,22 @@
  * writes and allocates nothing. (A general-purpose LRU library keys entries by one value; here that
  * would mean building a composite key string on every query.)
  */
-import type { AnswerMeta } from '../answer/answer-builder.js';
+import type { Built } from '../answer/answer-builder.js';
 
-/** Bytes charged per entry on top of its answer and name: the entry, its map slots, its meta's share. */
+/** Bytes charged per entry on top of its template and key: the entry, its map slots, its meta's share. */
 export const ENTRY_OVERHEAD_BYTES = 256;
 export const DEFAULT_ANSWER_CACHE_MAX_BYTES = 16 * 1024 * 1024;
 /** Share of each bound the protected segment may hold. */
 const PROTECTED_SHARE = 0.8;
 
 export interface CacheEntry {
-  bytes: Buffer;
-  meta: AnswerMeta;
+  built: Built;
+  /** A hit after this starts a rebuild in the background. */
+  refreshAt: number;
+  /** Fresh until then ... */
   expiresAt: number;
+  /** ... and served stale (while its rebuild runs) until then. */
+  staleUntil: number;
   // Where the entry sits, for eviction.
   readonly name: string;
   readonly variant: number | string;
@@ -129,17 +134,15 @@ export class AnswerCache {
   }
 
   /**
-   * Store `bytes` for (name, variant, bucket), or update the entry there in place. Returns the
+   * Store `built` for (name, variant, bucket), or update the entry there in place. Returns the
    * entry (already the most recently used); evicts least recently used entries over the bounds.
    */
   store(
     name: string,
     variant: number | string,
     bucket: string | undefined,
-    bytes: Buffer,
-    meta: AnswerMeta,
-    expiresAt: number,
-    same: (a: AnswerMeta, b: AnswerMeta) => boolean,
+    built: Built,
+    times: { refreshAt: number; expiresAt: number; staleUntil: number },
   ): CacheEntry {
     let variants = this.#byName.get(name);
     if (!variants) this.#byName.set(name, (variants = new Map()));
@@ -147,35 +150,28 @@ export class AnswerCache {
     if (!top) variants.set(variant, (top = {}));
     const old = bucket === undefined ? top.static : top.byBucket?.get(bucket);
     if (old) {
-      // A rebuild: update the entry in place. What a busy server caches is long-lived, so every
-      // new object here survives a scavenge and is promoted; reusing the entry, its byte buffer
-      // and (when nothing changed) its meta keeps those pauses short. Cached bytes are only
-      // ever copied out (patchCached), never handed to a socket, so overwriting them is safe;
-      // a meta may be referenced by the decision ring, so it is replaced, never changed.
-      if (old.bytes.length === bytes.length) old.bytes.set(bytes);
-      else {
-        const list = old.segment === 1 ? this.#protected : this.#probation;
-        const size = sizeOf(name, bytes);
-        list.bytes += size - old.size;
-        old.size = size;
-        old.bytes = bytes;
-      }
-      if (!same(old.meta, meta)) old.meta = meta;
-      old.expiresAt = expiresAt;
+      // A rebuild: update the entry in place (it keeps its place in the recency order).
+      const list = old.segment === 1 ? this.#protected : this.#probation;
+      const size = sizeOf(name, built);
+      list.bytes += size - old.size;
+      old.size = size;
+      old.built = built;
+      old.refreshAt = times.refreshAt;
+      old.expiresAt = times.expiresAt;
+      old.staleUntil = times.staleUntil;
       this.touch(old);
       this.#evict(old);
       return old;
     }
-    // Not copied: single-flight waiters share `bytes` with this entry, which is safe because
-    // they all resume (and copy it out with patchCached) before anything can rebuild the entry.
     const entry: CacheEntry = {
-      bytes,
-      meta,
-      expiresAt,
+      built,
+      refreshAt: times.refreshAt,
+      expiresAt: times.expiresAt,
+      staleUntil: times.staleUntil,
       name,
       variant,
       bucket,
-      size: sizeOf(name, bytes),
+      size: sizeOf(name, built),
       prev: undefined,
       next: undefined,
       segment: 0,
@@ -233,6 +229,13 @@ export class AnswerCache {
   }
 }
 
-function sizeOf(name: string, bytes: Buffer): number {
-  return bytes.length + 2 * name.length + ENTRY_OVERHEAD_BYTES;
+function sizeOf(name: string, built: Built): number {
+  const t = built.template;
+  return (
+    t.body.length +
+    t.header.length +
+    2 * (t.bodySlots.length + t.answerSlots.length + t.zoneSlots.length) +
+    2 * name.length +
+    ENTRY_OVERHEAD_BYTES
+  );
 }

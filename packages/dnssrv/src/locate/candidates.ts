@@ -74,5 +74,6 @@ function rewrite(n: NodeInfo, ipv4: string | undefined, ipv6: string | undefined
   if (ipv4 !== undefined) out.ipv4 = ipv4;
   if (ipv6 !== undefined) out.ipv6 = ipv6;
   if (n.region !== undefined) out.region = n.region;
+  if (n.dnsPort !== undefined) out.dnsPort = n.dnsPort;
   return out;
 }

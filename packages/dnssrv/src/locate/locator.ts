@@ -146,7 +146,8 @@ export class Locator {
     const rttTag = rtt === undefined ? 'u' : rtt === null ? 'x' : String(rttLevel);
     let bucket: string;
     if (view) {
-      bucket = `v${view.index}${view.via[0]}`;
+      // The RTT state too: the delegation's NS records in the answer depend on it.
+      bucket = `v${view.index}${view.via[0]}:${rttTag}`;
     } else if (usable) {
       bucket = `e${formatIp(usable.address)}/${usable.sourcePrefix}|r${probeKey}:${rttTag}`;
     } else {
@@ -250,7 +251,7 @@ export class Locator {
     }
     return {
       method: 'no-proxy',
-      detail: 'no live proxy → CNAME to origin',
+      detail: 'no live proxy',
       nodes: [],
       local: false,
       scope: 0,

@@ -165,3 +165,30 @@ export function cidrContains(cidr: Cidr, ip: Uint8Array): boolean {
 export function prefixKey(ip: Uint8Array, prefix: number): string {
   return `${formatIp(maskBytes(ip, Math.min(prefix, ip.length * 8)))}/${Math.min(prefix, ip.length * 8)}`;
 }
+
+/**
+ * IPv4 ranges that are not public unicast destinations (RFC 6890's special-purpose registry:
+ * "this network", private, shared CGN, loopback, link-local, IETF protocol assignments,
+ * documentation, benchmarking, multicast, reserved, broadcast).
+ */
+const NON_PUBLIC_V4: readonly Cidr[] = [
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.0.0.0/24',
+  '192.0.2.0/24',
+  '192.88.99.0/24',
+  '192.168.0.0/16',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '224.0.0.0/3',
+].map((c) => parseCidr(c));
+
+/** Is this IPv4 address (4 bytes) a public unicast address? */
+export function isPublicIPv4(ip: Uint8Array): boolean {
+  return ip.length === 4 && !NON_PUBLIC_V4.some((c) => cidrContains(c, ip));
+}

@@ -23,7 +23,7 @@
  */
 import type net from 'node:net';
 import type { Clock, TimerHandle } from '@coral/testkit';
-import type { Peer } from '../answer/answer-builder.js';
+import type { Peer } from '../answer/meta.js';
 import { prefixKey } from '../net/ip.js';
 
 export const DEFAULT_TCP_MAX_CONNECTIONS_PER_SOURCE = 16;

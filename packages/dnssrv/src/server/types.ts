@@ -1,5 +1,7 @@
 /** Collaborator interfaces, option types and defaults of the DNS server. */
 import type { Clock, Random } from '@coral/testkit';
+import type { ChallengeStore } from '../acme/challenge-store.js';
+import type { DelegationOptions } from '../delegation/delegation.js';
 import type { NodeDirectory } from '../node-directory.js';
 import type { Prober } from '../probe/prober.js';
 import type { HintWalkOptions } from '../locate/hint-walks.js';
@@ -63,6 +65,11 @@ export interface DnsServerComponents {
   /** Resolver RTT prober (default: TCP connect to port 53). */
   prober?: Prober;
   random?: Random;
+  /**
+   * ACME DNS-01 TXT values for `_acme-challenge.<zone>` (default: none, NODATA). The node passes
+   * an `InMemoryChallengeStore` that its admin API and CLI set and remove.
+   */
+  challenges?: ChallengeStore;
 }
 
 export interface NameserverConfig {
@@ -142,6 +149,8 @@ export interface DnsServerOptions {
   nameservers?: NameserverConfig[];
   /** TTL of NS records and glue (default 86400 s). */
   nsTtl?: number;
+  /** TTL of `_acme-challenge` TXT answers (default 60 s: a CA checks right after the client set them). */
+  challengeTtl?: number;
   soa?: SoaConfig;
   views?: ViewConfig[];
   /** Response rate limiting (BIND-style); `{ responsesPerSecond: 0 }` disables it. */
@@ -152,8 +161,13 @@ export interface DnsServerOptions {
   udpReceiveBufferBytes?: number;
   /** Largest UDP answer we send and advertise in our OPT (default 1232, the 2020 flag-day value). */
   udpMaxPayload?: number;
-  /** The encoded-answer cache (default on, 10,000 entries, 16 MiB; least recently used evicted). */
-  answerCache?: { enabled?: boolean; maxEntries?: number; maxBytes?: number };
+  /**
+   * The answer cache (default on): templates, at most 10,000 entries and 16 MiB, least recently
+   * used evicted; and the classification of up to `maxNames` (20,000) names.
+   */
+  answerCache?: { enabled?: boolean; maxEntries?: number; maxBytes?: number; maxNames?: number };
+  /** Nearby-nameserver delegation per cluster level (default off; see `DelegationOptions`). */
+  delegation?: DelegationOptions;
   /** Longest wait of an answer for `NodeDirectory.hinted()` before falling through (default 250 ms). */
   hintTimeoutMs?: number;
   /** The hint cache (per /24) and the bounds on hint walks (see `HintWalkOptions`). */
@@ -168,6 +182,7 @@ export const DEFAULT_TTL = 30;
 export const DEFAULT_LOCAL_TTL = 60;
 export const DEFAULT_CNAME_TTL = 10;
 export const DEFAULT_NS_TTL = 86_400;
+export const DEFAULT_CHALLENGE_TTL = 60;
 export const DEFAULT_SOA = Object.freeze({
   serial: 1,
   refresh: 3600,

@@ -1,4 +1,5 @@
 /** Checks of numeric options; each failure is a `DNS_ERR_CONFIG` naming the option. */
+import type { DelegationOptions } from '../delegation/delegation.js';
 import { DnsConfigError } from '../errors.js';
 
 /** An integer in [min, max]. */
@@ -32,7 +33,13 @@ const prefix6: Check = (n, v) => intIn(n, v, 0, 128);
 
 /** The limits of each option group: option name → check. */
 const LIMITS: Record<string, Record<string, Check>> = {
-  answerCache: { maxEntries: positiveInt, maxBytes: positiveInt },
+  answerCache: { maxEntries: positiveInt, maxBytes: positiveInt, maxNames: positiveInt },
+  delegation: {
+    port: (n, v) => intIn(n, v, 1, 65_535),
+    ttl: nonNegativeInt,
+    level0Ttl: nonNegativeInt,
+    nameservers: (n, v) => intIn(n, v, 1, 13),
+  },
   tcp: {
     idleTimeoutMs: positiveInt,
     maxMessageBytes: (n, v) => intIn(n, v, 12, 65_535),
@@ -86,4 +93,12 @@ export function checkLimits(options: Record<string, unknown>): void {
   if (options.hintTimeoutMs !== undefined) {
     nonNegativeInt('hintTimeoutMs', options.hintTimeoutMs as number);
   }
+}
+
+/** The delegation options with their defaults (`ttl` defaults to the NS TTL). */
+export function checkDelegation(d: DelegationOptions, nsTtl: number): DelegationOptions {
+  if (d.enabled !== undefined && typeof d.enabled !== 'boolean') {
+    throw new DnsConfigError(`delegation.enabled must be a boolean, got ${String(d.enabled)}`);
+  }
+  return { ...d, ttl: d.ttl ?? nsTtl };
 }

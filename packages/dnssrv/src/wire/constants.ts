@@ -4,6 +4,7 @@ export const TYPE = {
   NS: 2,
   CNAME: 5,
   SOA: 6,
+  TXT: 16,
   AAAA: 28,
   OPT: 41,
   IXFR: 251,

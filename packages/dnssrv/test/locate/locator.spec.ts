@@ -31,7 +31,7 @@ describe('Locator', () => {
     const dir = fleet().add(node(2, { region: 'v6land' }));
     const { loc } = locator(dir, [{ cidr: '2001:db8::/32', region: 'v6land' }]);
     const ctx = loc.context('127.0.0.1', parseIp('127.0.0.1')!, ecs6);
-    expect(ctx.bucket).toBe('v0e');
+    expect(ctx.bucket).toBe('v0e:u');
     expect(await loc.locate(ctx, 2)).toMatchObject({ method: 'view', scope: 32, nodes: [node(2)] });
   });
 

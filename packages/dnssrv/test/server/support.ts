@@ -36,7 +36,7 @@ export interface Started {
 export async function start(
   options: DnsServerOptions = {},
   dir: InMemoryNodeDirectory = fleet(),
-  extra: Pick<DnsServerComponents, 'metrics' | 'logger' | 'random'> = {},
+  extra: Pick<DnsServerComponents, 'metrics' | 'logger' | 'random' | 'challenges'> = {},
 ): Promise<Started> {
   const clock = new ManualClock(1_000_000);
   const prober = new ControlledProber();

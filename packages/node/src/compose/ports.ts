@@ -25,6 +25,8 @@ export interface DshtPort extends DshtValueStore {
 }
 
 export interface ProxyPort {
+  /** Open the cache (its database and files); `listen` does it too. Rejects when it cannot. */
+  open(): Promise<void>;
   listen(port: number, host?: string): Promise<unknown>;
   close(): Promise<void>;
   cacheList(): unknown[] | Promise<unknown[]>;
@@ -51,6 +53,8 @@ export interface ServiceFactory {
   dsht(
     args: ServiceArgs & {
       bind: { host: string; port: number };
+      /** The node's advertised IP: its DSHT contact (and so its id) carries it. */
+      advertise: string;
       dataDir: string;
       service: { httpPort: number; dnsPort?: number; region?: string };
     },
