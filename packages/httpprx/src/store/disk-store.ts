@@ -164,8 +164,9 @@ export class DiskStore implements CacheStore {
     // Bodies nobody references (a crash between rename and metadata write, or before an unlink).
     for (const sub of await readdir(join(this.#dir, 'bodies'))) {
       for (const f of await readdir(join(this.#dir, 'bodies', sub))) {
-        const n = Number.parseInt(f, 16);
-        if (Number.isFinite(n)) this.#nextFile = Math.max(this.#nextFile, n + 1);
+        // Anything but a body this store names (an older layout's files included) goes.
+        const n = /^[0-9a-f]{12}$/.test(f) ? Number.parseInt(f, 16) : -1;
+        if (n >= 0) this.#nextFile = Math.max(this.#nextFile, n + 1);
         if (!referenced.has(n)) await unlink(join(this.#dir, 'bodies', sub, f)).catch(() => {});
       }
     }

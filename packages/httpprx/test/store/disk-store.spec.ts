@@ -123,3 +123,24 @@ describe('DiskStore — bodies damaged behind its back (a power loss without fsy
     await s.close();
   });
 });
+
+describe('DiskStore — a directory left by the previous layout (JSON records, random file names)', () => {
+  it('opens empty: old records and their files are dropped, numbering starts afresh', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'coral-disk-'));
+    await mkdir(join(dir, 'bodies', 'ab'), { recursive: true });
+    await writeFile(join(dir, 'bodies', 'ab', 'ab'.repeat(16)), 'old body');
+    const old = new Level<string, unknown>(join(dir, 'meta'), { valueEncoding: 'json' });
+    await old.put('0123456789abcdef0123456789abcdef01234567|', {
+      file: 'bodies/ab/' + 'ab'.repeat(16),
+      size: 8,
+    });
+    await old.close();
+    const s = new DiskStore({}, { dir, budgetBytes: 1 << 20 });
+    await s.open();
+    expect(s.count).toBe(0);
+    expect(await readdir(join(dir, 'bodies', 'ab'))).toEqual([]);
+    const m = await put(s, 'new', Buffer.from('new body'));
+    expect(m.file).toBe(1);
+    await s.close();
+  });
+});
