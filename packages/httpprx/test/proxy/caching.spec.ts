@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { get, httpDate, startOrigin, startProxy, until } from '../helpers/harness.js';
-import type { Origin, ProxyHarness } from '../helpers/harness.js';
+import { get, httpDate, startOrigin, startScripted, until } from '../helpers/harness.js';
+import type { Origin, ProxyHarness, Route } from '../helpers/harness.js';
+import type { ProxyOptions } from '../../src/proxy/types.js';
 
 let origin: Origin;
 let px: ProxyHarness;
@@ -11,28 +12,8 @@ afterEach(async () => {
 });
 
 /** Origin whose responses are scripted per path; the clock of the proxy also dates the responses. */
-async function setup(
-  routes: Record<string, (req: IncomingMessage, res: ServerResponse, n: number) => void>,
-  options = {},
-) {
-  px = await startProxy(options);
-  const counts = new Map<string, number>();
-  origin = await startOrigin((req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const n = (counts.get(path) ?? 0) + 1;
-    counts.set(path, n);
-    const h = routes[path];
-    if (!h) {
-      res.writeHead(404, { date: httpDate(px.clock.now()) });
-      res.end('nope');
-      return;
-    }
-    h(req, res, n);
-  });
-  cleanups.push(
-    () => origin.close(),
-    () => px.close(),
-  );
+async function setup(routes: Record<string, Route>, options: Partial<ProxyOptions> = {}) {
+  ({ px, origin } = await startScripted(routes, options, cleanups));
 }
 
 const hitsFor = (path: string) => origin.hits.filter((h) => h.url === path).length;

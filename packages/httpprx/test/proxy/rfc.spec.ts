@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { request } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { get, httpDate, startOrigin, startProxy, until } from '../helpers/harness.js';
+import { get, httpDate, startProxy, startScripted, until } from '../helpers/harness.js';
 import type { Origin, ProxyHarness } from '../helpers/harness.js';
 import type { ProxyOptions } from '../../src/proxy/types.js';
 
@@ -21,18 +21,7 @@ afterEach(async () => {
 type Handler = (req: IncomingMessage, res: ServerResponse, n: number) => void;
 
 async function setup(routes: Record<string, Handler>, options: Partial<ProxyOptions> = {}) {
-  px = await startProxy(options);
-  const counts = new Map<string, number>();
-  origin = await startOrigin((req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const n = (counts.get(path) ?? 0) + 1;
-    counts.set(path, n);
-    routes[path]!(req, res, n);
-  });
-  cleanups.push(
-    () => origin.close(),
-    () => px.close(),
-  );
+  ({ px, origin } = await startScripted(routes, options, cleanups));
 }
 
 const hitsFor = (path: string) => origin.hits.filter((h) => h.url === path).length;
