@@ -221,6 +221,15 @@ export class Directory {
     this.#free = slot;
   }
 
+  /** Re-link the LRU order by ascending `rank[slot]` (oldest first), e.g. the time stored. */
+  orderBy(rank: Float64Array): void {
+    const slots = Int32Array.from(this.slots());
+    slots.sort((a, b) => (rank[a] ?? 0) - (rank[b] ?? 0));
+    this.#lruHead = NIL;
+    this.#lruTail = NIL;
+    for (const s of slots) this.#appendLru(s);
+  }
+
   // -------------------------------------------------------------------------------------------
   // Internals
 

@@ -104,61 +104,73 @@ export class DiskStore implements CacheStore {
     });
     await db.open();
     this.#db = db;
-    // Read only each record's fixed prefix; check its file; index it, oldest first.
-    const found: Array<{
-      key: Uint8Array;
-      size: number;
-      file: number;
-      fresh: number;
-      at: number;
-      sha: Uint8Array;
-    }> = [];
+    // Read only each record's fixed prefix, check its file, index it; then order the LRU by the
+    // time each was stored. Nothing per record is kept but its directory slot.
+    const dir = new Directory(1024);
+    let storedAt = new Float64Array(1024);
     const drop: Uint8Array[] = [];
     let pending: Array<Promise<void>> = [];
     let maxFile = 0;
-    for await (const [key, value] of db.iterator()) {
-      const p = decodePrefix(value);
-      if (!p || key.length !== KEY_BYTES) {
-        drop.push(key);
-        continue;
+    const it = db.iterator();
+    try {
+      for (;;) {
+        const batch = await it.nextv(LIST_BATCH);
+        if (batch.length === 0) break;
+        for (const [key, value] of batch) {
+          const p = decodePrefix(value);
+          if (!p || key.length !== KEY_BYTES) {
+            drop.push(key);
+            continue;
+          }
+          maxFile = Math.max(maxFile, p.file);
+          pending.push(
+            this.#sizeOf(bodyPath(p.file)).then((size) => {
+              if (size !== p.size) return void drop.push(key);
+              const existing = dir.find(key);
+              if (existing !== -1) dir.remove(existing);
+              const slot = dir.insert(key, {
+                size: p.size,
+                file: p.file,
+                freshUntil: p.freshUntil,
+                sha256: p.sha256,
+                verified: false,
+              });
+              if (slot >= storedAt.length) {
+                const grown = new Float64Array(storedAt.length * 2);
+                grown.set(storedAt);
+                storedAt = grown;
+              }
+              storedAt[slot] = p.storedAt;
+            }),
+          );
+          if (pending.length >= OPEN_CONCURRENCY) {
+            await Promise.all(pending);
+            pending = [];
+          }
+        }
       }
-      maxFile = Math.max(maxFile, p.file);
-      const entry = {
-        key,
-        size: p.size,
-        file: p.file,
-        fresh: p.freshUntil,
-        at: p.storedAt,
-        sha: p.sha256.slice(),
-      };
-      pending.push(
-        this.#sizeOf(bodyPath(p.file)).then((size) => {
-          if (size === p.size) found.push(entry);
-          else drop.push(key);
-        }),
-      );
-      if (pending.length >= OPEN_CONCURRENCY) {
-        await Promise.all(pending);
-        pending = [];
-      }
+      await Promise.all(pending);
+    } finally {
+      await it.close();
     }
-    await Promise.all(pending);
     if (drop.length > 0) await db.batch(drop.map((key) => ({ type: 'del' as const, key })));
-    found.sort((a, b) => a.at - b.at);
-    const referenced = new Set<number>();
-    const dir = new Directory(Math.max(64, found.length));
-    for (const e of found) {
-      const existing = dir.find(e.key);
-      if (existing !== -1) dir.remove(existing);
-      dir.insert(e.key, {
-        size: e.size,
-        file: e.file,
-        freshUntil: e.fresh,
-        sha256: e.sha,
-        verified: false,
-      });
-      referenced.add(e.file);
-    }
+    dir.orderBy(storedAt);
+    const referenced = new Float64Array(dir.count);
+    let r = 0;
+    for (const slot of dir.slots()) referenced[r++] = dir.file(slot);
+    referenced.sort();
+    const isReferenced = (n: number) => {
+      let lo = 0;
+      let hi = referenced.length - 1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        const v = referenced[mid]!;
+        if (v === n) return true;
+        if (v < n) lo = mid + 1;
+        else hi = mid - 1;
+      }
+      return false;
+    };
     this.#directory = dir;
     this.#nextFile = maxFile + 1;
     // Bodies nobody references (a crash between rename and metadata write, or before an unlink).
@@ -167,7 +179,7 @@ export class DiskStore implements CacheStore {
         // Anything but a body this store names (an older layout's files included) goes.
         const n = /^[0-9a-f]{12}$/.test(f) ? Number.parseInt(f, 16) : -1;
         if (n >= 0) this.#nextFile = Math.max(this.#nextFile, n + 1);
-        if (!referenced.has(n)) await unlink(join(this.#dir, 'bodies', sub, f)).catch(() => {});
+        if (!isReferenced(n)) await unlink(join(this.#dir, 'bodies', sub, f)).catch(() => {});
       }
     }
   }

@@ -83,4 +83,18 @@ describe('Directory (compact slots, binary keys, LRU)', () => {
     // Arrays double as they grow: at most ~2x the exact need of (28 + 32 + 3*8 + 3*4) + table.
     expect(dir.footprint / 100_000).toBeLessThan(250);
   });
+
+  it('orders its LRU by a rank per slot (start-up: the time each object was stored)', () => {
+    const dir = new Directory(4);
+    const rank = new Float64Array(16);
+    const info = { size: 1, file: 1, freshUntil: 0, sha256: new Uint8Array(32) };
+    const keys = [3, 1, 2].map((i) => {
+      const k = keyOf(new Uint8Array(20).fill(i), 0);
+      rank[dir.insert(k, info)] = i * 1000;
+      return k;
+    });
+    dir.orderBy(rank);
+    expect([...dir.slots()].map((s) => dir.key(s)[0])).toEqual([1, 2, 3]);
+    expect(dir.find(keys[0]!)).not.toBe(-1);
+  });
 });
