@@ -29,8 +29,9 @@ export async function lookup(core: ProxyCore, fetcher: Fetcher, ctx: RequestCtx)
     const params = ['hit', `ttl=${d.ttl}`];
     if (d.refresh) {
       params.push('detail=stale-while-revalidate');
-      // One background refresh; a second stale hit meanwhile does not start another.
-      if (!fetcher.inflight(ctx.primary)) {
+      // One background refresh (a GET: a HEAD's answer could not replace the body); a second
+      // stale hit meanwhile does not start another.
+      if (ctx.method === 'GET' && !fetcher.inflight(ctx.primary)) {
         fetcher.start(ctx, { fwd: 'stale', stale: d.meta, peers: false, register: true });
       }
     }
