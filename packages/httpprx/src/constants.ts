@@ -14,8 +14,18 @@ export const HOT_OBJECT_MAX_BYTES = 1024 * 1024;
 export const HEURISTIC_FRACTION = 0.1;
 /** ... capped at this many seconds. */
 export const HEURISTIC_CAP_SECONDS = 24 * 3600;
-/** Serve a stale copy when the origin fails, for this long past expiry, unless the response says otherwise. */
-export const STALE_ON_ERROR_SECONDS = 3600;
+/**
+ * Operator permission to serve a stale copy when the origin fails, for this long past expiry, to
+ * responses that name no `stale-if-error` window (s). Off by default: RFC 9111 §4.2.4 allows stale
+ * answers only with the origin's or the client's permission.
+ */
+export const STALE_IF_ERROR_SECONDS = 0;
+/**
+ * Targeted cache-control fields this cache obeys, most specific first (RFC 9213 §2.2): the first
+ * one present with a valid, non-empty value replaces Cache-Control and Expires. Neither reaches
+ * clients.
+ */
+export const TARGETED_FIELDS: readonly string[] = ['coral-cache-control', 'cdn-cache-control'];
 /** How long a failed origin (DNS or connect failure) is negatively cached (ms). */
 export const NEGATIVE_TTL_MS = 5_000;
 /** Connect + response-header timeout for an origin (ms). */
@@ -33,6 +43,11 @@ export const PEER_FETCHING_TIMEOUT_MS = 3_000;
 export const INDEX_TIMEOUT_MS = 2_000;
 /** How many of the nearest holders are raced on a miss. */
 export const PEER_RACE = 3;
+/**
+ * A member whose transfer failed mid-body or did not match its announcement is not asked again
+ * for this long (ms, injected clock).
+ */
+export const PEER_PENALTY_MS = 60_000;
 /** TTL of a `fetching` announcement (s). */
 export const FETCHING_TTL_SECONDS = 20;
 /** Maximum TTL of a `complete` announcement (s); also capped by the object's freshness. */

@@ -38,6 +38,12 @@ export type { CoralTarget } from './mapping/coral-name.js';
 export { ERROR_CODES, ProxyError, isProxyError } from './errors.js';
 export type { ErrorCode } from './errors.js';
 export * from './constants.js';
-export type { CacheStore, StoredMeta } from './store/types.js';
+export type {
+  BodyWriter,
+  CacheStore,
+  StoredListing,
+  StoredMeta,
+  StoredSummary,
+} from './store/types.js';
 export { MemoryStore } from './store/memory-store.js';
 export { DiskStore } from './store/disk-store.js';

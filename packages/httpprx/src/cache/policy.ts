@@ -1,64 +1,184 @@
 /**
  * RFC 9111 rules for a shared cache, as pure functions over header records (lowercase names,
  * repeated fields joined with ", "). Times are milliseconds of the injected clock; header dates are
- * converted with `Date.parse`.
+ * HTTP-dates (RFC 9110 §5.6.7, ./http-date.ts). The directives come from the first targeted field
+ * of RFC 9213 that is present and valid (`Coral-Cache-Control`, `CDN-Cache-Control`), else from
+ * `Cache-Control` and `Expires` (./directives.ts).
  */
-import { HEURISTIC_CAP_SECONDS, HEURISTIC_FRACTION, STALE_ON_ERROR_SECONDS } from '../constants.js';
+import { HEURISTIC_CAP_SECONDS, HEURISTIC_FRACTION } from '../constants.js';
+import {
+  DELTA_SECONDS_MAX,
+  deltaSeconds,
+  deltaSecondsOr0,
+  parseCacheControl,
+  responseDirectives,
+} from './directives.js';
+import type { HeaderRecord, ResponseDirectives } from './directives.js';
+import { parseHttpDate } from './http-date.js';
 
-export type HeaderRecord = Record<string, string>;
+export type { CacheControl, HeaderRecord } from './directives.js';
+export { deltaSeconds, parseCacheControl } from './directives.js';
 
-/** Parsed Cache-Control: directive → argument (`true` when it has none). Names lowercase. */
-export type CacheControl = Map<string, string | true>;
-
-export function parseCacheControl(value: string | undefined): CacheControl {
-  const cc: CacheControl = new Map();
-  if (!value) return cc;
-  // Split on commas outside quotes.
-  const parts = value.match(/(?:[^,"]+|"[^"]*")+/g) ?? [];
-  for (const part of parts) {
-    const eq = part.indexOf('=');
-    const name = (eq === -1 ? part : part.slice(0, eq)).trim().toLowerCase();
-    if (!name) continue;
-    let arg: string | true = true;
-    if (eq !== -1) {
-      arg = part.slice(eq + 1).trim();
-      if (arg.startsWith('"') && arg.endsWith('"') && arg.length >= 2) arg = arg.slice(1, -1);
-    }
-    // RFC 9111 §4.2.1: with duplicates, the first wins (and a conflicting duplicate makes it stale).
-    if (!cc.has(name)) cc.set(name, arg);
-  }
-  return cc;
-}
-
-/** A delta-seconds argument, or undefined when absent or malformed. */
-export function deltaSeconds(cc: CacheControl, name: string): number | undefined {
-  const v = cc.get(name);
-  if (typeof v !== 'string' || !/^[0-9]+$/.test(v)) return undefined;
-  return Math.min(Number(v), 2 ** 31);
-}
-
-function httpDate(v: string | undefined): number | undefined {
-  if (!v) return undefined;
-  const t = Date.parse(v);
-  return Number.isFinite(t) ? t : undefined;
-}
-
-/** Statuses a cache may store with heuristic freshness (RFC 9110 §15.1). */
-export const HEURISTICALLY_CACHEABLE = new Set([
-  200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501,
+/** Statuses defined as heuristically cacheable (RFC 9110 §15.1). */
+export const HEURISTICALLY_CACHEABLE: ReadonlySet<number> = new Set([
+  200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501,
 ]);
-/** Statuses this cache stores at all (with explicit freshness for the ones not in the set above). */
-const STORABLE_STATUS = new Set([...HEURISTICALLY_CACHEABLE, 302, 303, 307, 400, 403]);
+
+/**
+ * Final statuses whose caching requirements this cache understands (RFC 9111 §3, §5.2.2.3
+ * must-understand): those RFC 9110 defines, less 206 (partial content is never stored here) and
+ * 304 (it only ever freshens a stored response).
+ */
+export const UNDERSTOOD_STATUSES: ReadonlySet<number> = new Set([
+  200, 201, 202, 203, 204, 205, 300, 301, 302, 303, 305, 307, 308, 400, 401, 402, 403, 404, 405,
+  406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 421, 422, 426, 500, 501, 502, 503,
+  504, 505,
+]);
+
+export interface PolicyOptions {
+  /**
+   * Freshness given to a heuristically cacheable response with no explicit expiry and no
+   * Last-Modified (s); 0 = none.
+   */
+  defaultTtlSeconds: number;
+  /**
+   * Operator permission to serve a stale copy when the origin fails, for this long past expiry
+   * (s), for responses that do not name a `stale-if-error` window of their own; 0 = only with the
+   * origin's or the client's permission (RFC 9111 §4.2.4).
+   */
+  staleIfErrorSeconds?: number;
+}
+
+/** What one response allows a shared cache to do, read once from its headers. */
+export interface ResponseRules {
+  /** The directives in force and the field they came from (RFC 9213 §2.2). */
+  directives: ResponseDirectives;
+  /** Freshness lifetime (s): explicit (§4.2.1), else heuristic (§4.2.2), else the default TTL. */
+  lifetime: number;
+  /** Whether `lifetime` came from explicit freshness information. */
+  explicit: boolean;
+  noStore: boolean;
+  /** Unqualified `private`: no shared cache may store it. */
+  private: boolean;
+  /** `private="a, b"`: fields a shared cache must not store (§5.2.2.7). */
+  privateFields: string[];
+  /** Unqualified `no-cache`: reuse only after validation (§5.2.2.4). */
+  noCache: boolean;
+  /** `no-cache="a, b"`: fields that may not be reused without validation (stripped when stored). */
+  noCacheFields: string[];
+  public: boolean;
+  /** must-revalidate, proxy-revalidate or s-maxage: never served stale (§5.2.2.2, .8, .10). */
+  mustRevalidate: boolean;
+  mustUnderstand: boolean;
+  /** stale-while-revalidate window (s, RFC 5861 §3), 0 if none or forbidden. */
+  whileRevalidate: number;
+  /** stale-if-error window the response grants (s, RFC 5861 §4), undefined if it grants none. */
+  ifError: number | undefined;
+}
+
+function fieldList(arg: string | true | undefined): string[] {
+  if (typeof arg !== 'string') return [];
+  return arg
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+}
+
+/**
+ * Explicit expiration (RFC 9111 §4.2.1, shared cache): s-maxage, then max-age, then Expires minus
+ * Date (the time received when Date is absent). An invalid max-age/s-maxage, or an invalid
+ * Expires ("0" included), means already stale (§4.2.1, §5.3). Targeted fields replace
+ * Cache-Control and Expires (RFC 9213 §2.2).
+ */
+function explicitLifetime(
+  h: HeaderRecord,
+  d: ResponseDirectives,
+  responseTime: number | undefined,
+): number | undefined {
+  for (const name of ['s-maxage', 'max-age']) {
+    const v = deltaSeconds(d.cc, name);
+    if (v === 'invalid') return 0;
+    if (v !== undefined) return v;
+  }
+  if (d.targeted === undefined && h['expires'] !== undefined) {
+    const exp = parseHttpDate(h['expires'], responseTime);
+    if (exp === undefined) return 0;
+    const date = parseHttpDate(h['date'], responseTime) ?? responseTime;
+    if (date === undefined) return 0;
+    return Math.min(DELTA_SECONDS_MAX, Math.max(0, Math.floor((exp - date) / 1000)));
+  }
+  return undefined;
+}
+
+/** Heuristic freshness (§4.2.2): a fraction of Date − Last-Modified, capped; else the default TTL. */
+function heuristicLifetime(
+  h: HeaderRecord,
+  opts: PolicyOptions,
+  responseTime: number | undefined,
+): number {
+  const lm = parseHttpDate(h['last-modified'], responseTime);
+  if (lm !== undefined) {
+    const date = parseHttpDate(h['date'], responseTime) ?? responseTime;
+    if (date === undefined || lm > date) return 0;
+    return Math.min(HEURISTIC_CAP_SECONDS, Math.floor(((date - lm) / 1000) * HEURISTIC_FRACTION));
+  }
+  return opts.defaultTtlSeconds > 0 ? opts.defaultTtlSeconds : 0;
+}
+
+/**
+ * Read a response's caching rules. `responseTime` (ms) stands in for a missing Date (RFC 9110
+ * §6.6.1); stored responses always carry a Date (the proxy adds one on receipt).
+ */
+export function responseRules(
+  status: number,
+  h: HeaderRecord,
+  opts: PolicyOptions,
+  responseTime?: number,
+): ResponseRules {
+  const d = responseDirectives(h);
+  const cc = d.cc;
+  const explicit = explicitLifetime(h, d, responseTime);
+  // Heuristics only for statuses defined as heuristically cacheable (RFC 9110 §15.1).
+  const lifetime =
+    explicit ??
+    (HEURISTICALLY_CACHEABLE.has(status) ? heuristicLifetime(h, opts, responseTime) : 0);
+  const noCacheArg = cc.get('no-cache');
+  const privateArg = cc.get('private');
+  const mustRevalidate =
+    cc.has('must-revalidate') || cc.has('proxy-revalidate') || cc.has('s-maxage');
+  const noCache = noCacheArg === true;
+  const sie = deltaSeconds(cc, 'stale-if-error');
+  return {
+    directives: d,
+    lifetime,
+    explicit: explicit !== undefined,
+    noStore: cc.has('no-store'),
+    private: privateArg === true,
+    privateFields: fieldList(privateArg),
+    noCache,
+    noCacheFields: fieldList(noCacheArg),
+    public: cc.has('public'),
+    mustRevalidate,
+    mustUnderstand: cc.has('must-understand'),
+    whileRevalidate: mustRevalidate || noCache ? 0 : deltaSecondsOr0(cc, 'stale-while-revalidate'),
+    ifError: typeof sie === 'number' ? sie : undefined,
+  };
+}
+
+/** RFC 9111 §4.2.1 (shared cache), §4.2.2 heuristics and the optional default TTL (seconds). */
+export function freshnessLifetime(
+  status: number,
+  h: HeaderRecord,
+  opts: PolicyOptions,
+  responseTime?: number,
+): number {
+  return responseRules(status, h, opts, responseTime).lifetime;
+}
 
 export interface StoreDecision {
   store: boolean;
   /** Why not, for logs and Cache-Status detail. */
   reason?: string;
-}
-
-export interface PolicyOptions {
-  /** Freshness for responses with neither explicit expiry nor Last-Modified (seconds), 0 = none. */
-  defaultTtlSeconds: number;
 }
 
 /** RFC 9111 §3: may a shared cache store this response to a GET? */
@@ -67,60 +187,40 @@ export function storable(
   status: number,
   resHeaders: HeaderRecord,
   opts: PolicyOptions,
+  responseTime?: number,
 ): StoreDecision {
-  if (!STORABLE_STATUS.has(status)) return { store: false, reason: 'status' };
+  // §3: a final status; 206 and 304 (and anything under must-understand) only if understood.
+  if (status < 200 || status === 206 || status === 304) return { store: false, reason: 'status' };
+  const r = responseRules(status, resHeaders, opts, responseTime);
+  const cc = r.directives.cc;
   const reqCc = parseCacheControl(reqHeaders['cache-control']);
-  const cc = parseCacheControl(resHeaders['cache-control']);
-  if (reqCc.has('no-store') || cc.has('no-store')) return { store: false, reason: 'no-store' };
-  if (cc.has('private')) return { store: false, reason: 'private' };
+  if (reqCc.has('no-store')) return { store: false, reason: 'no-store' };
+  if (r.mustUnderstand) {
+    // §5.2.2.3: must-understand overrides no-store when the status is understood.
+    if (!UNDERSTOOD_STATUSES.has(status)) return { store: false, reason: 'must-understand' };
+  } else if (r.noStore) return { store: false, reason: 'no-store' };
+  if (r.private) return { store: false, reason: 'private' };
   if (reqHeaders['authorization'] !== undefined) {
     // §3.5: only when the response explicitly allows it.
-    if (!cc.has('must-revalidate') && !cc.has('public') && !cc.has('s-maxage')) {
+    if (!cc.has('must-revalidate') && !r.public && !cc.has('s-maxage')) {
       return { store: false, reason: 'authorization' };
     }
   }
   if ((resHeaders['vary'] ?? '').split(',').some((v) => v.trim() === '*')) {
     return { store: false, reason: 'vary-star' };
   }
-  const explicit = explicitLifetime(resHeaders, cc) !== undefined;
-  if (!explicit && !HEURISTICALLY_CACHEABLE.has(status) && !cc.has('public')) {
-    return { store: false, reason: 'status' };
-  }
+  // §3: explicit freshness, public, or a heuristically cacheable status. Expires counts only while
+  // no targeted field is in force (RFC 9213 §2.2).
+  const allowed =
+    r.explicit ||
+    r.public ||
+    (r.directives.targeted === undefined && resHeaders['expires'] !== undefined) ||
+    HEURISTICALLY_CACHEABLE.has(status);
+  if (!allowed) return { store: false, reason: 'status' };
+  // Worth keeping only if it can ever be reused: fresh for a while, or revalidatable.
   const validator = resHeaders['etag'] !== undefined || resHeaders['last-modified'] !== undefined;
-  const lifetime = freshnessLifetime(status, resHeaders, opts);
-  if (lifetime <= 0 && !validator) return { store: false, reason: 'no-freshness' };
+  if (r.lifetime <= 0 && !validator) return { store: false, reason: 'no-freshness' };
   return { store: true };
-}
-
-function explicitLifetime(h: HeaderRecord, cc: CacheControl): number | undefined {
-  const s = deltaSeconds(cc, 's-maxage');
-  if (s !== undefined) return s;
-  const m = deltaSeconds(cc, 'max-age');
-  if (m !== undefined) return m;
-  if (h['expires'] !== undefined) {
-    const exp = httpDate(h['expires']);
-    // An invalid Expires (e.g. "0") means already expired.
-    if (exp === undefined) return 0;
-    const date = httpDate(h['date']);
-    if (date === undefined) return undefined;
-    return Math.max(0, Math.floor((exp - date) / 1000));
-  }
-  return undefined;
-}
-
-/** RFC 9111 §4.2.1 for a shared cache, plus §4.2.2 heuristics and the optional default TTL (seconds). */
-export function freshnessLifetime(status: number, h: HeaderRecord, opts: PolicyOptions): number {
-  const cc = parseCacheControl(h['cache-control']);
-  const explicit = explicitLifetime(h, cc);
-  if (explicit !== undefined) return explicit;
-  if (!HEURISTICALLY_CACHEABLE.has(status) && !cc.has('public')) return 0;
-  const lm = httpDate(h['last-modified']);
-  const date = httpDate(h['date']);
-  if (lm !== undefined && date !== undefined && lm <= date) {
-    return Math.min(HEURISTIC_CAP_SECONDS, Math.floor(((date - lm) / 1000) * HEURISTIC_FRACTION));
-  }
-  if (lm !== undefined) return 0;
-  return opts.defaultTtlSeconds > 0 ? opts.defaultTtlSeconds : 0;
 }
 
 /** The timing facts needed for §4.2.3, captured when a response arrives. */
@@ -129,19 +229,30 @@ export interface AgeFacts {
   requestTime: number;
   /** Clock time its response headers arrived (ms). */
   responseTime: number;
-  /** `Age` header of the response (s), 0 if absent. */
+  /** `Age` header of the response (s), 0 if absent or invalid. */
   ageValue: number;
   /** `Date` header of the response (ms since epoch), or undefined. */
   dateValue: number | undefined;
 }
 
+/**
+ * The Age field (RFC 9111 §5.1): `delta-seconds`; with a list, the first member; anything else
+ * (`7200.0`, `-3`, `abc`) is ignored (0). Values past 2^31 are 2^31.
+ */
+export function parseAge(value: string | undefined): number {
+  if (value === undefined) return 0;
+  const comma = value.indexOf(',');
+  const first = (comma === -1 ? value : value.slice(0, comma)).trim();
+  if (!/^[0-9]+$/.test(first)) return 0;
+  return Math.min(Number(first), DELTA_SECONDS_MAX);
+}
+
 export function ageFacts(h: HeaderRecord, requestTime: number, responseTime: number): AgeFacts {
-  const age = Number(h['age']);
   return {
     requestTime,
     responseTime,
-    ageValue: Number.isFinite(age) && age >= 0 ? Math.floor(age) : 0,
-    dateValue: httpDate(h['date']),
+    ageValue: parseAge(h['age']),
+    dateValue: parseHttpDate(h['date'], responseTime),
   };
 }
 
@@ -150,32 +261,10 @@ export function currentAge(f: AgeFacts, now: number): number {
   const apparent = f.dateValue === undefined ? 0 : Math.max(0, f.responseTime - f.dateValue);
   const correctedAge = f.ageValue * 1000 + (f.responseTime - f.requestTime);
   const initial = Math.max(apparent, correctedAge);
-  return Math.max(0, Math.floor((initial + (now - f.responseTime)) / 1000));
-}
-
-/** What a stored response allows once it is stale. */
-export interface StaleRules {
-  /** must-revalidate / proxy-revalidate / s-maxage: never serve stale without validation. */
-  mustRevalidate: boolean;
-  /** no-cache on the response: validate on every use. */
-  noCache: boolean;
-  /** stale-while-revalidate window (s), 0 if none. */
-  whileRevalidate: number;
-  /** How long past expiry a stale copy may be served when the origin fails (s). */
-  ifError: number;
-}
-
-export function staleRules(h: HeaderRecord): StaleRules {
-  const cc = parseCacheControl(h['cache-control']);
-  const mustRevalidate =
-    cc.has('must-revalidate') || cc.has('proxy-revalidate') || cc.has('s-maxage');
-  const sie = deltaSeconds(cc, 'stale-if-error');
-  return {
-    mustRevalidate,
-    noCache: cc.has('no-cache'),
-    whileRevalidate: mustRevalidate ? 0 : (deltaSeconds(cc, 'stale-while-revalidate') ?? 0),
-    ifError: mustRevalidate || cc.has('no-cache') ? 0 : (sie ?? STALE_ON_ERROR_SECONDS),
-  };
+  return Math.min(
+    DELTA_SECONDS_MAX,
+    Math.max(0, Math.floor((initial + (now - f.responseTime)) / 1000)),
+  );
 }
 
 /** The request's own cache directives (RFC 9111 §5.2.1). */
@@ -187,41 +276,50 @@ export interface RequestRules {
   minFresh: number;
   /** max-stale: seconds of staleness the client accepts (Infinity for a bare max-stale). */
   maxStale: number;
+  /** stale-if-error the client grants (RFC 5861 §4), 0 if none. */
+  staleIfError: number;
 }
 
 export function requestRules(h: HeaderRecord): RequestRules {
   const cc = parseCacheControl(h['cache-control']);
   const ms = cc.get('max-stale');
+  const maxAge = deltaSeconds(cc, 'max-age');
+  const maxStale = deltaSeconds(cc, 'max-stale');
   return {
-    noCache: cc.has('no-cache') || (!h['cache-control'] && /no-cache/i.test(h['pragma'] ?? '')),
+    // §5.4: Pragma: no-cache counts only when there is no Cache-Control.
+    noCache:
+      cc.has('no-cache') ||
+      (!h['cache-control'] && /(^|,)\s*no-cache\s*(,|$)/i.test(h['pragma'] ?? '')),
     noStore: cc.has('no-store'),
     onlyIfCached: cc.has('only-if-cached'),
-    maxAge: deltaSeconds(cc, 'max-age'),
-    minFresh: deltaSeconds(cc, 'min-fresh') ?? 0,
-    maxStale: ms === true ? Infinity : (deltaSeconds(cc, 'max-stale') ?? 0),
+    // An invalid max-age asks for nothing older than 0 s (the safe reading).
+    maxAge: maxAge === 'invalid' ? 0 : maxAge,
+    minFresh: deltaSecondsOr0(cc, 'min-fresh'),
+    maxStale: ms === true ? Infinity : typeof maxStale === 'number' ? maxStale : 0,
+    staleIfError: deltaSecondsOr0(cc, 'stale-if-error'),
   };
 }
 
-/** Normalized values of the request fields a response varies on (secondary key, §4.1). */
-export function varyValues(varyNames: readonly string[], reqHeaders: HeaderRecord): string[] {
-  return varyNames.map((n) => (reqHeaders[n] ?? '').replace(/\s+/g, ' ').trim().toLowerCase());
+/**
+ * How long past expiry a stored response may be served when the origin fails (RFC 9111 §4.2.4):
+ * never under must-revalidate / proxy-revalidate / s-maxage / no-cache; otherwise the largest
+ * window granted by the response's stale-if-error, the request's stale-if-error or max-stale
+ * (RFC 5861 §4, RFC 9111 §5.2.1.2), or the operator's `staleIfErrorSeconds`. 0 = not at all.
+ */
+export function staleIfErrorWindow(
+  r: ResponseRules,
+  req: RequestRules | undefined,
+  opts: PolicyOptions,
+): number {
+  if (r.mustRevalidate || r.noCache) return 0;
+  return Math.max(
+    r.ifError ?? opts.staleIfErrorSeconds ?? 0,
+    req?.staleIfError ?? 0,
+    req?.maxStale ?? 0,
+  );
 }
 
-/** Field names listed in Vary, lowercase and sorted. */
-export function varyNames(resHeaders: HeaderRecord): string[] {
-  const v = resHeaders['vary'];
-  if (!v) return [];
-  return [
-    ...new Set(
-      v
-        .split(',')
-        .map((s) => s.trim().toLowerCase())
-        .filter(Boolean),
-    ),
-  ].sort();
-}
-
-/** Does `If-None-Match` (weak comparison) match the stored ETag? */
+/** Does `If-None-Match` (weak comparison, RFC 9110 §13.1.2) match the stored ETag? */
 export function etagMatches(ifNoneMatch: string, etag: string | undefined): boolean {
   if (ifNoneMatch.trim() === '*') return etag !== undefined;
   if (!etag) return false;
@@ -238,7 +336,7 @@ const NOT_UPDATED = new Set([
   'content-range',
 ]);
 
-/** Stored headers updated from a 304 (RFC 9111 §4.3.4). */
+/** Stored headers updated from a 304 (RFC 9111 §3.2, §4.3.4). */
 export function mergeNotModified(stored: HeaderRecord, notModified: HeaderRecord): HeaderRecord {
   const out: HeaderRecord = { ...stored };
   for (const [k, v] of Object.entries(notModified)) {

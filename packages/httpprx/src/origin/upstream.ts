@@ -1,4 +1,7 @@
-/** HTTP/1.1 client for origins and peers: one undici Agent, a keep-alive Pool per origin. */
+/**
+ * HTTP/1.1 client for origins and peers: one undici Agent, a keep-alive Pool per origin. The URL's
+ * scheme picks http or https (TLS origins come with issue 11: the connector decides how).
+ */
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
@@ -11,6 +14,8 @@ export interface UpstreamRequest {
   headers: Record<string, string>;
   body?: Readable;
   signal?: AbortSignal;
+  /** Called for each 1xx interim response before the final one (103 Early Hints...). */
+  onInfo?: (status: number, headers: Record<string, string | string[]>) => void;
 }
 
 export interface UpstreamResponse {
@@ -50,6 +55,12 @@ export class Upstream {
       headers: r.headers,
       ...(r.signal ? { signal: r.signal } : {}),
       ...(r.body ? { body: r.body } : {}),
+      ...(r.onInfo
+        ? {
+            onInfo: (info: { statusCode: number; headers: Record<string, string | string[]> }) =>
+              r.onInfo!(info.statusCode, info.headers),
+          }
+        : {}),
     };
     const res = await this.#agent.request(opts);
     return {

@@ -10,8 +10,6 @@
  * `Coral-Peer-Auth`: the peer answers from its cache or an in-flight fetch, or 504, and never
  * fetches on our behalf.
  */
-import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
 import type { Clock } from '@coral/testkit';
 import type { Holder } from '../content-index.js';
 import { PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
@@ -161,48 +159,6 @@ export function racePeers(
           lose(i);
         },
       );
-    });
-  });
-}
-
-/**
- * Read a whole body with a per-chunk idle bound on the clock and a size cap; resolves to the bytes
- * and their SHA-256, or rejects (idle, too large, stream error).
- */
-export function readAllBounded(
-  body: Readable,
-  deps: { clock: Clock },
-  opts: { idleMs: number; maxBytes: number; abort: () => void },
-): Promise<{ data: Buffer; sha256: string }> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const hash = createHash('sha256');
-    let size = 0;
-    let settled = false;
-    let timer = deps.clock.setTimeout(() => fail(new Error('peer body stalled')), opts.idleMs);
-    const fail = (e: Error) => {
-      if (settled) return;
-      settled = true;
-      timer.cancel();
-      opts.abort();
-      body.destroy();
-      reject(e);
-    };
-    body.on('data', (c: Buffer) => {
-      if (settled) return;
-      size += c.length;
-      if (size > opts.maxBytes) return fail(new Error('peer body too large'));
-      chunks.push(c);
-      hash.update(c);
-      timer.cancel();
-      timer = deps.clock.setTimeout(() => fail(new Error('peer body stalled')), opts.idleMs);
-    });
-    body.on('error', (e) => fail(e));
-    body.on('end', () => {
-      if (settled) return;
-      settled = true;
-      timer.cancel();
-      resolve({ data: Buffer.concat(chunks), sha256: hash.digest('hex') });
     });
   });
 }

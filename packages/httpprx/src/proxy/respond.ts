@@ -1,9 +1,9 @@
 /** Small response helpers shared by the proxy's paths. */
 import type { ServerResponse } from 'node:http';
+import type { ProxyMetrics } from './types.js';
 import type { Readable } from 'node:stream';
 import { CACHE_NAME } from '../constants.js';
 import type { ProxyError } from '../errors.js';
-import type { StoredMeta } from '../store/types.js';
 import { cacheStatus } from './headers.js';
 
 /**
@@ -16,17 +16,6 @@ export function pipeToResponse(stream: Readable, res: ServerResponse): void {
     if (!stream.destroyed) stream.destroy();
   });
   stream.pipe(res);
-}
-
-/** Does `If-Range` allow a partial answer from `meta` (strong ETag or exact Last-Modified)? */
-export function ifRangeOk(ifRange: string | undefined, meta: StoredMeta): boolean {
-  if (ifRange === undefined) return true;
-  const etag = meta.headers['etag'];
-  if (ifRange.startsWith('"') || ifRange.startsWith('W/')) {
-    return !!etag && !etag.startsWith('W/') && etag === ifRange;
-  }
-  const lm = meta.headers['last-modified'];
-  return !!lm && Date.parse(lm) === Date.parse(ifRange);
 }
 
 /** The `code` of an error's cause (e.g. the connector's EADDRNOTAVAIL), if any. */
@@ -63,4 +52,26 @@ export function errorPage(
       ...extra,
     },
   };
+}
+
+/**
+ * Answer `err` as a page (or, when the response is already under way, abort it so the client
+ * sees a cut transfer), and count it.
+ */
+export function sendError(
+  res: ServerResponse,
+  method: string,
+  err: ProxyError,
+  via: string,
+  metrics: ProxyMetrics | undefined,
+  extra: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const { headers, body } = errorPage(err, via, extra);
+  res.writeHead(err.status, headers);
+  res.end(method === 'HEAD' ? undefined : body);
+  metrics?.request('error', method, err.status);
 }

@@ -5,40 +5,21 @@ import {
   etagMatches,
   freshnessLifetime,
   mergeNotModified,
-  parseCacheControl,
+  parseAge,
   parseRange,
   requestRules,
-  staleRules,
+  responseRules,
+  staleIfErrorWindow,
   storable,
-  varyNames,
-  varyValues,
 } from '../../src/cache/policy.js';
 
 const P = { defaultTtlSeconds: 0 };
 const D = Date.UTC(2026, 0, 1);
 const date = (ms: number) => new Date(ms).toUTCString();
 
-describe('parseCacheControl', () => {
-  it('parses tokens, arguments, quotes and case; first duplicate wins', () => {
-    const cc = parseCacheControl(
-      'Max-Age=60, no-cache="set-cookie, x", PUBLIC, max-age=5, s-maxage="30"',
-    );
-    expect(cc.get('max-age')).toBe('60');
-    expect(cc.get('no-cache')).toBe('set-cookie, x');
-    expect(cc.get('public')).toBe(true);
-    expect(cc.get('s-maxage')).toBe('30');
-  });
-  it('survives garbage', () => {
-    expect([...parseCacheControl(', ,=,"unterminated, max-age=abc').keys()]).toContain('max-age');
-    expect(freshnessLifetime(200, { 'cache-control': 'max-age=abc' }, P)).toBe(0);
-    expect(freshnessLifetime(200, { 'cache-control': 'max-age=-5' }, P)).toBe(0);
-    expect(parseCacheControl(undefined).size).toBe(0);
-  });
-});
-
-describe('freshness and age', () => {
-  it('s-maxage > max-age > Expires > heuristic > default TTL', () => {
-    const base = { date: date(D) };
+describe('freshness lifetime (RFC 9111 §4.2.1, shared cache)', () => {
+  const base = { date: date(D) };
+  it('s-maxage > max-age > Expires − Date', () => {
     expect(freshnessLifetime(200, { ...base, 'cache-control': 's-maxage=10, max-age=20' }, P)).toBe(
       10,
     );
@@ -50,95 +31,212 @@ describe('freshness and age', () => {
       ),
     ).toBe(20);
     expect(freshnessLifetime(200, { ...base, expires: date(D + 99_000) }, P)).toBe(99);
-    expect(freshnessLifetime(200, { ...base, expires: 'garbage' }, P)).toBe(0);
-    expect(freshnessLifetime(200, { ...base, 'last-modified': date(D - 1000_000) }, P)).toBe(100);
-    expect(freshnessLifetime(200, { ...base, 'last-modified': date(D - 1e12) }, P)).toBe(86400);
-    expect(freshnessLifetime(200, base, { defaultTtlSeconds: 43200 })).toBe(43200);
-    expect(freshnessLifetime(200, base, P)).toBe(0);
-    // Not heuristically cacheable: no heuristic, no default.
+  });
+
+  it('an invalid Expires ("0", a non-HTTP-date) is already expired (§5.3)', () => {
+    for (const expires of [
+      '0',
+      'garbage',
+      '2026-01-02T00:00:00Z',
+      'Fri, 02 Jan 2026 00:00:00 +0000',
+    ])
+      expect(freshnessLifetime(200, { ...base, expires }, P), expires).toBe(0);
+  });
+
+  it('Expires without Date is measured from the time the response was received (§4.2.1)', () => {
+    expect(freshnessLifetime(200, { expires: date(D + 60_000) }, P, D)).toBe(60);
+    // Never falls through to heuristics.
     expect(
-      freshnessLifetime(
-        302,
-        { ...base, 'last-modified': date(D - 1000_000) },
-        { defaultTtlSeconds: 60 },
-      ),
+      freshnessLifetime(200, { expires: date(D - 1), 'last-modified': date(D - 1e9) }, P, D),
     ).toBe(0);
   });
 
-  it('current age per RFC 9111 §4.2.3 (fixed vectors)', () => {
-    // Origin Date 10 s before the response arrived; Age 5; 2 s response delay; 7 s resident.
-    const f = ageFacts({ age: '5', date: date(D - 10_000) }, D - 2_000, D);
-    expect(currentAge(f, D + 7_000)).toBe(17); // max(10, 5+2) + 7
-    const g = ageFacts({ age: '-3', date: 'nonsense' }, D, D);
-    expect(g.ageValue).toBe(0);
-    expect(g.dateValue).toBeUndefined();
-    expect(currentAge(g, D + 1_500)).toBe(1);
+  it('an invalid max-age or s-maxage makes the response stale (§4.2.1, §1.2.2)', () => {
+    for (const cc of [
+      'max-age=abc',
+      'max-age=-5',
+      'max-age=1.5',
+      'max-age=',
+      's-maxage=x, max-age=60',
+    ])
+      expect(freshnessLifetime(200, { ...base, 'cache-control': cc }, P), cc).toBe(0);
+    expect(freshnessLifetime(200, { ...base, 'cache-control': 'max-age="30"' }, P)).toBe(30);
+    expect(freshnessLifetime(200, { ...base, 'cache-control': 'max-age=99999999999999' }, P)).toBe(
+      2 ** 31,
+    );
+  });
+
+  it('the first of repeated directives wins (§4.2.1)', () => {
+    expect(freshnessLifetime(200, { ...base, 'cache-control': 'max-age=5, max-age=500' }, P)).toBe(
+      5,
+    );
   });
 });
 
-describe('storable', () => {
+describe('heuristic freshness (RFC 9111 §4.2.2, RFC 9110 §15.1)', () => {
+  const base = { date: date(D) };
+  it('10 % of Date − Last-Modified, capped at a day; the default TTL only without Last-Modified', () => {
+    expect(freshnessLifetime(200, { ...base, 'last-modified': date(D - 1000_000) }, P)).toBe(100);
+    expect(freshnessLifetime(200, { ...base, 'last-modified': date(D - 1e12) }, P)).toBe(86400);
+    expect(freshnessLifetime(200, { ...base, 'last-modified': date(D + 1000) }, P)).toBe(0);
+    expect(freshnessLifetime(200, base, { defaultTtlSeconds: 43200 })).toBe(43200);
+    expect(freshnessLifetime(200, base, P)).toBe(0);
+  });
+
+  it('only for heuristically cacheable statuses, even with public', () => {
+    const lm = { ...base, 'last-modified': date(D - 1000_000) };
+    for (const s of [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501])
+      expect(freshnessLifetime(s, lm, P), String(s)).toBe(100);
+    for (const s of [201, 302, 303, 307, 400, 403, 500, 502, 503, 299]) {
+      expect(freshnessLifetime(s, lm, { defaultTtlSeconds: 60 }), String(s)).toBe(0);
+      expect(freshnessLifetime(s, { ...lm, 'cache-control': 'public' }, P), String(s)).toBe(0);
+    }
+  });
+});
+
+describe('storable (RFC 9111 §3)', () => {
   const ok = { 'cache-control': 'max-age=60' };
   it('refuses what a shared cache must not store', () => {
     expect(storable({}, 200, ok, P).store).toBe(true);
     expect(storable({}, 200, { 'cache-control': 'private, max-age=60' }, P).reason).toBe('private');
     expect(storable({ 'cache-control': 'no-store' }, 200, ok, P).reason).toBe('no-store');
-    expect(storable({ authorization: 'x' }, 200, ok, P).reason).toBe('authorization');
-    expect(storable({ authorization: 'x' }, 200, { 'cache-control': 's-maxage=5' }, P).store).toBe(
-      true,
+    expect(storable({}, 200, { 'cache-control': 'no-store, max-age=60' }, P).reason).toBe(
+      'no-store',
     );
     expect(storable({}, 200, { ...ok, vary: 'Accept, *' }, P).reason).toBe('vary-star');
     expect(storable({}, 206, ok, P).reason).toBe('status');
-    expect(storable({}, 302, {}, P).reason).toBe('status');
-    expect(storable({}, 302, ok, P).store).toBe(true);
+    expect(storable({}, 304, ok, P).reason).toBe('status');
+    expect(storable({}, 103, ok, P).reason).toBe('status');
     expect(storable({}, 200, {}, P).reason).toBe('no-freshness');
     expect(storable({}, 200, { etag: '"a"' }, P).store).toBe(true);
   });
+
+  it('any final status with explicit freshness; other statuses not without it (§3)', () => {
+    for (const s of [201, 299, 302, 303, 307, 400, 403, 500, 502, 503, 599])
+      expect(storable({}, s, ok, P).store, String(s)).toBe(true);
+    for (const s of [302, 307, 500])
+      expect(storable({}, s, { 'last-modified': date(D - 1e6), date: date(D) }, P).store).toBe(
+        false,
+      );
+    expect(storable({}, 204, { date: date(D), 'last-modified': date(D - 1e6) }, P).store).toBe(
+      true,
+    );
+  });
+
+  it('Authorization: only with public, s-maxage or must-revalidate (§3.5)', () => {
+    expect(storable({ authorization: 'x' }, 200, ok, P).reason).toBe('authorization');
+    for (const cc of ['s-maxage=5', 'public, max-age=5', 'must-revalidate, max-age=5'])
+      expect(storable({ authorization: 'x' }, 200, { 'cache-control': cc }, P).store, cc).toBe(
+        true,
+      );
+  });
+
+  it('must-understand overrides no-store only for understood statuses (§5.2.2.3)', () => {
+    const mu = { 'cache-control': 'must-understand, no-store, max-age=60' };
+    expect(storable({}, 200, mu, P).store).toBe(true);
+    expect(storable({}, 299, mu, P).reason).toBe('must-understand');
+  });
+
+  it('qualified private and no-cache name fields, and do not forbid storing (§5.2.2.7, §5.2.2.4)', () => {
+    const r = responseRules(
+      200,
+      { 'cache-control': 'private="Set-Cookie, X-User", no-cache="x-trace", max-age=60' },
+      P,
+    );
+    expect(r.private).toBe(false);
+    expect(r.privateFields).toEqual(['set-cookie', 'x-user']);
+    expect(r.noCache).toBe(false);
+    expect(r.noCacheFields).toEqual(['x-trace']);
+  });
 });
 
-describe('request and stale rules', () => {
+describe('Age (RFC 9111 §5.1) and current age (§4.2.3)', () => {
+  it('parses delta-seconds, the first member of a list, and ignores anything else', () => {
+    expect(parseAge('7200')).toBe(7200);
+    expect(parseAge('7200, 0')).toBe(7200);
+    expect(parseAge(' 60 ,5')).toBe(60);
+    for (const v of ['7200.0', '-3', 'abc', '', '1e3', '0x10', '+5'])
+      expect(parseAge(v), v).toBe(0);
+    expect(parseAge('99999999999999999999')).toBe(2 ** 31);
+  });
+
+  it('current age per §4.2.3 (fixed vectors)', () => {
+    // Origin Date 10 s before the response arrived; Age 5; 2 s response delay; 7 s resident.
+    const f = ageFacts({ age: '5', date: date(D - 10_000) }, D - 2_000, D);
+    expect(currentAge(f, D + 7_000)).toBe(17); // max(10, 5+2) + 7
+    // Age dominates the apparent age.
+    const g = ageFacts({ age: '100', date: date(D - 10_000) }, D - 2_000, D);
+    expect(currentAge(g, D)).toBe(102);
+    const h = ageFacts({ age: '7200.0', date: 'nonsense' }, D, D);
+    expect(h.ageValue).toBe(0);
+    expect(h.dateValue).toBeUndefined();
+    expect(currentAge(h, D + 1_500)).toBe(1);
+  });
+});
+
+describe('request directives (RFC 9111 §5.2.1, §5.4)', () => {
   it('reads request directives and Pragma', () => {
     expect(requestRules({ pragma: 'no-cache' }).noCache).toBe(true);
+    expect(requestRules({ pragma: 'x, no-cache' }).noCache).toBe(true);
+    expect(requestRules({ pragma: 'no-cachex' }).noCache).toBe(false);
     expect(requestRules({ pragma: 'no-cache', 'cache-control': 'max-age=5' }).noCache).toBe(false);
     expect(requestRules({ 'cache-control': 'max-stale' }).maxStale).toBe(Infinity);
+    expect(requestRules({ 'cache-control': 'max-age=x' }).maxAge).toBe(0);
     expect(
-      requestRules({ 'cache-control': 'max-stale=7, min-fresh=3, only-if-cached' }),
-    ).toMatchObject({
-      maxStale: 7,
-      minFresh: 3,
-      onlyIfCached: true,
-    });
-  });
-  it('stale rules from the stored response', () => {
-    expect(
-      staleRules({ 'cache-control': 'max-age=1, stale-while-revalidate=9, stale-if-error=4' }),
-    ).toMatchObject({
-      whileRevalidate: 9,
-      ifError: 4,
-      mustRevalidate: false,
-    });
-    expect(
-      staleRules({ 'cache-control': 'max-age=1, must-revalidate, stale-while-revalidate=9' }),
-    ).toMatchObject({
-      whileRevalidate: 0,
-      ifError: 0,
-      mustRevalidate: true,
-    });
-    expect(staleRules({ 'cache-control': 's-maxage=1' }).mustRevalidate).toBe(true);
-    expect(staleRules({}).ifError).toBe(3600);
+      requestRules({
+        'cache-control': 'max-stale=7, min-fresh=3, only-if-cached, stale-if-error=9',
+      }),
+    ).toMatchObject({ maxStale: 7, minFresh: 3, onlyIfCached: true, staleIfError: 9 });
   });
 });
 
-describe('Vary, validators, 304 merge', () => {
-  it('normalizes Vary names and values', () => {
-    expect(varyNames({ vary: 'Accept-Encoding, ,accept-language, Accept-Encoding' })).toEqual([
-      'accept-encoding',
-      'accept-language',
-    ]);
-    expect(varyValues(['accept-language'], { 'accept-language': '  FR,  de ' })).toEqual([
-      'fr, de',
-    ]);
-    expect(varyValues(['x'], {})).toEqual(['']);
+describe('stale responses (RFC 9111 §4.2.4, RFC 5861)', () => {
+  const rules = (cc: string) => responseRules(200, { 'cache-control': cc }, P);
+  it('stale-while-revalidate, never under must-revalidate / no-cache', () => {
+    expect(rules('max-age=1, stale-while-revalidate=9').whileRevalidate).toBe(9);
+    expect(rules('max-age=1, must-revalidate, stale-while-revalidate=9').whileRevalidate).toBe(0);
+    expect(rules('max-age=1, no-cache, stale-while-revalidate=9').whileRevalidate).toBe(0);
+    expect(rules('s-maxage=1').mustRevalidate).toBe(true);
+    expect(rules('proxy-revalidate').mustRevalidate).toBe(true);
   });
+
+  it('stale-if-error only with permission: the response, the client, or the operator; off by default', () => {
+    expect(staleIfErrorWindow(rules('max-age=1'), undefined, P)).toBe(0);
+    expect(staleIfErrorWindow(rules('max-age=1, stale-if-error=4'), undefined, P)).toBe(4);
+    expect(
+      staleIfErrorWindow(
+        rules('max-age=1'),
+        requestRules({ 'cache-control': 'stale-if-error=8' }),
+        P,
+      ),
+    ).toBe(8);
+    expect(
+      staleIfErrorWindow(rules('max-age=1'), requestRules({ 'cache-control': 'max-stale=5' }), P),
+    ).toBe(5);
+    expect(
+      staleIfErrorWindow(rules('max-age=1'), undefined, { ...P, staleIfErrorSeconds: 60 }),
+    ).toBe(60);
+    // The response's own window replaces the operator's default.
+    expect(
+      staleIfErrorWindow(rules('max-age=1, stale-if-error=4'), undefined, {
+        ...P,
+        staleIfErrorSeconds: 60,
+      }),
+    ).toBe(4);
+    // Prohibited by must-revalidate, proxy-revalidate, s-maxage and no-cache whatever else says yes.
+    for (const cc of ['must-revalidate', 'proxy-revalidate', 's-maxage=1', 'no-cache'])
+      expect(
+        staleIfErrorWindow(
+          rules(`${cc}, stale-if-error=99`),
+          requestRules({ 'cache-control': 'max-stale' }),
+          { ...P, staleIfErrorSeconds: 60 },
+        ),
+        cc,
+      ).toBe(0);
+  });
+});
+
+describe('validators and 304 (RFC 9110 §13.1.2, RFC 9111 §4.3.4)', () => {
   it('compares ETags weakly for If-None-Match', () => {
     expect(etagMatches('"a", W/"b"', 'W/"b"')).toBe(true);
     expect(etagMatches('"b"', 'W/"b"')).toBe(true);
@@ -156,7 +254,7 @@ describe('Vary, validators, 304 merge', () => {
   });
 });
 
-describe('parseRange', () => {
+describe('parseRange (RFC 9110 §14.1.2)', () => {
   const cases: Array<[string | undefined, ReturnType<typeof parseRange>]> = [
     [undefined, undefined],
     ['bytes=0-9', { start: 0, end: 9 }],

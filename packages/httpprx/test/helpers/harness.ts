@@ -243,3 +243,36 @@ export async function startPair(opts: {
     },
   };
 }
+
+/** A scripted origin route: `n` counts the requests for its path so far (1 for the first). */
+export type Route = (req: IncomingMessage, res: ServerResponse, n: number) => void;
+
+/**
+ * A proxy and an origin whose answers are scripted per path (404 for paths without a route); the
+ * proxy's clock also dates the origin's responses. Both are closed by `cleanups`.
+ */
+export async function startScripted(
+  routes: Record<string, Route>,
+  options: Partial<ProxyOptions>,
+  cleanups: Array<() => Promise<void>>,
+): Promise<{ px: ProxyHarness; origin: Origin }> {
+  const px = await startProxy(options);
+  const counts = new Map<string, number>();
+  const origin = await startOrigin((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    const n = (counts.get(path) ?? 0) + 1;
+    counts.set(path, n);
+    const h = routes[path];
+    if (!h) {
+      res.writeHead(404, { date: httpDate(px.clock.now()) });
+      res.end('nope');
+      return;
+    }
+    h(req, res, n);
+  });
+  cleanups.push(
+    () => origin.close(),
+    () => px.close(),
+  );
+  return { px, origin };
+}

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -151,7 +151,7 @@ describe('cooperation through the ContentIndex', () => {
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
     expect(rb.headers['cache-status']).toMatch(
-      /fwd=peer; fwd-status=200; stored; detail=peer-aaaa/,
+      /^Coral; fwd=peer; fwd-status=200; detail=peer-aaaa/,
     );
     expect(f.origin.hits).toHaveLength(1);
     // B now holds it too, and serves it from its own cache.
@@ -191,7 +191,7 @@ describe('cooperation through the ContentIndex', () => {
     expect(f.origin.hits).toHaveLength(1);
   });
 
-  it('a peer returning wrong bytes is detected: B falls back to the origin and stores only the right bytes', async () => {
+  it('a peer returning wrong bytes is detected at the end: the client streaming them is cut off, nothing is stored, the next request goes to the origin', async () => {
     const f = await fleet();
     const liar = await fakePeer('lie');
     f.members.set('cc'.repeat(20), { ip: '127.0.0.5', httpPort: liar.port });
@@ -203,13 +203,21 @@ describe('cooperation through the ContentIndex', () => {
       size: BODY.length,
       sha256: SHA,
     });
-    const rb = await fromB(f);
+    // The body streams to the client as it arrives; its hash is known only at the end, so the
+    // last byte is held back and the connection aborted: never a complete-looking wrong body.
+    await expect(fromB(f)).rejects.toThrow();
     expect(liar.requests).toHaveLength(1);
     expect(liar.requests[0]!['x-coral-peer']).toBe('bb'.repeat(20));
     expect(liar.requests[0]!['cache-control']).toBe('only-if-cached');
+    expect(await f.b.proxy.cacheList()).toEqual([]);
+    expect(f.origin.hits).toHaveLength(0);
+    // The liar is skipped for a while: the next request goes to the origin.
+    const rb = await fromB(f);
     expect(rb.body.equals(BODY)).toBe(true);
     expect(rb.headers['cache-status']).toMatch(/fwd=uri-miss/);
+    expect(liar.requests).toHaveLength(1);
     expect(f.origin.hits).toHaveLength(1);
+    await until(async () => (await f.b.proxy.cacheList()).length === 1, 'stored');
     const list = await f.b.proxy.cacheList();
     expect(list.map((e) => e.sha256)).toEqual([SHA]);
   });
@@ -248,15 +256,54 @@ describe('cooperation through the ContentIndex', () => {
         sha256: SHA,
       });
       let settled = false;
-      const pb = fromB(f).finally(() => (settled = true));
+      let received = 0;
+      const pb = (
+        mode === 'stall'
+          ? fromB(f)
+          : new Promise<Buffer>((resolve, reject) => {
+              // Watch the bytes arrive: the member's head and first bytes reach the client.
+              const req = request(
+                {
+                  host: '127.0.0.4',
+                  port: f.b.port,
+                  path: '/obj',
+                  headers: { host: f.origin.coralHost },
+                  agent: false,
+                },
+                (res) => {
+                  res.on('data', (c: Buffer) => (received += c.length));
+                  res.on('end', () => resolve(Buffer.alloc(received)));
+                  res.on('error', reject);
+                  res.on('aborted', () => reject(new Error('aborted')));
+                },
+              );
+              req.on('error', reject);
+              req.end();
+            })
+      ).finally(() => (settled = true));
       await until(() => slow.requests.length === 1, 'peer request arrived');
+      // The patience runs between body bytes once the member has answered: wait for its bytes.
+      if (mode === 'stall-mid-body')
+        await until(() => received >= 999, 'first bytes at the client');
       await f.clock.advance(999);
       expect(f.origin.hits).toHaveLength(0);
       expect(settled).toBe(false);
       await f.clock.advance(1);
-      const rb = await pb;
-      expect(rb.body.equals(BODY)).toBe(true);
-      expect(f.origin.hits).toHaveLength(1);
+      if (mode === 'stall') {
+        // No answer in time: the same request goes on to the origin.
+        const rb = (await pb) as Awaited<ReturnType<typeof fromB>>;
+        expect(rb.body.equals(BODY)).toBe(true);
+        expect(f.origin.hits).toHaveLength(1);
+      } else {
+        // The client already had the head and the first bytes: its connection is cut, nothing is
+        // stored, and the stalled member is skipped by the next request.
+        await expect(pb).rejects.toThrow();
+        expect(await f.b.proxy.cacheList()).toEqual([]);
+        const rb = await fromB(f);
+        expect(rb.body.equals(BODY)).toBe(true);
+        expect(slow.requests).toHaveLength(1);
+        expect(f.origin.hits).toHaveLength(1);
+      }
     });
   }
 

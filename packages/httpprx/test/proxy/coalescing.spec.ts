@@ -1,6 +1,10 @@
+import { mkdtempSync } from 'node:fs';
 import { request } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startOrigin, startProxy, until } from '../helpers/harness.js';
+import { get, startOrigin, startProxy, until } from '../helpers/harness.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -141,5 +145,125 @@ describe('request coalescing (read-while-writer)', () => {
     await da;
     expect(a.body!.toString()).toBe('for request 1;');
     expect(b.body!.toString()).toBe('for request 2;');
+  });
+});
+
+describe('who may join a fetch in flight (RFC 9111 §4)', () => {
+  /** An origin that sends `first` bytes, then the rest when released; counts its requests. */
+  async function heldOrigin(headers: Record<string, string>, body: Buffer, first: number) {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const origin = await startOrigin((_q, res) => {
+      res.writeHead(200, { 'content-length': String(body.length), ...headers });
+      res.write(body.subarray(0, first));
+      void released.then(() => res.end(body.subarray(first)));
+    });
+    return { origin, release };
+  }
+
+  it('a request with no-cache does not join: it gets its own response from the origin (§5.2.1.4)', async () => {
+    const body = Buffer.alloc(10_000, 1);
+    const { origin, release } = await heldOrigin({ 'cache-control': 'max-age=600' }, body, 100);
+    const px = await startProxy();
+    cleanups.push(
+      () => origin.close(),
+      () => px.close(),
+    );
+    const a: Progress = { received: 0 };
+    const da = streamingGet(px.port, origin.coralHost, '/nc', a);
+    await until(() => a.received >= 100, 'first fetch under way');
+    const b = get(px.port, origin.coralHost, '/nc', { 'cache-control': 'no-cache' });
+    await until(() => origin.hits.length === 2, 'the no-cache request went to the origin itself');
+    release();
+    await da;
+    const rb = await b;
+    expect(rb.headers['cache-status']).not.toMatch(/collapsed/);
+    expect(rb.body.equals(body)).toBe(true);
+  });
+
+  it('a response already stale is not handed to a joiner (§4.2)', async () => {
+    const body = Buffer.alloc(10_000, 2);
+    const { origin, release } = await heldOrigin({ 'cache-control': 'max-age=0' }, body, 100);
+    const px = await startProxy();
+    cleanups.push(
+      () => origin.close(),
+      () => px.close(),
+    );
+    const a: Progress = { received: 0 };
+    const da = streamingGet(px.port, origin.coralHost, '/stale', a);
+    await until(() => a.received >= 100, 'first fetch under way');
+    const b = get(px.port, origin.coralHost, '/stale');
+    await until(() => origin.hits.length === 2, 'the second request made its own fetch');
+    release();
+    await da;
+    expect((await b).headers['cache-status']).not.toMatch(/collapsed/);
+  });
+
+  it('a Range joiner is answered 206 from the bytes as they arrive, before the origin finishes (RFC 9110 §14.2)', async () => {
+    const body = Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 11) % 256));
+    const { origin, release } = await heldOrigin({ 'cache-control': 'max-age=600' }, body, 60_000);
+    const px = await startProxy();
+    cleanups.push(
+      () => origin.close(),
+      () => px.close(),
+    );
+    const a: Progress = { received: 0 };
+    const da = streamingGet(px.port, origin.coralHost, '/r', a);
+    await until(() => a.received >= 60_000, 'first part in');
+    // Bytes already arrived: answered while the origin still holds the rest back.
+    const early = await get(px.port, origin.coralHost, '/r', { range: 'bytes=1000-1999' });
+    expect(early.status).toBe(206);
+    expect(early.headers['content-range']).toBe('bytes 1000-1999/100000');
+    expect(early.headers['cache-status']).toMatch(/collapsed/);
+    expect(early.body.equals(body.subarray(1000, 2000))).toBe(true);
+    expect(a.body).toBeUndefined();
+    // Bytes still to come: the answer follows them.
+    const late = get(px.port, origin.coralHost, '/r', { range: 'bytes=-500' });
+    release();
+    const rl = await late;
+    expect(rl.status).toBe(206);
+    expect(rl.body.equals(body.subarray(99_500))).toBe(true);
+    await da;
+    expect(origin.hits).toHaveLength(1);
+  });
+
+  it('a client that stops reading holds back neither the other clients nor the commit', async () => {
+    const body = Buffer.alloc(4 * 1024 * 1024, 3);
+    const origin = await startOrigin((_q, res) => {
+      res.writeHead(200, { 'cache-control': 'max-age=600', 'content-length': String(body.length) });
+      res.end(body);
+    });
+    const px = await startProxy({ dataDir: mkdtempSync(join(tmpdir(), 'coral-slow-')) });
+    cleanups.push(
+      () => origin.close(),
+      () => px.close(),
+    );
+    // A client that reads the head and then nothing.
+    const stalled = await new Promise<IncomingMessage>((resolve) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: px.port,
+          path: '/big',
+          headers: { host: origin.coralHost },
+          agent: false,
+        },
+        (res) => {
+          res.pause();
+          resolve(res);
+        },
+      );
+      req.end();
+    });
+    const fast = await get(px.port, origin.coralHost, '/big');
+    expect(fast.body.equals(body)).toBe(true);
+    await until(async () => (await px.proxy.cacheList()).length === 1, 'committed meanwhile');
+    expect(origin.hits).toHaveLength(1);
+    // The stalled one still gets every byte, from the file, when it reads again.
+    const chunks: Buffer[] = [];
+    stalled.on('data', (c: Buffer) => chunks.push(c));
+    stalled.resume();
+    await new Promise((r) => stalled.on('end', r));
+    expect(Buffer.concat(chunks).equals(body)).toBe(true);
   });
 });

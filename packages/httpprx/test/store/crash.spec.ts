@@ -15,7 +15,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Level } from 'level';
-import type { StoredMeta } from '../../src/store/types.js';
+import { bodyPath } from '../../src/store/disk-store.js';
+import { decodeMeta } from '../../src/store/meta-codec.js';
 import { get, startOrigin, until } from '../helpers/harness.js';
 import type { Origin } from '../helpers/harness.js';
 
@@ -105,16 +106,21 @@ function startChild(dataDir: string): Promise<{ child: ChildProcess; port: numbe
 
 /** Metadata as the killed process left it, checked against the files before any cleanup runs. */
 async function checkMetadata(dataDir: string): Promise<number> {
-  const db = new Level<string, StoredMeta>(join(dataDir, 'meta'), { valueEncoding: 'json' });
+  const db = new Level<Uint8Array, Uint8Array>(join(dataDir, 'meta'), {
+    keyEncoding: 'view',
+    valueEncoding: 'view',
+  });
   await db.open();
   let n = 0;
   try {
-    for await (const [, meta] of db.iterator()) {
-      expect(meta.file).toBeDefined();
-      const st = await stat(join(dataDir, meta.file!));
+    for await (const [key, value] of db.iterator()) {
+      const meta = decodeMeta(key, value)!;
+      expect(meta).toBeDefined();
+      const file = join(dataDir, bodyPath(meta.file!));
+      const st = await stat(file);
       expect(st.size).toBe(meta.size);
       const sha = createHash('sha256')
-        .update(await readFile(join(dataDir, meta.file!)))
+        .update(await readFile(file))
         .digest('hex');
       expect(sha).toBe(meta.sha256);
       const i = Number(new URL(meta.url).pathname.split('/')[2]);

@@ -5,15 +5,16 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Level } from 'level';
 import { DiskStore } from '../../src/store/disk-store.js';
-import type { CacheStore, StoredMeta } from '../../src/store/types.js';
-import { metaFor, storeContract } from './contract.js';
+import { encodeMeta } from '../../src/store/meta-codec.js';
+import type { CacheStore } from '../../src/store/types.js';
+import { keyOf, metaFor, put, storeContract } from './contract.js';
 
 const dirs = new WeakMap<CacheStore, string>();
 
 storeContract('DiskStore', {
-  async create(budgetBytes, onEvict) {
+  async create(budgetBytes, onRemove) {
     const dir = mkdtempSync(join(tmpdir(), 'coral-disk-'));
-    const s = new DiskStore({ onEvict }, { dir, budgetBytes });
+    const s = new DiskStore(onRemove ? { onRemove } : {}, { dir, budgetBytes });
     await s.open();
     dirs.set(s, dir);
     return s;
@@ -29,35 +30,117 @@ storeContract('DiskStore', {
 });
 
 describe('DiskStore — recovery after a crash', () => {
-  it('drops records whose file is missing or short, and removes stray tmp and unreferenced files', async () => {
+  it('drops records whose file is missing or short, unreadable records, stray tmp and unreferenced files', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'coral-disk-'));
     const s = new DiskStore({}, { dir, budgetBytes: 1 << 20 });
     await s.open();
-    const w = s.begin();
-    w.write(Buffer.from('complete body'));
-    await w.commit(metaFor('good', Buffer.from('complete body')));
+    const good = await put(s, 'good', Buffer.from('complete body'));
     await s.close();
 
     // Simulate what a crash could leave: a partial tmp file, an orphan body, a record without a
-    // file and a record whose file is truncated.
-    await writeFile(join(dir, 'tmp', 'dead.part'), 'partial');
-    await mkdir(join(dir, 'bodies', 'zz'), { recursive: true });
-    await writeFile(join(dir, 'bodies', 'zz', 'orphan'), 'orphan');
-    await writeFile(join(dir, 'bodies', 'zz', 'short'), 'abc');
-    const db = new Level<string, StoredMeta>(join(dir, 'meta'), { valueEncoding: 'json' });
-    await db.put('missing', { ...metaFor('missing', Buffer.from('xyz')), file: 'bodies/zz/none' });
-    await db.put('short', { ...metaFor('short', Buffer.from('abcdef')), file: 'bodies/zz/short' });
+    // file, a record whose file is truncated, a record that does not decode.
+    await writeFile(join(dir, 'tmp', '0000000000ff.part'), 'partial');
+    await mkdir(join(dir, 'bodies', 'aa'), { recursive: true });
+    await writeFile(join(dir, 'bodies', 'aa', '0000000000aa'), 'orphan');
+    await writeFile(join(dir, 'bodies', 'ab', '0000000000ab'), 'abc').catch(async () => {
+      await mkdir(join(dir, 'bodies', 'ab'), { recursive: true });
+      await writeFile(join(dir, 'bodies', 'ab', '0000000000ab'), 'abc');
+    });
+    const db = new Level<Uint8Array, Uint8Array>(join(dir, 'meta'), {
+      keyEncoding: 'view',
+      valueEncoding: 'view',
+    });
+    const k = (name: string) => Buffer.from(keyOf(name), 'hex');
+    await db.put(
+      k('missing'),
+      encodeMeta({ ...metaFor('missing', Buffer.from('xyz')), file: 0xdead }),
+    );
+    await db.put(
+      k('short'),
+      encodeMeta({ ...metaFor('short', Buffer.from('abcdef')), file: 0xab }),
+    );
+    await db.put(k('garbage'), new Uint8Array([9, 9, 9]));
     await db.close();
 
     const s2 = new DiskStore({}, { dir, budgetBytes: 1 << 20 });
     await s2.open();
-    expect(s2.list().map((m) => m.key)).toEqual(['good']);
-    expect((await s2.readBody(s2.get('good')!)).toString()).toBe('complete body');
+    expect(s2.count).toBe(1);
+    const m = (await s2.get(keyOf('good')))!;
+    expect(m.file).toBe(good.file);
+    expect((await s2.readBody(m)).toString()).toBe('complete body');
     expect(await readdir(join(dir, 'tmp'))).toEqual([]);
-    expect(await readdir(join(dir, 'bodies', 'zz'))).toEqual([]);
+    expect(await readdir(join(dir, 'bodies', 'aa'))).toEqual([]);
+    expect(await readdir(join(dir, 'bodies', 'ab'))).toEqual([]);
+    // A new body never reuses a number seen on disk.
+    const next = await put(s2, 'next', Buffer.from('n'));
+    expect(next.file).toBeGreaterThan(0xdead);
     await s2.close();
-    const db2 = new Level<string, StoredMeta>(join(dir, 'meta'), { valueEncoding: 'json' });
-    expect(await db2.keys().all()).toEqual(['good']);
+    const db2 = new Level<Uint8Array, Uint8Array>(join(dir, 'meta'), {
+      keyEncoding: 'view',
+      valueEncoding: 'view',
+    });
+    const left = (await db2.keys().all()).map((x) => Buffer.from(x).toString('hex')).sort();
+    expect(left).toEqual([keyOf('good'), keyOf('next')].sort());
     await db2.close();
+  });
+});
+
+describe('DiskStore — bodies damaged behind its back (a power loss without fsync)', () => {
+  it('a body kept from before start-up is checked against its SHA-256 on first read, and dropped when wrong', async () => {
+    const { writeFile: write } = await import('node:fs/promises');
+    const { bodyPath } = await import('../../src/store/disk-store.js');
+    const dir = mkdtempSync(join(tmpdir(), 'coral-disk-'));
+    const s = new DiskStore({}, { dir, budgetBytes: 1 << 20 });
+    await s.open();
+    const good = await put(s, 'good', Buffer.from('the right bytes'));
+    const bad = await put(s, 'bad', Buffer.from('the right bytes too'));
+    await s.close();
+    // Same size, other bytes: what a file system may show after a power cut.
+    await write(join(dir, bodyPath(bad.file!)), Buffer.from('THE WRONG BYTES TOO'));
+    const removed: string[] = [];
+    const s2 = new DiskStore({ onRemove: (k) => removed.push(k) }, { dir, budgetBytes: 1 << 20 });
+    await s2.open();
+    expect(s2.count).toBe(2); // sizes match: nothing to see at start-up
+    const g = (await s2.get(keyOf('good')))!;
+    expect(await s2.verify(g)).toBe(true);
+    expect((await s2.readBody(g)).toString()).toBe('the right bytes');
+    const b = (await s2.get(keyOf('bad')))!;
+    await expect(s2.readBody(b)).rejects.toMatchObject({ code: 'EBADMSG' });
+    expect(await s2.get(keyOf('bad'))).toBeUndefined();
+    expect(removed).toEqual([keyOf('bad')]);
+    expect(good.sha256).not.toBe(bad.sha256);
+    await s2.close();
+  });
+
+  it('bodies written since start-up are trusted without a second read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'coral-disk-'));
+    const s = new DiskStore({}, { dir, budgetBytes: 1 << 20 });
+    await s.open();
+    const big = Buffer.alloc(200_000, 9); // spills to its file while written
+    const m = await put(s, 'big', big);
+    expect(await s.verify(m)).toBe(true);
+    expect((await s.readBody(m)).equals(big)).toBe(true);
+    await s.close();
+  });
+});
+
+describe('DiskStore — a directory left by the previous layout (JSON records, random file names)', () => {
+  it('opens empty: old records and their files are dropped, numbering starts afresh', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'coral-disk-'));
+    await mkdir(join(dir, 'bodies', 'ab'), { recursive: true });
+    await writeFile(join(dir, 'bodies', 'ab', 'ab'.repeat(16)), 'old body');
+    const old = new Level<string, unknown>(join(dir, 'meta'), { valueEncoding: 'json' });
+    await old.put('0123456789abcdef0123456789abcdef01234567|', {
+      file: 'bodies/ab/' + 'ab'.repeat(16),
+      size: 8,
+    });
+    await old.close();
+    const s = new DiskStore({}, { dir, budgetBytes: 1 << 20 });
+    await s.open();
+    expect(s.count).toBe(0);
+    expect(await readdir(join(dir, 'bodies', 'ab'))).toEqual([]);
+    const m = await put(s, 'new', Buffer.from('new body'));
+    expect(m.file).toBe(1);
+    await s.close();
   });
 });

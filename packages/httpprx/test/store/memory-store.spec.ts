@@ -2,8 +2,8 @@ import { MemoryStore } from '../../src/store/memory-store.js';
 import { storeContract } from './contract.js';
 
 storeContract('MemoryStore', {
-  async create(budgetBytes, onEvict) {
-    const s = new MemoryStore({ onEvict }, { budgetBytes });
+  async create(budgetBytes, onRemove) {
+    const s = new MemoryStore(onRemove ? { onRemove } : {}, { budgetBytes });
     await s.open();
     return s;
   },

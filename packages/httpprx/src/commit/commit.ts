@@ -1,0 +1,68 @@
+/**
+ * Committing a completed transfer: its metadata record is built, the body made visible in the
+ * store (atomically, ../store), the copy kept hot when small, and the object announced `complete`.
+ * Only from here on does Cache-Status say `stored` (for requests answered after this point).
+ */
+import { currentAge } from '../cache/policy.js';
+import { secondaryKey } from '../cache/vary.js';
+import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import { makeHot } from '../serve/entry.js';
+import type { BodyWriter, StoredMeta } from '../store/types.js';
+import type { Transfer, TransferHead } from '../transfer/transfer.js';
+import { announceComplete } from './announce.js';
+
+/** The variant key (hex) of a response to `ctx` varying on `head.vary`. */
+export function variantKey(
+  primary: string,
+  head: Pick<TransferHead, 'vary' | 'varyValues'>,
+): string {
+  return primary + Buffer.from(secondaryKey(head.vary, head.varyValues)).toString('hex');
+}
+
+/** Clock time the response stops being fresh (ms). */
+export function freshUntil(now: number, lifetime: number, facts: StoredMeta['facts']): number {
+  return now + (lifetime - currentAge(facts, now)) * 1000;
+}
+
+export async function commitTransfer(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  t: Transfer,
+  head: TransferHead,
+  writer: BodyWriter,
+  body: { size: number; sha256: string; lifetime: number },
+): Promise<StoredMeta | undefined> {
+  const now = core.clock.now();
+  const meta: StoredMeta = {
+    key: variantKey(ctx.primary, head),
+    primary: ctx.primary,
+    url: ctx.url,
+    status: head.status,
+    headers: head.headers,
+    vary: head.vary,
+    varyValues: head.varyValues,
+    facts: head.facts,
+    size: body.size,
+    sha256: body.sha256,
+    storedAt: now,
+    freshUntil: freshUntil(now, body.lifetime, head.facts),
+  };
+  let committed: StoredMeta;
+  try {
+    committed = await writer.commit(meta);
+  } catch (e) {
+    core.log.warn({ url: ctx.url, err: String(e) }, 'store commit failed');
+    return undefined;
+  }
+  t.committed = committed;
+  core.hot.delete(committed.key);
+  if (committed.size <= core.limits.hotObjectMaxBytes) {
+    try {
+      makeHot(core, committed, await writer.read(0, committed.size));
+    } catch {
+      /* it is stored; it becomes hot on its first hit */
+    }
+  }
+  announceComplete(core, ctx.keyBytes, committed);
+  return committed;
+}

@@ -1,0 +1,188 @@
+/**
+ * Fetches in flight: at most one registered transfer per URL, which later requests may join
+ * (request coalescing) when its response turns out reusable for them (../cache/decide.ts
+ * `mayJoin`); the fetch itself goes to verified fleet members first (./peer.ts) when allowed, then
+ * to the origin (./origin.ts). A transfer stays registered until its body is committed, so there
+ * is no window in which a second fetch of the same object could start.
+ */
+import { mayJoin, staleOnErrorOk } from '../cache/decide.js';
+import type { Fwd } from '../cache/decide.js';
+import { announceFetching } from '../commit/announce.js';
+import { PEER_PENALTY_MS } from '../constants.js';
+import { ProxyError } from '../errors.js';
+import { PeerPenalties } from '../peer/penalties.js';
+import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import { NOT_FORWARDED_COMMON, NOT_FORWARDED_CORAL, appendVia } from '../proxy/headers.js';
+import { sendError } from '../proxy/respond.js';
+import { forwardInfo, serveOutcome } from '../serve/outcome.js';
+import type { StoredMeta } from '../store/types.js';
+import { Transfer } from '../transfer/transfer.js';
+import type { Outcome } from '../transfer/transfer.js';
+import { fetchFromOrigin } from './origin.js';
+import { fetchFromPeers, peerTargets } from './peer.js';
+
+export interface FetchPlan {
+  fwd: Fwd;
+  /** The stored response to revalidate (conditional request, stale-if-error fallback). */
+  stale?: StoredMeta | undefined;
+  /** May fleet members answer it? */
+  peers: boolean;
+  /** May other requests join it? */
+  register: boolean;
+}
+
+/** The request fields sent upstream: end-to-end fields less our own and credentials' cousins. */
+export function forwardHeaders(ctx: RequestCtx, via: string): Record<string, string> {
+  const drop = ctx.mode === 'coral' ? NOT_FORWARDED_CORAL : NOT_FORWARDED_COMMON;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(ctx.reqHeaders)) {
+    if (drop.has(k)) continue;
+    out[k] = v;
+  }
+  out['via'] = appendVia(ctx.reqHeaders['via'], via);
+  return out;
+}
+
+export class Fetcher {
+  readonly #core: ProxyCore;
+  readonly #inflight = new Map<string, Transfer>();
+  readonly #penalties: PeerPenalties;
+
+  constructor(core: ProxyCore) {
+    this.#core = core;
+    this.#penalties = new PeerPenalties({ clock: core.clock }, { penaltyMs: PEER_PENALTY_MS });
+  }
+
+  /** The registered fetch of a URL (hex urlKey), if any. */
+  inflight(primary: string): Transfer | undefined {
+    return this.#inflight.get(primary);
+  }
+
+  /** Fetch for `ctx` and serve it the outcome. */
+  async fetchAndServe(ctx: RequestCtx, plan: FetchPlan): Promise<void> {
+    const t = this.start(ctx, plan);
+    t.addReader();
+    const o = await this.#await(ctx, t);
+    return serveOutcome(this.#core, ctx, t, o, false, () =>
+      this.fetchAndServe(ctx, { ...plan, stale: undefined }),
+    );
+  }
+
+  /**
+   * Join `t` if its response is reusable for `ctx`; otherwise `fallback` (a fetch of its own, or a
+   * refusal for peers and only-if-cached requests).
+   */
+  async join(ctx: RequestCtx, t: Transfer, fallback: FetchPlan | 'refuse'): Promise<void> {
+    const core = this.#core;
+    t.joiners++;
+    core.metrics?.joined?.();
+    t.addReader(); // before any await: the body is not released under a joiner
+    const o = await this.#await(ctx, t);
+    const now = core.clock.now();
+    let ok = true;
+    if (o.kind === 'stream') {
+      const h = o.head;
+      ok =
+        h.shareable &&
+        !(ctx.peer && h.peerVerified === false) &&
+        mayJoin(ctx.cache, { ...h }, now, core.policy);
+    } else if (o.kind === 'entry') {
+      ok =
+        o.detail === 'stale-if-error'
+          ? staleOnErrorOk(ctx.cache, o.meta, now, core.policy)
+          : mayJoin(ctx.cache, o.meta, now, core.policy);
+    }
+    if (!ok) {
+      t.removeReader();
+      if (fallback === 'refuse' || ctx.peer) return this.refuse(ctx, 'no reusable response');
+      return this.fetchAndServe(ctx, { ...fallback, register: false, peers: false });
+    }
+    return serveOutcome(core, ctx, t, o, true, () =>
+      fallback === 'refuse'
+        ? Promise.resolve(this.refuse(ctx, 'not held'))
+        : this.fetchAndServe(ctx, { ...fallback, register: false, peers: false, stale: undefined }),
+    );
+  }
+
+  refuse(ctx: RequestCtx, why: string): void {
+    sendError(
+      ctx.res,
+      ctx.method,
+      new ProxyError('CORAL_NOT_CACHED', `${why} (only-if-cached, or a peer request)`),
+      this.#core.via,
+      this.#core.metrics,
+    );
+  }
+
+  /** Start a fetch (registered when `plan.register`); the caller decides who reads it. */
+  start(ctx: RequestCtx, plan: FetchPlan): Transfer {
+    const core = this.#core;
+    const t = new Transfer(ctx.primary);
+    if (plan.register) this.#inflight.set(ctx.primary, t);
+    const unregister = () => {
+      if (this.#inflight.get(ctx.primary) === t) this.#inflight.delete(ctx.primary);
+    };
+    const task = this.#run(ctx, t, plan, unregister)
+      .catch((e: unknown) => {
+        const err =
+          e instanceof ProxyError ? e : new ProxyError('CORAL_ORIGIN_UNREACHABLE', String(e));
+        core.log.debug({ url: ctx.url, err: err.message }, 'fetch failed');
+        t.settle({ kind: 'error', error: err });
+        t.fail(err);
+      })
+      .finally(() => {
+        unregister();
+        t.bodySettled();
+        core.tasks.delete(task);
+      });
+    core.tasks.add(task);
+    return t;
+  }
+
+  async #await(ctx: RequestCtx, t: Transfer): Promise<Outcome> {
+    if (t.settled) return t.outcome;
+    const off = t.onInfo((status, headers) => forwardInfo(ctx, status, headers));
+    try {
+      return await t.outcome;
+    } finally {
+      off();
+    }
+  }
+
+  async #run(ctx: RequestCtx, t: Transfer, plan: FetchPlan, unregister: () => void): Promise<void> {
+    const core = this.#core;
+    const forward = forwardHeaders(ctx, core.via);
+    let notMembers = 0;
+    if (plan.peers && ctx.method === 'GET') {
+      const choice = await peerTargets(core, ctx.keyBytes, this.#penalties);
+      notMembers = choice.notMembers;
+      announceFetching(core, ctx.keyBytes);
+      const targets = choice.targets.slice(0, core.limits.peerRace);
+      if (
+        targets.length > 0 &&
+        (await fetchFromPeers(
+          core,
+          ctx,
+          t,
+          targets,
+          forward,
+          notMembers,
+          this.#penalties,
+          unregister,
+        ))
+      ) {
+        return;
+      }
+    } else if (plan.register && ctx.method === 'GET') {
+      announceFetching(core, ctx.keyBytes);
+    }
+    await fetchFromOrigin(
+      core,
+      ctx,
+      t,
+      { fwd: plan.fwd, stale: plan.stale, notMembers },
+      forward,
+      unregister,
+    );
+  }
+}

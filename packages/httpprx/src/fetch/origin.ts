@@ -1,0 +1,166 @@
+/**
+ * Asking the origin: a plain or conditional request (revalidation of a stored response), 1xx
+ * interim responses passed on to the waiting clients, a stale copy served on failure only with
+ * permission (RFC 9111 §4.2.4), a 304 freshening the stored response (§4.3.4), a full response
+ * replacing it — or dropping it when it may not be stored (§4.3.3).
+ */
+import { staleOnErrorOk } from '../cache/decide.js';
+import type { Fwd } from '../cache/decide.js';
+import { ageFacts, mergeNotModified, responseRules } from '../cache/policy.js';
+import { announceComplete } from '../commit/announce.js';
+import { freshUntil } from '../commit/commit.js';
+import { ProxyError } from '../errors.js';
+import type { UpstreamResponse } from '../origin/upstream.js';
+import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import { NOT_STORED, toRecord } from '../proxy/headers.js';
+import type { StoredMeta } from '../store/types.js';
+import type { Transfer } from '../transfer/transfer.js';
+import { discard, streamResponse } from './response.js';
+
+const SERVER_ERRORS = new Set([500, 502, 503, 504]);
+
+/** Map a connector/undici failure to the proxy's error codes. */
+export function originError(e: unknown): ProxyError {
+  if (e instanceof ProxyError) return e;
+  const code = (e as { code?: unknown }).code;
+  const msg = e instanceof Error ? e.message : String(e);
+  if (code === 'CORAL_ORIGIN_FORBIDDEN')
+    return new ProxyError('CORAL_ORIGIN_FORBIDDEN', msg, { cause: e });
+  if (code === 'CORAL_ORIGIN_NEGATIVE_CACHED')
+    return new ProxyError('CORAL_ORIGIN_NEGATIVE_CACHED', msg, { cause: e });
+  if (
+    code === 'ETIMEDOUT' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT'
+  ) {
+    return new ProxyError('CORAL_ORIGIN_TIMEOUT', `origin timed out: ${msg}`, { cause: e });
+  }
+  return new ProxyError(
+    'CORAL_ORIGIN_UNREACHABLE',
+    `origin unreachable (${String(code ?? 'error')}): ${msg}`,
+    { cause: e },
+  );
+}
+
+/** Strong validators of a 304 that do not name the stored response (§4.3.4): do not freshen. */
+function otherRepresentation(stale: StoredMeta, fresh: Record<string, string>): boolean {
+  const etag = fresh['etag'];
+  if (etag === undefined || etag.startsWith('W/')) return false;
+  return stale.headers['etag'] !== undefined && stale.headers['etag'] !== etag;
+}
+
+export interface OriginPlan {
+  fwd: Fwd;
+  stale?: StoredMeta | undefined;
+  notMembers: number;
+}
+
+export async function fetchFromOrigin(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  t: Transfer,
+  plan: OriginPlan,
+  forward: Record<string, string>,
+  unregister: () => void,
+): Promise<void> {
+  let stale = plan.stale;
+  for (let attempt = 0; ; attempt++) {
+    const headers = { ...forward };
+    if (stale && attempt === 0 && stale.status === 200) {
+      if (stale.headers['etag']) headers['if-none-match'] = stale.headers['etag'];
+      if (stale.headers['last-modified'])
+        headers['if-modified-since'] = stale.headers['last-modified'];
+    }
+    const requestTime = core.clock.now();
+    let res: UpstreamResponse;
+    try {
+      res = await core.origin.request({
+        url: ctx.url,
+        method: ctx.method,
+        headers,
+        onInfo: (status, h) => t.info(status, h),
+      });
+    } catch (e) {
+      const err = originError(e);
+      core.metrics?.originFetch(0, false);
+      if (stale && staleOnErrorOk(ctx.cache, stale, core.clock.now(), core.policy)) {
+        t.settle({ kind: 'entry', meta: stale, fwd: 'stale', detail: 'stale-if-error' });
+        return;
+      }
+      if (stale && responseRules(stale.status, stale.headers, core.policy).mustRevalidate) {
+        throw new ProxyError(
+          'CORAL_REVALIDATION_FAILED',
+          `cannot revalidate ${ctx.url}: ${err.message}`,
+          {
+            cause: err,
+          },
+        );
+      }
+      throw err;
+    }
+    const responseTime = core.clock.now();
+    if (
+      stale &&
+      SERVER_ERRORS.has(res.status) &&
+      staleOnErrorOk(ctx.cache, stale, responseTime, core.policy)
+    ) {
+      // §4.3.3: a 5xx to a revalidation may be treated as a failure to respond.
+      discard(res);
+      core.metrics?.originFetch(0, false);
+      t.settle({
+        kind: 'entry',
+        meta: stale,
+        fwd: 'stale',
+        fwdStatus: res.status,
+        detail: 'stale-if-error',
+      });
+      return;
+    }
+    if (res.status === 304 && stale && attempt === 0) {
+      res.body.on('error', () => {});
+      res.body.resume();
+      const fresh = toRecord(res.headers, NOT_STORED);
+      delete fresh['content-length'];
+      if (otherRepresentation(stale, fresh)) {
+        // The 304 validates some other representation: ask again without conditions.
+        stale = undefined;
+        continue;
+      }
+      const merged = mergeNotModified(stale.headers, fresh);
+      const facts = ageFacts(toRecord(res.headers), requestTime, responseTime);
+      const lifetime = responseRules(stale.status, merged, core.policy, responseTime).lifetime;
+      const updated: StoredMeta = {
+        ...stale,
+        headers: merged,
+        facts,
+        freshUntil: freshUntil(responseTime, lifetime, facts),
+      };
+      await core.store.update(updated);
+      core.hot.delete(stale.key);
+      core.metrics?.originFetch(0, true);
+      announceComplete(core, ctx.keyBytes, updated);
+      t.settle({ kind: 'entry', meta: updated, fwd: 'stale', fwdStatus: 304 });
+      return;
+    }
+    const out = await streamResponse(
+      core,
+      ctx,
+      t,
+      res,
+      { requestTime, responseTime, fwd: plan.fwd, source: 'origin', notMembers: plan.notMembers },
+      unregister,
+    );
+    // §4.3.3: a full response to a revalidation means the stored one is no longer suitable (a
+    // truncated one means nothing: the stored copy stays).
+    if (
+      plan.stale &&
+      ctx.method === 'GET' &&
+      res.status < 500 &&
+      out.ok &&
+      out.committed?.key !== plan.stale.key
+    ) {
+      await core.store.delete(plan.stale.key);
+    }
+    return;
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * Asking the fleet: holders from the index (bounded by `indexTimeoutMs`), mapped to verified
+ * member addresses (../peer/members.ts), the nearest raced (../peer/peer-fetch.ts). The winner's
+ * body is streamed to the clients and the temp file as it arrives and hashed on the way; it counts
+ * only if it matches its announcement. What is checked before the first byte (Content-Length
+ * against the record's size, `x-coral-sha256` against the record's hash) falls back to the origin
+ * at no cost to the client; a body that turns out wrong at the end aborts the clients reading it
+ * (they never see a complete-looking wrong body), is not stored, and its member is skipped for a
+ * while (../peer/penalties.ts).
+ */
+import type { Holder } from '../content-index.js';
+import { SHA256_HEADER } from '../constants.js';
+import { chooseHolders } from '../peer/members.js';
+import type { PeerTarget } from '../peer/members.js';
+import type { PeerPenalties } from '../peer/penalties.js';
+import { racePeers } from '../peer/peer-fetch.js';
+import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import type { Transfer } from '../transfer/transfer.js';
+import { contentLength, discard, streamResponse } from './response.js';
+
+/** `index.lookup`, bounded by `indexTimeoutMs` on the clock even if the index ignores the signal. */
+function lookupHolders(core: ProxyCore, keyBytes: Uint8Array): Promise<Holder[]> {
+  const ac = new AbortController();
+  const ms = core.limits.indexTimeoutMs;
+  return new Promise<Holder[]>((resolve, reject) => {
+    const timer = core.clock.setTimeout(() => {
+      const err = new Error(`index lookup exceeded ${ms} ms`);
+      ac.abort(err);
+      reject(err);
+    }, ms);
+    core.index.lookup(keyBytes, { signal: ac.signal }).then(
+      (h) => {
+        timer.cancel();
+        resolve(h);
+      },
+      (e: unknown) => {
+        timer.cancel();
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+/**
+ * The members to ask for `keyBytes`. Without `members` there is no peer fetch, and no lookup
+ * either.
+ */
+export async function peerTargets(
+  core: ProxyCore,
+  keyBytes: Uint8Array,
+  penalties: PeerPenalties,
+): Promise<{ targets: PeerTarget[]; notMembers: number }> {
+  if (!core.members) return { targets: [], notMembers: 0 };
+  let holders: Holder[] = [];
+  try {
+    holders = await lookupHolders(core, keyBytes);
+  } catch (e) {
+    core.log.warn({ err: String(e) }, 'index lookup failed');
+  }
+  const choice = chooseHolders(holders, core.members, core.self);
+  if (choice.notMembers > 0) {
+    for (let i = 0; i < choice.notMembers; i++) core.metrics?.holderSkipped?.('not-member');
+    core.log.debug(
+      { key: Buffer.from(keyBytes).toString('hex'), skipped: choice.notMembers },
+      'holder records naming no verified member skipped',
+    );
+  }
+  return {
+    targets: choice.targets.filter((t) => !penalties.penalized(t.holder.nodeId)),
+    notMembers: choice.notMembers,
+  };
+}
+
+/** Race `targets`; true when a member's answer is being streamed (whatever its end). */
+export async function fetchFromPeers(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  t: Transfer,
+  targets: PeerTarget[],
+  headers: Record<string, string>,
+  notMembers: number,
+  penalties: PeerPenalties,
+  unregister: () => void,
+): Promise<boolean> {
+  const patience = (h: Holder) =>
+    h.state === 'fetching' ? core.limits.peerFetchingTimeoutMs : core.limits.peerTimeoutMs;
+  const winner = await racePeers(
+    {
+      upstream: core.peers,
+      clock: core.clock,
+      connector: core.peerConnector,
+      ...(core.peerAuth ? { auth: core.peerAuth } : {}),
+      onEvent: (e) => core.log.debug(e, 'peer event'),
+    },
+    targets,
+    {
+      path: ctx.path,
+      host: ctx.host,
+      headers,
+      nodeId: core.self.nodeId,
+      via: headers['via'] ?? core.via,
+    },
+    patience,
+  );
+  if (!winner) return false;
+  const h = winner.holder;
+  const res = winner.response;
+  const declared = contentLength(res.headers as Record<string, string>);
+  const raw = res.headers[SHA256_HEADER];
+  const claimed = typeof raw === 'string' ? raw.toLowerCase() : undefined;
+  const record = h.sha256?.toLowerCase();
+  // What can be checked before any byte is passed on is checked now: a lie costs the client nothing.
+  const early =
+    (declared !== undefined && h.size !== undefined && declared !== h.size) ||
+    (claimed !== undefined && record !== undefined && claimed !== record) ||
+    (declared !== undefined && declared > core.limits.maxObjectBytes);
+  if (early) {
+    core.log.warn(
+      { peer: h.nodeId, declared, claimed },
+      'peer answer contradicts its announcement',
+    );
+    discard(res);
+    winner.abort();
+    core.metrics?.peerFetch(0, false);
+    penalties.penalize(h.nodeId);
+    return false;
+  }
+  const sha256 = [claimed, record].filter((x): x is string => x !== undefined);
+  const out = await streamResponse(
+    core,
+    ctx,
+    t,
+    res,
+    {
+      requestTime: winner.requestTime,
+      responseTime: winner.responseTime,
+      fwd: 'peer',
+      source: 'peer',
+      peer: h.nodeId,
+      peerVerified: core.members?.recordsAuthenticated === true,
+      notMembers,
+      verify: { size: h.size, sha256 },
+      idleMs: patience(h),
+    },
+    unregister,
+  );
+  if (!out.ok) {
+    winner.abort();
+    penalties.penalize(h.nodeId);
+  }
+  return true;
+}

@@ -1,0 +1,181 @@
+/**
+ * Turning an upstream response (origin or peer) into a transfer: the head every waiting client
+ * gets, whether it may be shared and stored (RFC 9111 §3), the body pumped to the store's temp
+ * file with backpressure, checked (size, and for peers SHA-256), then committed — or discarded.
+ */
+import { formatHttpDate, parseHttpDate } from '../cache/http-date.js';
+import { ageFacts, responseRules, storable } from '../cache/policy.js';
+import type { HeaderRecord } from '../cache/policy.js';
+import { varyNames, varyValues } from '../cache/vary.js';
+import { commitTransfer } from '../commit/commit.js';
+import type { Fwd } from '../cache/decide.js';
+import { ProxyError } from '../errors.js';
+import type { UpstreamResponse } from '../origin/upstream.js';
+import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import { NOT_STORED, toRecord } from '../proxy/headers.js';
+import type { StoredMeta } from '../store/types.js';
+import { pump } from '../transfer/pump.js';
+import type { PumpResult } from '../transfer/pump.js';
+import type { Transfer, TransferHead } from '../transfer/transfer.js';
+
+export interface ResponseSource {
+  requestTime: number;
+  responseTime: number;
+  fwd: Fwd | 'peer';
+  source: 'origin' | 'peer';
+  /** Peer node id. */
+  peer?: string;
+  /** A peer copy checked against an authenticated record (keyed mode). */
+  peerVerified?: boolean;
+  notMembers?: number;
+  /** Expected size and SHA-256 (peer copies): the body counts only if it matches. */
+  verify?: { size?: number | undefined; sha256?: string[] };
+  /** Idle bound between body chunks on the injected clock (peers). */
+  idleMs?: number;
+}
+
+export interface StreamResult {
+  /** The body arrived whole (and matched, for a verified source). */
+  ok: boolean;
+  committed: StoredMeta | undefined;
+  /** Why the body failed, when it did. */
+  failure?: PumpResult & { ok: false };
+  mismatch?: boolean;
+}
+
+/** A strict Content-Length (RFC 9110 §8.6): digits only, or undefined. */
+export function contentLength(h: HeaderRecord): number | undefined {
+  const v = h['content-length'];
+  return v !== undefined && /^[0-9]{1,15}$/.test(v) ? Number(v) : undefined;
+}
+
+/** Drop a response body we will not read. */
+export function discard(res: UpstreamResponse): void {
+  res.body.on('error', () => {});
+  res.body.destroy();
+}
+
+/**
+ * Settle `t` with the response's head and pump its body. `unregister` is called as soon as it is
+ * known that nobody else may join (a response that is not shareable).
+ */
+export async function streamResponse(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  t: Transfer,
+  res: UpstreamResponse,
+  o: ResponseSource,
+  unregister: () => void,
+): Promise<StreamResult> {
+  const all = toRecord(res.headers);
+  const headers = toRecord(res.headers, NOT_STORED);
+  const raw = res.headers['set-cookie'];
+  const setCookie = raw === undefined ? undefined : Array.isArray(raw) ? raw : [raw];
+  const declared = contentLength(headers);
+  delete headers['content-length'];
+  // RFC 9110 §6.6.1: a response without a (valid) Date gets the time it was received.
+  if (parseHttpDate(headers['date'], o.responseTime) === undefined) {
+    headers['date'] = formatHttpDate(o.responseTime);
+  }
+  const facts = ageFacts(all, o.requestTime, o.responseTime);
+  const noBody = ctx.method === 'HEAD' || res.status === 204 || res.status === 304;
+  const max = core.limits.maxObjectBytes;
+  if (declared !== undefined && declared > max && !noBody) {
+    discard(res);
+    throw new ProxyError(
+      'CORAL_OBJECT_TOO_LARGE',
+      `${ctx.url} is ${declared} bytes; this proxy fetches objects up to ${max} bytes`,
+    );
+  }
+  const rules = responseRules(res.status, headers, core.policy, o.responseTime);
+  const decision =
+    ctx.method === 'GET'
+      ? storable(ctx.reqHeaders, res.status, headers, core.policy, o.responseTime)
+      : { store: false };
+  const cookieBlocked = ctx.mode === 'site' && setCookie !== undefined;
+  const unverifiedPeer = o.source === 'peer' && o.peerVerified !== true;
+  const shareable = decision.store && !cookieBlocked;
+  const storing = shareable && !unverifiedPeer;
+  // Qualified private / no-cache (RFC 9111 §5.2.2.4, §5.2.2.7): those fields are not kept.
+  for (const f of [...rules.privateFields, ...rules.noCacheFields]) delete headers[f];
+  const vary = varyNames(headers);
+  const head: TransferHead = {
+    status: res.status,
+    headers,
+    ...(setCookie ? { setCookie } : {}),
+    facts,
+    fwd: o.fwd,
+    fwdStatus: res.status,
+    shareable,
+    storing,
+    vary,
+    varyValues: varyValues(vary, ctx.reqHeaders),
+    length: declared,
+    noBody,
+    ...(o.peer ? { peer: o.peer, peerVerified: !unverifiedPeer } : {}),
+    ...(o.notMembers ? { notMembers: o.notMembers } : {}),
+  };
+  if (!shareable) unregister();
+  const writer = noBody && !storing ? undefined : core.store.begin();
+  if (writer) t.attach(writer, { verify: o.verify !== undefined });
+  if (!storing) t.abandon = () => discard(res);
+  t.settle({ kind: 'stream', head });
+  const countFetch = (bytes: number, ok: boolean) =>
+    o.source === 'origin'
+      ? core.metrics?.originFetch(bytes, ok)
+      : core.metrics?.peerFetch(bytes, ok);
+  let size = 0;
+  let sha256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'; // empty body
+  if (noBody) {
+    res.body.on('error', () => {});
+    res.body.resume();
+  } else {
+    const r = await pump(res.body, t, {
+      maxBytes: max,
+      length: declared,
+      ...(o.idleMs !== undefined ? { idle: { clock: core.clock, ms: o.idleMs } } : {}),
+    });
+    if (!r.ok) {
+      core.log.warn(
+        { url: ctx.url, err: r.error.message, received: r.size, from: o.peer ?? 'origin' },
+        'upstream transfer failed',
+      );
+      const err =
+        r.reason === 'too-large'
+          ? new ProxyError(
+              'CORAL_OBJECT_TOO_LARGE',
+              `${ctx.url} exceeded ${max} bytes while streaming`,
+            )
+          : r.error;
+      t.fail(err);
+      countFetch(r.size, false);
+      return { ok: false, committed: undefined, failure: r };
+    }
+    ({ size, sha256 } = r);
+  }
+  const v = o.verify;
+  if (
+    v &&
+    ((v.size !== undefined && v.size !== size) ||
+      (v.sha256 ?? []).some((s) => s.toLowerCase() !== sha256))
+  ) {
+    core.log.warn(
+      { peer: o.peer, size, sha256 },
+      'peer sent bytes that do not match its announcement',
+    );
+    t.fail(new Error('peer body does not match its announced size and SHA-256'));
+    countFetch(size, false);
+    return { ok: false, committed: undefined, mismatch: true };
+  }
+  t.finish();
+  countFetch(size, true);
+  let committed: StoredMeta | undefined;
+  if (storing && writer) {
+    committed = await commitTransfer(core, ctx, t, head, writer, {
+      size,
+      sha256,
+      lifetime: rules.lifetime,
+    });
+  }
+  return { ok: true, committed };
+}

@@ -1,0 +1,75 @@
+/**
+ * What the stages of the request path share: the components and limits of one proxy (`ProxyCore`,
+ * built once by `CoralProxy`) and the routed request (`RequestCtx`, built per request by
+ * ../request/route.ts). Each stage is a small module taking these two.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Clock } from '@coral/testkit';
+import type { ContentIndex } from '../content-index.js';
+import type { CacheRequest } from '../cache/decide.js';
+import type { HeaderRecord, PolicyOptions } from '../cache/policy.js';
+import type { Upstream } from '../origin/upstream.js';
+import type { PeerAuth } from '../peer/auth.js';
+import type { PeerConnector } from '../peer/connector.js';
+import type { FleetMembers } from '../peer/members.js';
+import type { CacheStore } from '../store/types.js';
+import type { HotCache } from '../serve/hot-cache.js';
+import type { Logger, ProxyMetrics } from './types.js';
+
+export interface ProxyLimits {
+  maxObjectBytes: number;
+  hotObjectMaxBytes: number;
+  peerTimeoutMs: number;
+  peerFetchingTimeoutMs: number;
+  peerRace: number;
+  indexTimeoutMs: number;
+}
+
+export interface ProxyCore {
+  clock: Clock;
+  log: Logger;
+  metrics: ProxyMetrics | undefined;
+  index: ContentIndex;
+  store: CacheStore;
+  hot: HotCache;
+  policy: PolicyOptions;
+  /** Our Via member, `1.1 coral-<first 12 hex of nodeId>`. */
+  via: string;
+  /** This node as announced (httpPort filled in once listening). */
+  self: { nodeId: string; ip: string; httpPort: number };
+  members: FleetMembers | undefined;
+  peerAuth: PeerAuth | undefined;
+  /** undici agents for origins and for peers, and the peer socket policy. */
+  origin: Upstream;
+  peers: Upstream;
+  peerConnector: PeerConnector;
+  limits: ProxyLimits;
+  /** Fetch tasks in progress (transfer + commit), awaited by close(). */
+  tasks: Set<Promise<void>>;
+}
+
+export interface RequestCtx {
+  req: IncomingMessage;
+  res: ServerResponse;
+  method: string;
+  /** Coralized name, or a configured site (accelerator mode). */
+  mode: 'coral' | 'site';
+  /** The Coral zone of the Host (Coralized names). */
+  zone?: string;
+  /** The port the client used, when its Host named one. */
+  clientPort?: number;
+  /** Host header value as sent. */
+  host: string;
+  /** Normalized upstream URL. */
+  url: string;
+  /** Path and query of `url`. */
+  path: string;
+  /** Hex urlKey of `url`, and its bytes. */
+  primary: string;
+  keyBytes: Uint8Array;
+  reqHeaders: HeaderRecord;
+  /** The request as the cache policy sees it. */
+  cache: CacheRequest;
+  /** A peer request (peer marker header): served only from this node's cache or fetches. */
+  peer: boolean;
+}

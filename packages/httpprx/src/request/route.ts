@@ -1,0 +1,131 @@
+/**
+ * From a parsed request to a routed one (`RequestCtx`), or an answer: the loop guard on Via,
+ * admission (one Host, a target that stays on the origin), peer authentication, the origin of the
+ * Host (a configured site, else a Coralized name) and the methods allowed on it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
+import { cacheRequest } from '../cache/decide.js';
+import { ProxyError } from '../errors.js';
+import { parseCoralHost, urlKey } from '../mapping/coral-name.js';
+import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import { toRecord } from '../proxy/headers.js';
+import { sendError } from '../proxy/respond.js';
+import { admit } from './admission.js';
+import { upstreamUrl } from './target.js';
+import type { OriginBase } from './target.js';
+
+export interface RouteConfig {
+  zones: readonly string[];
+  sites: ReadonlyMap<string, OriginBase>;
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** The routed request, or undefined when it has been answered (refused). */
+export function route(
+  core: ProxyCore,
+  config: RouteConfig,
+  req: IncomingMessage,
+  res: ServerResponse,
+): RequestCtx | undefined {
+  const method = req.method ?? 'GET';
+  const fail = (e: ProxyError, extra?: Record<string, string>) => {
+    sendError(res, method, e, core.via, core.metrics, extra);
+    return undefined;
+  };
+  const via = req.headers.via;
+  if (via !== undefined && String(via).includes(core.via.slice(4))) {
+    return fail(
+      new ProxyError('CORAL_LOOP_DETECTED', `request already passed through ${core.via}`),
+    );
+  }
+  let admitted;
+  try {
+    admitted = admit(req);
+  } catch (e) {
+    // A bad Host or target: the message may not be what it seems (smuggling, a body we will not
+    // read), so the connection is closed after the answer.
+    if (e instanceof ProxyError) return fail(e, { connection: 'close' });
+    throw e;
+  }
+  const { host, authority, path } = admitted;
+  const peer = req.headers[PEER_HEADER] !== undefined;
+  if (peer && core.peerAuth) {
+    const verdict = core.peerAuth.verify({
+      method,
+      authority: host,
+      path: req.url ?? '',
+      header: headerValue(req.headers[PEER_AUTH_HEADER]),
+    });
+    if (verdict !== 'ok') {
+      core.metrics?.peerRejected?.(verdict);
+      core.log.debug(
+        { peer: req.socket.remoteAddress, reason: verdict },
+        'peer request refused: Coral-Peer-Auth did not verify',
+      );
+      return fail(
+        new ProxyError('CORAL_PEER_UNAUTHORIZED', `peer request not authenticated (${verdict})`),
+      );
+    }
+  }
+  let mode: 'coral' | 'site';
+  let url: string;
+  let zone: string | undefined;
+  try {
+    const site = config.sites.get(authority.name);
+    if (site) {
+      mode = 'site';
+      url = upstreamUrl(site, path);
+    } else {
+      const target = parseCoralHost(host, config.zones);
+      if (!target) {
+        const zones = config.zones;
+        throw new ProxyError(
+          'CORAL_NOT_CORALIZED',
+          `${authority.name} is not a Coralized name: this proxy serves only *.${zones.join(', *.')}` +
+            ` (for example http://www.example.com.${zones[0] ?? 'nyud.net'}/)`,
+        );
+      }
+      mode = 'coral';
+      zone = target.zone;
+      url = upstreamUrl(
+        { protocol: 'http:', hostname: target.originHost, port: target.originPort },
+        path,
+      );
+    }
+  } catch (e) {
+    if (e instanceof ProxyError) return fail(e);
+    throw e;
+  }
+  if (mode === 'coral' && method !== 'GET' && method !== 'HEAD') {
+    return fail(
+      new ProxyError(
+        'CORAL_METHOD_NOT_ALLOWED',
+        `${method} is not allowed on Coralized names; only GET and HEAD`,
+      ),
+      { allow: 'GET, HEAD' },
+    );
+  }
+  const keyBytes = urlKey(url);
+  const reqHeaders = toRecord(req.headers);
+  const u = new URL(url);
+  return {
+    req,
+    res,
+    method,
+    mode,
+    ...(zone !== undefined ? { zone } : {}),
+    ...(authority.port !== undefined ? { clientPort: authority.port } : {}),
+    host,
+    url,
+    path: u.pathname + u.search,
+    primary: Buffer.from(keyBytes).toString('hex'),
+    keyBytes,
+    reqHeaders,
+    cache: cacheRequest(method, reqHeaders, peer),
+    peer,
+  };
+}

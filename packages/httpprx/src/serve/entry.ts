@@ -1,0 +1,140 @@
+/**
+ * Serving a stored response: Age, Via and Cache-Status added; a client's conditional answered
+ * 304, a single Range 206/416; the body from the hot cache, from its file read whole (small
+ * objects, which then become hot) or streamed from its file.
+ */
+import { CACHE_NAME, SHA256_HEADER } from '../constants.js';
+import { currentAge, responseRules } from '../cache/policy.js';
+import type { HeaderRecord } from '../cache/policy.js';
+import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import { cacheStatus, flatten } from '../proxy/headers.js';
+import { pipeToResponse } from '../proxy/respond.js';
+import type { StoredMeta } from '../store/types.js';
+import { clientHeaders } from './client-headers.js';
+import { notModified, notModifiedHeaders, rangeFor } from './conditional.js';
+import type { HotEntry } from './hot-cache.js';
+
+/** Same stored body (the hot copy of a record read again from the store)? */
+function sameBody(a: StoredMeta, b: StoredMeta): boolean {
+  return a.key === b.key && a.sha256 === b.sha256 && a.storedAt === b.storedAt;
+}
+
+/** Keep a small body in memory with its header block (and the fast path's eligibility). */
+export function makeHot(core: ProxyCore, meta: StoredMeta, body: Buffer): HotEntry | undefined {
+  if (meta.size > core.limits.hotObjectMaxBytes) return undefined;
+  const r = responseRules(meta.status, meta.headers, core.policy, meta.facts.responseTime);
+  const headers = clientHeaders(undefined, meta.headers, core.via);
+  headers['content-length'] = String(meta.size);
+  if (meta.status === 200) headers['accept-ranges'] = 'bytes';
+  const fast = meta.vary.length === 0 && meta.headers['location'] === undefined && !r.noCache;
+  return core.hot.put(meta, body, { lifetime: r.lifetime, fast, headers: flatten(headers) });
+}
+
+/** Is this request one the fast path could answer (../serve/fast-path.ts)? */
+export function plainRequest(ctx: RequestCtx): boolean {
+  const h = ctx.req.headers;
+  return (
+    h.range === undefined &&
+    h['if-none-match'] === undefined &&
+    h['if-modified-since'] === undefined &&
+    h['cache-control'] === undefined &&
+    h.pragma === undefined &&
+    h.authorization === undefined &&
+    h.via === undefined &&
+    !ctx.peer
+  );
+}
+
+/**
+ * Serve `meta` to `ctx`. `params` are the Cache-Status parameters, `kind` the metrics kind.
+ * Resolves false when the body could not be read (the caller drops the entry and fetches).
+ */
+export async function serveEntry(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  meta: StoredMeta,
+  params: string[],
+  kind = 'hit',
+): Promise<boolean> {
+  const { res, reqHeaders } = ctx;
+  const now = core.clock.now();
+  core.store.touch(meta.key);
+  const age = currentAge(meta.facts, now);
+  const headers: HeaderRecord = clientHeaders(ctx, meta.headers, core.via);
+  headers['age'] = String(age);
+  if (ctx.peer) headers[SHA256_HEADER] = meta.sha256;
+  const cs = cacheStatus(CACHE_NAME, params);
+  headers['cache-status'] = cs;
+  if (meta.status === 200 && notModified(reqHeaders, meta.headers, now)) {
+    res.writeHead(304, flatten(notModifiedHeaders(headers)));
+    res.end();
+    core.metrics?.request(kind, ctx.method, 304);
+    return true;
+  }
+  let start = 0;
+  let end = meta.size - 1;
+  let status = meta.status;
+  if (meta.status === 200) {
+    const range = rangeFor(reqHeaders, meta.headers, meta.size, now);
+    if (range.kind === 'unsatisfiable') {
+      res.writeHead(
+        416,
+        flatten({
+          'content-range': `bytes */${meta.size}`,
+          via: headers['via']!,
+          'cache-status': cs,
+          'content-length': '0',
+        }),
+      );
+      res.end();
+      core.metrics?.request(kind, ctx.method, 416);
+      return true;
+    }
+    if (range.kind === 'partial') {
+      ({ start, end } = range);
+      status = 206;
+      headers['content-range'] = `bytes ${start}-${end}/${meta.size}`;
+    }
+    headers['accept-ranges'] = 'bytes';
+  }
+  headers['content-length'] = String(end - start + 1);
+  const whole = start === 0 && end === meta.size - 1;
+  let hot = core.hot.get(meta.key);
+  if (hot && !sameBody(hot.meta, meta)) hot = undefined;
+  if (!hot && meta.size <= core.limits.hotObjectMaxBytes) {
+    let body: Buffer;
+    try {
+      body = await core.store.readBody(meta);
+    } catch {
+      return false;
+    }
+    if (body.length !== meta.size) return false;
+    hot = makeHot(core, meta, body);
+    if (!hot) {
+      res.writeHead(status, flatten(headers));
+      res.end(ctx.method === 'HEAD' ? undefined : body.subarray(start, end + 1));
+      core.metrics?.request(kind, ctx.method, status);
+      return true;
+    }
+  }
+  if (hot) {
+    core.metrics?.request(kind, ctx.method, status);
+    if (ctx.req.headers.host !== undefined && plainRequest(ctx) && kind === 'hit') {
+      core.hot.addRoute(hot, ctx.req.headers.host, ctx.req.url ?? '');
+    }
+    res.writeHead(status, flatten(headers));
+    res.end(
+      ctx.method === 'HEAD' ? undefined : whole ? hot.body : hot.body.subarray(start, end + 1),
+    );
+    return true;
+  }
+  if (ctx.method !== 'HEAD' && meta.size > 0 && !(await core.store.verify(meta))) return false;
+  core.metrics?.request(kind, ctx.method, status);
+  res.writeHead(status, flatten(headers));
+  if (ctx.method === 'HEAD' || meta.size === 0) {
+    res.end();
+    return true;
+  }
+  pipeToResponse(core.store.readStream(meta, start, end), res);
+  return true;
+}

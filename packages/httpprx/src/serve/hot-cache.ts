@@ -1,0 +1,125 @@
+/**
+ * Hot objects: small stored bodies kept in memory (lru-cache, byte budget) with their response
+ * header block computed once, so that a hit only adds Age and Cache-Status — and even that block
+ * is rebuilt only when the age in whole seconds changes.
+ *
+ * Routes: the raw Host value and request target of requests that were served an entry (after
+ * full admission and mapping) lead straight to it on the fast path (../serve/fast-path.ts),
+ * without parsing the target or hashing the URL again. Routes live and die with their entry, so
+ * they cost nothing per object beyond the hot budget.
+ */
+import { LRUCache } from 'lru-cache';
+import { CACHE_NAME } from '../constants.js';
+import type { StoredMeta } from '../store/types.js';
+
+/** Raw (Host, target) spellings remembered per hot entry. */
+const MAX_ROUTES_PER_ENTRY = 4;
+/** JS objects of an entry besides its body and header strings (metadata, arrays, routes). */
+const ENTRY_OVERHEAD_BYTES = 1024;
+
+function blockBytes(flat: readonly string[]): number {
+  let n = 0;
+  for (const s of flat) n += s.length + 16;
+  return n;
+}
+
+export interface HotEntry {
+  meta: StoredMeta;
+  body: Buffer;
+  /** Freshness lifetime (s). */
+  lifetime: number;
+  /** May the fast path serve it (no Vary, no Location to rewrite, no no-cache)? */
+  fast: boolean;
+  /** Header block without Age and Cache-Status, as a flat [name, value, ...] array. */
+  headers: string[];
+  /** `headers` plus Age and Cache-Status for age `blockAge`. */
+  block: string[];
+  blockAge: number;
+  /** Raw (Host, target) pairs routed to this entry. */
+  routes: Array<[string, string]>;
+  /** Clock time the fast path last refreshed the store's LRU for it. */
+  touchedAt: number;
+}
+
+export class HotCache {
+  readonly #lru: LRUCache<string, HotEntry>;
+  readonly #routes = new Map<string, Map<string, HotEntry>>();
+  readonly maxObjectBytes: number;
+
+  constructor(options: { budgetBytes: number; maxObjectBytes: number }) {
+    this.maxObjectBytes = options.maxObjectBytes;
+    this.#lru = new LRUCache<string, HotEntry>({
+      maxSize: Math.max(1, options.budgetBytes),
+      // The body, its header block and the metadata object: what an entry really holds.
+      sizeCalculation: (e) => e.body.length + ENTRY_OVERHEAD_BYTES + 2 * blockBytes(e.headers),
+      dispose: (e) => this.#unroute(e),
+    });
+  }
+
+  get(key: string): HotEntry | undefined {
+    return this.#lru.get(key);
+  }
+
+  get size(): number {
+    return this.#lru.size;
+  }
+
+  put(
+    meta: StoredMeta,
+    body: Buffer,
+    e: { lifetime: number; fast: boolean; headers: string[] },
+  ): HotEntry | undefined {
+    if (meta.size > this.maxObjectBytes || body.length !== meta.size) return undefined;
+    const entry: HotEntry = { meta, body, ...e, block: [], blockAge: -1, routes: [], touchedAt: 0 };
+    this.#lru.set(meta.key, entry);
+    return this.#lru.get(meta.key) === entry ? entry : undefined;
+  }
+
+  delete(key: string): void {
+    this.#lru.delete(key);
+  }
+
+  /** The entry a raw Host and target were routed to, if it is still hot (marks it used). */
+  route(host: string, target: string): HotEntry | undefined {
+    const e = this.#routes.get(host)?.get(target);
+    return e && this.#lru.get(e.meta.key) === e ? e : undefined;
+  }
+
+  /** Route a raw Host and target (already admitted and mapped to `e`'s URL) to `e`. */
+  addRoute(e: HotEntry, host: string, target: string): void {
+    if (!e.fast || e.routes.length >= MAX_ROUTES_PER_ENTRY || this.#lru.peek(e.meta.key) !== e)
+      return;
+    let byTarget = this.#routes.get(host);
+    if (!byTarget) this.#routes.set(host, (byTarget = new Map()));
+    const old = byTarget.get(target);
+    if (old === e) return;
+    if (old) old.routes = old.routes.filter(([h, t]) => h !== host || t !== target);
+    byTarget.set(target, e);
+    e.routes.push([host, target]);
+  }
+
+  #unroute(e: HotEntry): void {
+    for (const [host, target] of e.routes) {
+      const byTarget = this.#routes.get(host);
+      if (byTarget?.get(target) === e) {
+        byTarget.delete(target);
+        if (byTarget.size === 0) this.#routes.delete(host);
+      }
+    }
+    e.routes = [];
+  }
+
+  /** The full header block for a hit at `age` seconds. */
+  static block(e: HotEntry, age: number): string[] {
+    if (e.blockAge !== age) {
+      e.block = e.headers.concat(
+        'age',
+        String(age),
+        'cache-status',
+        `${CACHE_NAME}; hit; ttl=${e.lifetime - age}`,
+      );
+      e.blockAge = age;
+    }
+    return e.block;
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * Site (accelerator) mode's other methods: forwarded to the site's origin uncached, the request
+ * body streamed; a 2xx/3xx answer invalidates every stored variant of the target URI and of a
+ * same-host Location / Content-Location (RFC 9111 §4.4). Set-Cookie passes to the client.
+ */
+import { CACHE_NAME } from '../constants.js';
+import { originError } from '../fetch/origin.js';
+import { forwardHeaders } from '../fetch/fetcher.js';
+import { urlKey } from '../mapping/coral-name.js';
+import type { UpstreamResponse } from '../origin/upstream.js';
+import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import { cacheStatus, flatten, toRecord } from '../proxy/headers.js';
+import { pipeToResponse, sendError } from '../proxy/respond.js';
+
+/** Drop every stored variant of a URL (hex urlKey); resolves to how many were dropped. */
+export async function invalidate(core: ProxyCore, primary: string): Promise<number> {
+  let n = 0;
+  for (const m of await core.store.variants(primary)) {
+    core.hot.delete(m.key);
+    if (await core.store.delete(m.key)) n++;
+  }
+  return n;
+}
+
+export async function forwardUnsafe(core: ProxyCore, ctx: RequestCtx): Promise<void> {
+  const headers = forwardHeaders(ctx, core.via);
+  const cl = ctx.reqHeaders['content-length'];
+  if (cl !== undefined) headers['content-length'] = cl;
+  let res: UpstreamResponse;
+  try {
+    res = await core.origin.request({
+      url: ctx.url,
+      method: ctx.method,
+      headers,
+      ...(ctx.method !== 'OPTIONS' && ctx.method !== 'DELETE' ? { body: ctx.req } : {}),
+    });
+  } catch (e) {
+    return sendError(ctx.res, ctx.method, originError(e), core.via, core.metrics);
+  }
+  if (res.status >= 200 && res.status < 400) {
+    await invalidate(core, ctx.primary);
+    for (const h of ['location', 'content-location']) {
+      const v = res.headers[h];
+      if (typeof v !== 'string') continue;
+      try {
+        const target = new URL(v, ctx.url);
+        if (target.host === new URL(ctx.url).host) {
+          await invalidate(core, Buffer.from(urlKey(target.href)).toString('hex'));
+        }
+      } catch {
+        /* not a URL */
+      }
+    }
+  }
+  const out = flatten(toRecord(res.headers, new Set(['set-cookie'])));
+  const sc = res.headers['set-cookie'];
+  if (sc !== undefined) for (const c of Array.isArray(sc) ? sc : [sc]) out.push('set-cookie', c);
+  out.push(
+    'via',
+    core.via,
+    'cache-status',
+    cacheStatus(CACHE_NAME, ['fwd=method', `fwd-status=${res.status}`]),
+  );
+  ctx.res.writeHead(res.status, out);
+  core.metrics?.request('bypass', ctx.method, res.status);
+  pipeToResponse(res.body, ctx.res);
+}

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { HotCache } from '../../src/serve/hot-cache.js';
+import { keyOf, metaFor } from '../store/contract.js';
+
+describe('HotCache', () => {
+  it('keeps small objects within its budget and reuses the header block within a second', () => {
+    const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
+    const body = Buffer.alloc(800, 1);
+    hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: ['x', 'y'] });
+    hot.put(metaFor('big', Buffer.alloc(1001)), Buffer.alloc(1001), {
+      lifetime: 60,
+      fast: true,
+      headers: [],
+    });
+    expect(hot.get(keyOf('big'))).toBeUndefined();
+    const e = hot.get(keyOf('a'))!;
+    const b1 = HotCache.block(e, 5);
+    expect(b1).toEqual(['x', 'y', 'age', '5', 'cache-status', 'Coral; hit; ttl=55']);
+    expect(HotCache.block(e, 5)).toBe(b1);
+    expect(HotCache.block(e, 6)).not.toBe(b1);
+    for (const k of ['b', 'c', 'd'])
+      hot.put(metaFor(k, body), body, { lifetime: 1, fast: true, headers: [] });
+    expect(hot.get(keyOf('a'))).toBeUndefined(); // evicted: 4 × (800 + 1024 + headers) > 6000
+    hot.delete(keyOf('d'));
+    expect(hot.get(keyOf('d'))).toBeUndefined();
+  });
+
+  it('refuses a body that does not match its metadata', () => {
+    const hot = new HotCache({ budgetBytes: 3000, maxObjectBytes: 1000 });
+    hot.put(metaFor('a', Buffer.alloc(10)), Buffer.alloc(9), {
+      lifetime: 1,
+      fast: true,
+      headers: [],
+    });
+    expect(hot.get(keyOf('a'))).toBeUndefined();
+  });
+
+  it('routes raw Host and target spellings to an entry while it is hot, and forgets them with it', () => {
+    const hot = new HotCache({ budgetBytes: 3000, maxObjectBytes: 1000 });
+    const body = Buffer.alloc(800, 1);
+    const e = hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    hot.addRoute(e, 'x.nyud.net', '/a');
+    hot.addRoute(e, 'X.nyud.net:80', '/./a');
+    expect(hot.route('x.nyud.net', '/a')).toBe(e);
+    expect(hot.route('X.nyud.net:80', '/./a')).toBe(e);
+    expect(hot.route('x.nyud.net', '/b')).toBeUndefined();
+    const slow = hot.put(metaFor('v', body), body, { lifetime: 60, fast: false, headers: [] })!;
+    hot.addRoute(slow, 'x.nyud.net', '/v');
+    expect(hot.route('x.nyud.net', '/v')).toBeUndefined(); // not fast: never routed
+    hot.delete(keyOf('a'));
+    expect(hot.route('x.nyud.net', '/a')).toBeUndefined();
+    expect(e.routes).toEqual([]);
+  });
+});
