@@ -279,7 +279,7 @@ events { worker_connections 4096; }
 http {
   access_log off;
   sendfile on;
-  tcp_nopush on;
+  tcp_nodelay on;
   keepalive_timeout 65;
   keepalive_requests 1000000000;
   client_body_temp_path ${dir}/client_body;
@@ -463,15 +463,44 @@ const quietOf = (r) => {
 
 const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 const header =
-  'round | case              |     req/s |   MB/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | srv CPU % | gen CPU % | steal % | others % | quiet';
+  'round | case              |     req/s |   MB/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | srv CPU % | srv µs/req | gen CPU % | CPU0 busy (irq) % | CPU1 busy (irq) % | steal % | others % | quiet';
 console.log(
   `HTTP hit path (${GENERATOR} generator${GENERATOR === 'wrk' ? `, ${THREADS} thread` : ''}, ${CONNECTIONS} keep-alive connections) — ${os.cpus().length} CPUs, ${PIN ? `servers on CPU ${SERVER_CPU}, generator on CPU ${GENERATOR_CPU}` : 'not pinned'}; nginx ${nginxNote}; ${SECONDS} s per case, ${WARMUP} s warm-up; node ${process.version}; loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}`,
 );
 console.log(header);
 console.log(header.replace(/[^|]/g, '-'));
 
-const results = []; // { round, case, r, quiet, steal, others }
+/** One table line: each cell padded to its column of `header` (text left, numbers right). */
+const table = (header, cells) => {
+  const cols = header.split('|');
+  const widths = cols.map((h, i) => h.length - (i === 0 || i === cols.length - 1 ? 1 : 2));
+  return cells
+    .map((c, i) => (/^[-\d.]/.test(c) ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+    .join(' | ')
+    .trimEnd();
+};
+const busy = (r, cpu) => {
+  const c = r.cpu?.cpus[cpu];
+  return c ? `${f(c.busyPct, 1)} (${f(c.irqPct, 1)})` : 'n/a';
+};
+/** The server process's CPU time per request (µs), from its CPU share and the request rate. */
+const usPerReq = (r) => (r.cpu ? ((r.cpu.processes.server / 100) * 1e6) / r.rps : NaN);
+/** Saturated: the server's process plus the interrupt work on its CPU (loopback TCP) kept it busy. */
+const saturated = (r) =>
+  !r.cpu || !PIN || r.cpu.processes.server + (r.cpu.cpus[SERVER_CPU]?.irqPct ?? 0) >= SATURATED_PCT;
+
+/** The pairs whose ratio the bench reports: proxy ÷ plain and proxy ÷ nginx in each group. */
+const pairs = groups.flatMap((g) => {
+  const of = (name) => g.cases.find((c) => c.server.name === name)?.id;
+  const hit = of('proxy');
+  return [of('plain'), of('nginx')].filter((b) => hit && b).map((b) => ({ g, a: hit, b }));
+});
+
+const results = []; // { round, c, r, quiet, steal, others }
 const rounds = [];
+const rowOf = (round, id) => round.rows.find((x) => x.c.id === id);
+/** Rounds in which both cases of a pair were quiet. */
+const quietFor = (a, b) => rounds.filter((rd) => rowOf(rd, a).quiet && rowOf(rd, b).quiet);
 for (let round = 1; round <= MAX_ROUNDS; round++) {
   const rows = [];
   for (const g of groups) {
@@ -483,33 +512,65 @@ for (let round = 1; round <= MAX_ROUNDS; round++) {
       const row = { round, c, r, ...q };
       rows.push(row);
       results.push(row);
-      const srv = r.cpu?.processes.server;
       console.log(
-        `${String(round).padStart(5)} | ${c.id.padEnd(17)} | ${f(r.rps).padStart(9)} | ${f(r.bytes / r.durationS / 1e6).padStart(6)} | ${f(r.p50Ms, 3).padStart(6)} | ${f(r.p90Ms, 3).padStart(6)} | ${f(r.p99Ms, 3).padStart(6)} | ${f(r.p999Ms, 3).padStart(8)} | ${String(r.errors).padStart(6)} | ${f(srv, 1).padStart(9)}${srv !== undefined && srv < SATURATED_PCT ? '!' : ' '}| ${f(r.cpu?.processes.generator, 1).padStart(9)} | ${f(q.steal, 1).padStart(7)} | ${f(q.others, 1).padStart(8)} | ${q.quiet ? 'yes' : 'NO'}`,
+        table(header, [
+          String(round),
+          c.id,
+          f(r.rps),
+          f(r.bytes / r.durationS / 1e6),
+          f(r.p50Ms, 3),
+          f(r.p90Ms, 3),
+          f(r.p99Ms, 3),
+          f(r.p999Ms, 3),
+          String(r.errors),
+          `${f(r.cpu?.processes.server, 1)}${saturated(r) ? ' ' : '!'}`,
+          f(usPerReq(r), 1),
+          f(r.cpu?.processes.generator, 1),
+          busy(r, 0),
+          busy(r, 1),
+          f(q.steal, 1),
+          f(q.others, 1),
+          q.quiet ? 'yes' : 'NO',
+        ]),
       );
     }
   }
   // Still hits? (A case that measured misses or errors would be meaningless.)
   for (const s of servers) for (const size of Object.keys(SIZES)) await s.check(size);
-  rounds.push({ round, rows, quiet: rows.every((x) => x.quiet) });
-  if (rounds.filter((x) => x.quiet).length >= QUIET_ROUNDS && round >= QUIET_ROUNDS) break;
+  rounds.push({ round, rows });
+  if (round >= QUIET_ROUNDS && pairs.every((p) => quietFor(p.a, p.b).length >= QUIET_ROUNDS)) break;
 }
 const wallS = (Date.now() - t0) / 1000;
 
 // ---------------------------------------------------------------------------------------------
-// Summary: per case the median over quiet rounds; ratios within a round, median over quiet rounds.
+// Summary. A case's figures: the median over its quiet runs (over all its runs when none was
+// quiet). A ratio: taken within each round, the median over the rounds where both cases were
+// quiet (over all rounds when there were none).
 
-const quietRounds = rounds.filter((x) => x.quiet);
-const useRounds = quietRounds.length > 0 ? quietRounds : rounds;
-const rowOf = (round, id) => round.rows.find((x) => x.c.id === id);
-const med = (rs, id, pick) => median(rs.map((rd) => pick(rowOf(rd, id))));
-const ratio = (rs, a, b, pick) => median(rs.map((rd) => pick(rowOf(rd, a)) / pick(rowOf(rd, b))));
+const stat = (id, pick) => {
+  const all = results.filter((x) => x.c.id === id);
+  const quiet = all.filter((x) => x.quiet);
+  return median((quiet.length > 0 ? quiet : all).map(pick));
+};
+const ratioOf = (a, b, pick) => {
+  const q = quietFor(a, b);
+  const use = q.length > 0 ? q : rounds;
+  return {
+    value: median(use.map((rd) => pick(rowOf(rd, a)) / pick(rowOf(rd, b)))),
+    quiet: q.length,
+    all: rounds.map((rd) => pick(rowOf(rd, a)) / pick(rowOf(rd, b))),
+  };
+};
+const rps = (x) => x.r.rps;
+const p99 = (x) => x.r.p99Ms;
+/** Requests per second of server CPU: what the server would do saturated, whatever the generator. */
+const perCpu = (x) => 1 / usPerReq(x.r);
 
 console.log(
-  `\n${rounds.length} rounds, ${quietRounds.length} quiet (steal < ${QUIET_STEAL_PCT} % on the CPUs used and other processes < ${QUIET_OTHERS_PCT} % of a core in every case); medians over ${quietRounds.length > 0 ? 'the quiet rounds' : 'ALL rounds (none was quiet)'}:`,
+  `\n${rounds.length} rounds; a run is quiet when steal < ${QUIET_STEAL_PCT} % on the CPUs used and all other processes < ${QUIET_OTHERS_PCT} % of a core. Medians over the quiet runs (n = how many), over all runs where n is 0:`,
 );
 const sumHeader =
-  'case              |     req/s | p50 ms | p99 ms | srv CPU % | ÷ plain req/s | ÷ plain p99 | ÷ nginx req/s';
+  'case              |     req/s | p50 ms | p99 ms | srv CPU % | srv µs/req | quiet n | ÷ plain req/s (n) | ÷ plain p99 | ÷ plain req/CPU-s | ÷ nginx req/s (n) | ÷ nginx req/CPU-s';
 console.log(sumHeader);
 console.log(sumHeader.replace(/[^|]/g, '-'));
 const json = {
@@ -521,45 +582,78 @@ const json = {
   secondsPerCase: SECONDS,
   nginx: nginxNote === 'ran',
 };
-const rps = (x) => x.r.rps;
-const p99 = (x) => x.r.p99Ms;
 for (const g of groups) {
-  const plainId = g.cases.find((c) => c.server.name === 'plain')?.id;
-  const nginxId = g.cases.find((c) => c.server.name === 'nginx')?.id;
   for (const c of g.cases) {
-    const vsPlain = plainId && c.id !== plainId ? ratio(useRounds, c.id, plainId, rps) : NaN;
-    const p99VsPlain = plainId && c.id !== plainId ? ratio(useRounds, c.id, plainId, p99) : NaN;
-    const vsNginx = nginxId && c.id !== nginxId ? ratio(useRounds, c.id, nginxId, rps) : NaN;
-    const cpu = med(useRounds, c.id, (x) => x.r.cpu?.processes.server ?? NaN);
+    const cell = (other, pick, withN = true) => {
+      const p = pairs.find((x) => x.a === c.id && x.b === other?.id);
+      if (!p) return 'n/a';
+      const r = ratioOf(p.a, p.b, pick);
+      return withN ? `${f(r.value, 3)} (${r.quiet})` : f(r.value, 3);
+    };
+    const plain = g.cases.find((x) => x.server.name === 'plain');
+    const nginx = g.cases.find((x) => x.server.name === 'nginx');
+    const quietN = results.filter((x) => x.c.id === c.id && x.quiet).length;
     console.log(
-      `${c.id.padEnd(17)} | ${f(med(useRounds, c.id, rps)).padStart(9)} | ${f(
-        med(useRounds, c.id, (x) => x.r.p50Ms),
-        3,
-      ).padStart(
-        6,
-      )} | ${f(med(useRounds, c.id, p99), 3).padStart(6)} | ${f(cpu, 1).padStart(9)} | ${f(vsPlain, 3).padStart(13)} | ${f(p99VsPlain, 3).padStart(11)} | ${f(vsNginx, 3).padStart(13)}`,
+      table(sumHeader, [
+        c.id,
+        f(stat(c.id, rps)),
+        f(
+          stat(c.id, (x) => x.r.p50Ms),
+          3,
+        ),
+        f(stat(c.id, p99), 3),
+        f(
+          stat(c.id, (x) => x.r.cpu?.processes.server ?? NaN),
+          1,
+        ),
+        f(
+          stat(c.id, (x) => usPerReq(x.r)),
+          1,
+        ),
+        String(quietN),
+        cell(plain, rps),
+        cell(plain, p99, false),
+        cell(plain, perCpu, false),
+        cell(nginx, rps),
+        cell(nginx, perCpu, false),
+      ]),
     );
-    json[c.jsonKey('rps')] = Math.round(med(useRounds, c.id, rps));
-    json[c.jsonKey('p99Ms')] = Number(f(med(useRounds, c.id, p99), 3));
-    json[c.jsonKey('serverCpuPct')] = Number(f(cpu, 1));
+    json[c.jsonKey('rps')] = Math.round(stat(c.id, rps));
+    json[c.jsonKey('p99Ms')] = Number(f(stat(c.id, p99), 3));
+    json[c.jsonKey('serverUsPerReq')] = Number(
+      f(
+        stat(c.id, (x) => usPerReq(x.r)),
+        1,
+      ),
+    );
+    json[c.jsonKey('serverCpuPct')] = Number(
+      f(
+        stat(c.id, (x) => x.r.cpu?.processes.server ?? NaN),
+        1,
+      ),
+    );
   }
-  const hit = g.cases.find((c) => c.server.name === 'proxy');
-  if (!hit || !plainId) continue;
-  const k = (name) => camel(g.prefix, name) + g.size;
-  json[k('ratio')] = Number(f(ratio(useRounds, hit.id, plainId, rps), 3));
-  json[k('p99Ratio')] = Number(f(ratio(useRounds, hit.id, plainId, p99), 3));
-  if (nginxId) json[k('nginxRatio')] = Number(f(ratio(useRounds, hit.id, nginxId, rps), 3));
-  json[k('ratioAllRounds')] = Number(f(ratio(rounds, hit.id, plainId, rps), 3));
-  json[`${k('ratio')}Rounds`] = rounds.map((rd) =>
-    Number(f(rps(rowOf(rd, hit.id)) / rps(rowOf(rd, plainId)), 3)),
-  );
 }
-const unsaturated = results.filter(
-  (x) => x.r.cpu && x.r.cpu.processes.server < SATURATED_PCT,
-).length;
+for (const p of pairs) {
+  const k = (name) => camel(p.g.prefix, name) + p.g.size;
+  const other = results.find((x) => x.c.id === p.b).c.server.name;
+  const name = other === 'plain' ? 'ratio' : 'nginxRatio';
+  const r = ratioOf(p.a, p.b, rps);
+  json[k(name)] = Number(f(r.value, 3));
+  if (other === 'plain') json[k('p99Ratio')] = Number(f(ratioOf(p.a, p.b, p99).value, 3));
+  json[k(other === 'plain' ? 'cpuRatio' : 'nginxCpuRatio')] = Number(
+    f(ratioOf(p.a, p.b, perCpu).value, 3),
+  );
+  json[`${k(name)}QuietRounds`] = r.quiet;
+  // Was the server the bottleneck? (At 100 KiB one wrk thread on one core may not keep up.)
+  const both = rounds.filter((rd) => saturated(rowOf(rd, p.a).r) && saturated(rowOf(rd, p.b).r));
+  json[`${k(name)}SaturatedRounds`] = both.length;
+  json[`${k(name)}Rounds`] = r.all.map((x) => Number(f(x, 3)));
+}
+const unsaturated = results.filter((x) => !saturated(x.r)).length;
 if (unsaturated > 0)
   console.log(
-    `! ${unsaturated} of ${results.length} cases had the server under ${SATURATED_PCT} % CPU: not saturated (generator-bound or starved)`,
+    `! ${unsaturated} of ${results.length} runs had the server's CPU (its process + interrupts on CPU ${SERVER_CPU}) under ${SATURATED_PCT} %: not saturated (generator-bound or starved by other processes)`,
   );
 console.log(
   `origin requests: ${originRequests} (the fills only); wall ${f(wallS, 1)} s; loadavg after ${os
@@ -569,10 +663,11 @@ console.log(
 );
 Object.assign(json, {
   rounds: rounds.length,
-  quietRounds: quietRounds.length,
-  unsaturatedCases: unsaturated,
+  quietRuns: results.filter((x) => x.quiet).length,
+  runs: results.length,
+  unsaturatedRuns: unsaturated,
   stealPctMax: Number(f(Math.max(...results.map((x) => x.steal ?? 0)), 1)),
-  othersPctMax: Number(f(Math.max(...results.map((x) => x.others ?? 0)), 1)),
+  othersPctMedian: Number(f(median(results.map((x) => x.others ?? 0)), 1)),
   originRequests,
   wallSeconds: Number(f(wallS, 1)),
 });

@@ -31,13 +31,16 @@ export function installed(cmd, args = ['-v']) {
   return spawnSync(cmd, args, { stdio: 'ignore' }).error === undefined;
 }
 
-/** utime + stime of one process, all its threads (ticks), or undefined when it is gone. */
+/**
+ * CPU ticks of one process, or undefined when it is gone: `own` is utime + stime of all its
+ * threads, `reaped` cutime + cstime (the children it has waited for, whatever their lifetime).
+ */
 export function processTicks(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // After the command name: state(0) ppid(1) ... utime(11) stime(12).
-    return Number(f[11]) + Number(f[12]);
+    // After the command name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+    return { own: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) };
   } catch {
     return undefined;
   }
@@ -70,7 +73,7 @@ function allProcessTicks() {
   return out;
 }
 
-/** Per-CPU counters from /proc/stat: { total, idle, steal } in ticks, keyed by CPU number. */
+/** Per-CPU counters from /proc/stat: { total, idle, irq, steal } in ticks, keyed by CPU number. */
 function cpuCounters() {
   const out = new Map();
   for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
@@ -79,14 +82,15 @@ function cpuCounters() {
     // user nice system idle iowait irq softirq steal guest guest_nice (guest is inside user)
     const t = m[2].trim().split(/\s+/).map(Number);
     const total = t.slice(0, 8).reduce((a, b) => a + b, 0);
-    out.set(Number(m[1]), { total, idle: t[3] + t[4], steal: t[7] ?? 0 });
+    out.set(Number(m[1]), { total, idle: t[3] + t[4], irq: t[5] + t[6], steal: t[7] ?? 0 });
   }
   return out;
 }
 
 /**
  * Start a measurement window. `end(ours)` closes it and returns, in % of the window's wall time:
- * per CPU its busy share (not idle, not stolen) and its steal; per pid in `ours` (name → pid or
+ * per CPU its busy share (not idle, not stolen), the part of it spent in interrupts and softirqs
+ * (loopback TCP is processed there, charged to no process) and its steal; per pid in `ours` (name → pid or
  * pids) that process's CPU; and `others`, the CPU of every other process on the machine (other
  * jobs, other helpers: the noisy neighbours a hypervisor's steal does not show).
  */
@@ -112,29 +116,31 @@ export function cpuWindow() {
         if (!a || dt <= 0) continue;
         cpus[cpu] = {
           busyPct: (100 * (dt - (b.idle - a.idle) - (b.steal - a.steal))) / dt,
+          irqPct: (100 * (b.irq - a.irq)) / dt,
           stealPct: (100 * (b.steal - a.steal)) / dt,
         };
       }
       const pct = (ticks) => (100 * ticks) / CLK_TCK / wallS;
-      const delta = (pid) => {
-        const a = procs0.get(pid);
-        const b = procs1.get(pid);
-        // A process started inside the window counts from zero.
-        return b === undefined ? 0 : b - (a ?? 0);
-      };
       const mine = new Set();
       const processes = {};
       for (const [name, pids] of Object.entries(ours)) {
         let ticks = 0;
         for (const pid of [pids].flat()) {
           mine.add(pid);
-          ticks += delta(pid);
+          // A process started inside the window counts from zero.
+          ticks += (procs1.get(pid)?.own ?? 0) - (procs0.get(pid)?.own ?? 0);
         }
         processes[name] = pct(ticks);
       }
-      let others = 0;
-      for (const pid of procs1.keys()) if (!mine.has(pid)) others += delta(pid);
-      return { wallS, cpus, processes, othersPct: pct(others) };
+      // Everything else: the sum over all other processes of their own and their reaped children's
+      // ticks, at the end minus at the start. A process that ends inside the window moves its
+      // ticks into its parent's reaped count, so short-lived ones (test workers, compilers) count.
+      const sum = (procs) => {
+        let t = 0;
+        for (const [pid, p] of procs) if (!mine.has(pid)) t += p.own + p.reaped;
+        return t;
+      };
+      return { wallS, cpus, processes, othersPct: pct(sum(procs1) - sum(procs0)) };
     },
   };
 }
