@@ -5,30 +5,36 @@
 //
 // Layout. Every server under test is a process of its own pinned to CPU 0 with taskset (the Node
 // servers in bench/http-server.mjs, all threads; nginx with one worker); the load generator is
-// pinned to CPU 1: wrk when installed (one thread: it needs a fraction of a core to saturate a
-// one-core server), otherwise autocannon in bench/http-load.mjs. The origin and this script run
-// unpinned and are idle while a case is measured (every request is a cache hit). Keep-alive
-// connections, 1 KiB and 100 KiB objects.
+// pinned to CPU 1: wrk when installed (one thread), otherwise autocannon in bench/http-load.mjs.
+// The origin and this script run unpinned and are idle while a case is measured (every request is
+// a cache hit). Keep-alive connections, 1 KiB and 100 KiB objects.
 //
-// Saturation. The server is the bottleneck when its CPU is busy all the time: each row reports the
-// server process's CPU (utime + stime from /proc/<pid>/stat, in % of one core) and the generator's,
-// over the middle of the run (0.5 s after the start to 0.5 s before the end). A server below 90 %
-// is flagged: that row measured the generator or the machine, not the server.
+// Saturation. Each run reports, over its middle (0.5 s after the start to 0.5 s before the end),
+// the server's CPU (utime + stime of its processes from /proc/<pid>/stat, % of one core), the
+// generator's, and each CPU's busy and interrupt share from /proc/stat (loopback TCP is processed
+// in softirqs, charged to no process). A run whose server process plus CPU 0's interrupts stayed
+// under 90 % is flagged `!`: it measured the generator or the neighbours, not the server. One wrk
+// thread on one core keeps a Node server busy at 1 KiB; at 100 KiB reading the answers costs the
+// generator more than sending them costs the server, so the server's CPU per request (and the
+// requests per CPU-second ratios, cpuRatio*) is what compares the servers there.
 //
 // Noise. The cases alternate in rounds (the order of the servers rotates each round), so a burst of
-// load from elsewhere hits one round, not one server. Each case records the hypervisor's steal on
-// CPUs 0 and 1 (from /proc/stat, as bench:dns does) and the CPU used by every other process on the
-// machine (other jobs, other helpers); a case is quiet when steal stayed under 0.5 % and the others
-// under 5 % of a core. Rounds run until --rounds quiet ones are in, at most --max-rounds. Ratios are
-// taken within a round (proxy and plain measured seconds apart) and the headline figure is the
-// median over the quiet rounds (over all rounds when none was quiet; both are printed).
+// load from elsewhere hits one round, not one server. Each run records the hypervisor's steal on
+// CPUs 0 and 1 (from /proc/stat, as bench:dns does) and the CPU of every other process on the
+// machine (other jobs, other helpers; processes that start and end inside the run count through
+// their parent); a run is quiet when steal stayed under 0.5 % and the others under 5 % of a core.
+// A ratio is the median of the within-round ratios over the rounds where both runs were quiet;
+// else the ratio of the two cases' quiet medians; else the median over all rounds (the JSON's
+// *Basis says which). Rounds repeat until every ratio has --rounds quiet pairs, at most
+// --max-rounds.
 //
 // Cache hits are checked, not assumed: after warm-up and after every round the proxy must answer
 // with Cache-Status `hit` and nginx with `$upstream_cache_status` HIT, else the bench fails.
 //
-// Options: --seconds N (per case, default 4), --warmup N (s per case before the rounds, default 2),
-// --rounds N (quiet rounds wanted, default 3), --max-rounds N (default 6), --connections N (default
-// 64), --threads N (wrk threads, default 1), --node-generator, --no-pin, --no-nginx.
+// Options: --seconds N (per run, default 3), --warmup N (s per case before the rounds, default 2),
+// --rounds N (quiet pairs wanted per ratio, default 3), --max-rounds N (default 10),
+// --connections N (default 64), --threads N (wrk threads, default 1), --node-generator, --no-pin,
+// --no-nginx.
 //
 // Prints a table per case and round, a summary, and ONE JSON line at the end.
 import { spawn } from 'node:child_process';
@@ -52,10 +58,10 @@ import {
 
 const { values: opt } = parseArgs({
   options: {
-    seconds: { type: 'string', default: '4' },
+    seconds: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '2' },
     rounds: { type: 'string', default: '3' },
-    'max-rounds': { type: 'string', default: '6' },
+    'max-rounds': { type: 'string', default: '10' },
     connections: { type: 'string', default: '64' },
     threads: { type: 'string', default: '1' },
     'node-generator': { type: 'boolean', default: false },
@@ -552,14 +558,21 @@ const stat = (id, pick) => {
   const quiet = all.filter((x) => x.quiet);
   return median((quiet.length > 0 ? quiet : all).map(pick));
 };
+/**
+ * A ratio a ÷ b: the median of the within-round ratios over the rounds where both runs were quiet;
+ * with no such round, the ratio of the two cases' quiet medians (each quiet, at different times);
+ * with a case never quiet, the median of the within-round ratios over all rounds.
+ */
 const ratioOf = (a, b, pick) => {
   const q = quietFor(a, b);
-  const use = q.length > 0 ? q : rounds;
-  return {
-    value: median(use.map((rd) => pick(rowOf(rd, a)) / pick(rowOf(rd, b)))),
-    quiet: q.length,
-    all: rounds.map((rd) => pick(rowOf(rd, a)) / pick(rowOf(rd, b))),
-  };
+  const within = (rs) => rs.map((rd) => pick(rowOf(rd, a)) / pick(rowOf(rd, b)));
+  const all = within(rounds);
+  if (q.length > 0) return { value: median(within(q)), quiet: q.length, basis: 'quiet pairs', all };
+  const quietA = results.some((x) => x.c.id === a && x.quiet);
+  const quietB = results.some((x) => x.c.id === b && x.quiet);
+  if (quietA && quietB)
+    return { value: stat(a, pick) / stat(b, pick), quiet: 0, basis: 'quiet medians', all };
+  return { value: median(all), quiet: 0, basis: 'all rounds (noisy)', all };
 };
 const rps = (x) => x.r.rps;
 const p99 = (x) => x.r.p99Ms;
@@ -567,7 +580,7 @@ const p99 = (x) => x.r.p99Ms;
 const perCpu = (x) => 1 / usPerReq(x.r);
 
 console.log(
-  `\n${rounds.length} rounds; a run is quiet when steal < ${QUIET_STEAL_PCT} % on the CPUs used and all other processes < ${QUIET_OTHERS_PCT} % of a core. Medians over the quiet runs (n = how many), over all runs where n is 0:`,
+  `\n${rounds.length} rounds; a run is quiet when steal < ${QUIET_STEAL_PCT} % on the CPUs used and all other processes < ${QUIET_OTHERS_PCT} % of a core. A case: median over its quiet runs (n), over all its runs when n is 0. A ratio: median over the rounds where both runs were quiet (n), else the ratio of the quiet medians (n = 0), else over all rounds (noisy: see the JSON's *Basis):`,
 );
 const sumHeader =
   'case              |     req/s | p50 ms | p99 ms | srv CPU % | srv µs/req | quiet n | ÷ plain req/s (n) | ÷ plain p99 | ÷ plain req/CPU-s | ÷ nginx req/s (n) | ÷ nginx req/CPU-s';
@@ -645,6 +658,7 @@ for (const p of pairs) {
     f(ratioOf(p.a, p.b, perCpu).value, 3),
   );
   json[`${k(name)}QuietRounds`] = r.quiet;
+  json[`${k(name)}Basis`] = r.basis;
   // Was the server the bottleneck? (At 100 KiB one wrk thread on one core may not keep up.)
   const both = rounds.filter((rd) => saturated(rowOf(rd, p.a).r) && saturated(rowOf(rd, p.b).r));
   json[`${k(name)}SaturatedRounds`] = both.length;
