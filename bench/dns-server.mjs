@@ -6,7 +6,7 @@
 //   { kind: 'echo' }                    a UDP echo server: the same sockets, no DNS work at all
 // It answers { port } once bound. Then 'mark' starts a measurement window and 'report' ends it with
 // what the server spent in it: CPU time per answer, GC pauses (from perf_hooks 'gc' entries) and
-// the answer cache's counters. 'exit' closes the server and ends the process. (No timers run in
+// the answer cache's counters. 'stats' answers { stats: server.stats() }. 'exit' closes the server and ends the process. (No timers run in
 // here while measuring: an event-loop delay monitor would wake the server every millisecond.)
 import dgram from 'node:dgram';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
@@ -46,6 +46,7 @@ async function dshtDirectory() {
 let answered; // () => answers so far
 let close;
 let cacheStats = () => undefined;
+let serverStats = () => undefined;
 if (config.kind === 'dns') {
   const directory = config.directory === 'dsht' ? await dshtDirectory() : fleet();
   const server = new DnsServer(
@@ -59,6 +60,7 @@ if (config.kind === 'dns') {
   const { port } = await server.listen({ port: 0, host: '127.0.0.1' });
   answered = () => server.stats().responses;
   cacheStats = () => server.stats().cache;
+  serverStats = () => server.stats();
   close = () => server.close();
   process.send({ port });
 } else {
@@ -117,6 +119,8 @@ process.on('message', async (msg) => {
       cacheHits: cache ? cache.hits - w.cache.hits : undefined,
       cacheMisses: cache ? cache.misses - w.cache.misses : undefined,
     });
+  } else if (msg === 'stats') {
+    process.send({ stats: serverStats() });
   } else if (msg === 'exit') {
     gc.disconnect();
     await close();

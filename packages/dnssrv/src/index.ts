@@ -41,8 +41,25 @@ export {
   DEFAULT_PROBE_TTL_MS,
   DEFAULT_PROBE_FAILURE_TTL_MS,
   DEFAULT_PROBE_MAX_IN_FLIGHT,
+  DEFAULT_PROBE_MAX_PER_SECOND,
   DEFAULT_PROBE_MAX_ENTRIES,
 } from './probe/resolver-probes.js';
+export {
+  HintWalks,
+  type HintWalkOptions,
+  type HintLookup,
+  DEFAULT_HINT_CACHE_TTL_MS,
+  DEFAULT_HINT_NEGATIVE_TTL_MS,
+  DEFAULT_HINT_WALKS_PER_SECOND,
+  DEFAULT_HINT_MAX_IN_FLIGHT,
+  DEFAULT_HINT_WALK_TIMEOUT_MS,
+  DEFAULT_HINT_CACHE_ENTRIES,
+} from './locate/hint-walks.js';
+export {
+  DEFAULT_TCP_MAX_CONNECTIONS_PER_SOURCE,
+  DEFAULT_TCP_IPV4_PREFIX,
+  DEFAULT_TCP_IPV6_PREFIX,
+} from './server/tcp.js';
 export {
   ResponseRateLimiter,
   type RrlOptions,

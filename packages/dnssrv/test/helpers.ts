@@ -138,6 +138,24 @@ export async function udpAsk(
   }
 }
 
+/** A DNS message with its two-byte TCP length prefix (RFC 7766). */
+export function frame(msg: Buffer): Buffer {
+  const len = Buffer.alloc(2);
+  len.writeUInt16BE(msg.length);
+  return Buffer.concat([len, msg]);
+}
+
+/** A connected TCP socket to the server on loopback, from `from` (default 127.0.0.1). */
+export async function tcpConnect(port: number, from?: string): Promise<net.Socket> {
+  const sock = net.connect({ port, host: '127.0.0.1', ...(from ? { localAddress: from } : {}) });
+  sock.on('error', () => {});
+  await new Promise<void>((resolve, reject) => {
+    sock.once('connect', () => resolve());
+    sock.once('close', () => reject(new Error('closed before connecting')));
+  });
+  return sock;
+}
+
 /** Length-prefixed exchange over one TCP connection; sends all `msgs`, returns as many answers. */
 export async function tcpAsk(port: number, msgs: Buffer[]): Promise<Buffer[]> {
   const sock = net.connect({ port, host: '127.0.0.1' });

@@ -47,6 +47,11 @@ export const RATE_LIMIT_BURST = 400;
 export const CLOSE_TIMEOUT_MS = 5_000;
 /** Request header marking a peer request: served only from cache or an in-flight fetch. */
 export const PEER_HEADER = 'x-coral-peer';
+/**
+ * Request header carrying a peer request's authentication (`PeerAuth.sign`), checked by the
+ * receiving proxy when it has a `peerAuth` component.
+ */
+export const PEER_AUTH_HEADER = 'coral-peer-auth';
 /** Response header a peer uses to state the body's SHA-256 when it knows it. */
 export const SHA256_HEADER = 'x-coral-sha256';
 /** Name this cache uses in Cache-Status. */

@@ -6,8 +6,23 @@
 export const ERROR_CODES = {
   /** The Host header is not inside any configured Coral zone nor a configured site. */
   CORAL_NOT_CORALIZED: 403,
-  /** The Host header (or a URL to coralize) is malformed. */
+  /**
+   * The Host header is malformed, missing on HTTP/1.1, or sent more than once (RFC 9112 §3.2);
+   * also a malformed URL to coralize.
+   */
   CORAL_BAD_HOST: 400,
+  /**
+   * The request target is not a plain path on the requested site: not origin-form, a fragment, a
+   * backslash, a path that a URL parser would read as another authority (`//h/x`, `/%2F%2Fh`), dot
+   * segments above the root, or an absolute-form target naming another authority than Host.
+   */
+  CORAL_BAD_TARGET: 400,
+  /** The HTTP message could not be parsed (answered with `Connection: close`). */
+  CORAL_BAD_REQUEST: 400,
+  /** The request head is larger than the parser accepts (answered with `Connection: close`). */
+  CORAL_HEADERS_TOO_LARGE: 431,
+  /** The client did not send a complete request head in time (answered with `Connection: close`). */
+  CORAL_REQUEST_TIMEOUT: 408,
   /** A URL given to `coralize` / `urlKey` cannot be parsed or is not http. */
   CORAL_BAD_URL: 400,
   /** A method other than GET or HEAD on a Coralized name. */
@@ -30,6 +45,8 @@ export const ERROR_CODES = {
   CORAL_NOT_CACHED: 504,
   /** A stored response must be revalidated (must-revalidate) and the origin could not be reached. */
   CORAL_REVALIDATION_FAILED: 504,
+  /** A peer request (peer marker header) whose `Coral-Peer-Auth` did not verify. */
+  CORAL_PEER_UNAUTHORIZED: 403,
   /** The proxy is shutting down. */
   CORAL_SHUTTING_DOWN: 503,
 } as const;

@@ -10,6 +10,8 @@
  * import { CoralProxy, InMemoryContentIndex } from '@coral/httpprx';
  *
  * const proxy = new CoralProxy(
+ *   // add `members` (the fleet's verified members) to fetch from peers, `peerAuth` to sign
+ *   // and check node-to-node requests
  *   { index: new InMemoryContentIndex() },
  *   { zones: ['nyud.net'], dataDir: './data/http', self: { nodeId: 'ab'.repeat(20), ip: '127.0.0.1', httpPort: 8090 } },
  * );
@@ -19,6 +21,9 @@
  */
 export type { ContentIndex, Holder } from './content-index.js';
 export { InMemoryContentIndex } from './memory-index.js';
+export type { PeerAuth } from './peer/auth.js';
+export type { FleetMembers } from './peer/members.js';
+export { InMemoryFleetMembers } from './peer/memory-members.js';
 export { CoralProxy } from './proxy/coral-proxy.js';
 export type {
   CacheListEntry,

@@ -49,6 +49,30 @@ export class StartError extends CoralNodeError {
   }
 }
 
+/**
+ * A data directory is held by another running node: LevelDB allows one process per database. The
+ * message names the directory, the lock file and, when the kernel tells (Linux /proc/locks), the
+ * pid holding it.
+ */
+export class DataDirLockedError extends CoralNodeError {
+  readonly dataDir: string;
+  readonly lockFile: string;
+  readonly pid: number | undefined;
+  constructor(dataDir: string, lockFile: string, pid: number | undefined, cause?: unknown) {
+    super(
+      'CORAL_ERR_DATA_DIR_LOCKED',
+      `data directory ${dataDir} is in use by another node` +
+        `${pid !== undefined ? ` (pid ${pid})` : ''}: ${lockFile} is locked. ` +
+        'Stop that node, or give this one its own dataDir (CORAL_DATA_DIR).',
+      500,
+      { cause },
+    );
+    this.dataDir = dataDir;
+    this.lockFile = lockFile;
+    this.pid = pid;
+  }
+}
+
 /** The admin API refused a request: not loopback and no (or a wrong) bearer token. */
 export class AdminAuthError extends CoralNodeError {
   constructor(message: string, statusCode: 401 | 403) {
@@ -103,6 +127,7 @@ export class HolderDecodeError extends CoralNodeError {
 export const ERROR_CODES = [
   'CORAL_ERR_CONFIG_INVALID',
   'CORAL_ERR_START_FAILED',
+  'CORAL_ERR_DATA_DIR_LOCKED',
   'CORAL_ERR_ADMIN_UNAUTHORIZED',
   'CORAL_ERR_ADMIN_FORBIDDEN',
   'CORAL_ERR_ADMIN_BAD_REQUEST',

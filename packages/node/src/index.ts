@@ -16,7 +16,8 @@
  */
 export * from './config/index.js';
 export * from './errors.js';
-export { CoralNode, VERSION, rendezvousRank, type CoralNodeComponents } from './compose/node.js';
+export { VERSION } from './version.js';
+export { CoralNode, rendezvousRank, type CoralNodeComponents } from './compose/node.js';
 export type { ServiceFactory, DshtPort, ProxyPort, DnsPort, ServiceArgs } from './compose/ports.js';
 export { runNode } from './compose/run.js';
 export { realServices, FleetDirectory } from './compose/services.js';
@@ -43,7 +44,7 @@ export {
   type AdminResponse,
   type AdminApiOptions,
 } from './admin/server.js';
-export type { AdminBackend, NodeInfoView, ReadinessView } from './admin/backend.js';
+export type { AdminBackend, LocalValueView, NodeInfoView, ReadinessView } from './admin/backend.js';
 export { isLoopback, checkAccess } from './admin/access.js';
 export { parseKey, viewValue } from './admin/keys.js';
 export { AdminClient, DEFAULT_ADMIN_URL, type AdminClientOptions } from './cli/client.js';
@@ -61,5 +62,6 @@ export {
   type DnsMetricsSink,
   type DshtMetricsSink,
   type IndexMetricsSink,
+  type StorageMetricsSink,
 } from './metrics/metrics.js';
 export { createLogger, componentLogger, type Logger } from './logging/logger.js';

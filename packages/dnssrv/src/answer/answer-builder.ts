@@ -6,6 +6,7 @@
  */
 import type { Random } from '@coral/testkit';
 import { DnsConfigError } from '../errors.js';
+import { nonNegativeInt, positiveInt } from '../server/validate.js';
 import type { LocationContext, Locator } from '../locate/locator.js';
 import { normalizeZone, parseCoralName } from '../names/coral-name.js';
 import { formatIp, parseIp } from '../net/ip.js';
@@ -360,6 +361,7 @@ export class AnswerBuilder {
     });
 
     // NOERROR with no answers (NODATA): the zone's SOA in authority for negative caching.
+    // Rate limited per zone, like NXDOMAIN (BIND: empty answers are counted by their zone).
     const nodata = (zone: string | undefined, detail: string) =>
       respond(
         RCODE.NOERROR,
@@ -367,7 +369,7 @@ export class AnswerBuilder {
         [],
         zone ? [this.#soaRecord(zone, true)] : [],
         [],
-        staticMeta(detail),
+        staticMeta(detail, 'nodata', zone ?? ''),
         opt0,
         this.#negTtl() * 1000,
       );
@@ -501,7 +503,9 @@ export class AnswerBuilder {
     const ctx = ctxIn ?? this.#locator.context(peer.address, peer.bytes, q.opt?.ecs);
     const loc = await this.#locator.locate(ctx, this.#answerCount);
     const opt = this.responseOpt(q, loc.scope);
-    const rrlName = `${q.qname}/${q.qtype}`;
+    // Every name under the zone is synthesized (like a wildcard): rate limited as one name per
+    // zone, whatever the name and type, so rotating names does not reset a client's budget.
+    const rrlName = wildcardOf(parsed.zone);
     if (loc.method === 'no-proxy') {
       const built = respond(
         RCODE.NOERROR,
@@ -545,8 +549,8 @@ export class AnswerBuilder {
       nodes: used.length > 0 ? used : loc.nodes.map((n) => n.id),
       ttl,
       scope: opt?.ecs?.scopePrefix,
-      rrlKind: 'answer' as const,
-      rrlName,
+      rrlKind: answers.length > 0 ? ('answer' as const) : ('nodata' as const),
+      rrlName: answers.length > 0 ? rrlName : parsed.zone,
     };
     const built = respond(
       RCODE.NOERROR,
@@ -622,6 +626,14 @@ export class AnswerBuilder {
   }
 }
 
+/** The RRL name of every synthesized answer in `zone` (interned: one string per zone). */
+const wildcards = new Map<string, string>();
+function wildcardOf(zone: string): string {
+  let w = wildcards.get(zone);
+  if (w === undefined) wildcards.set(zone, (w = `*.${zone}`));
+  return w;
+}
+
 function nsRecord(owner: string, ns: NameserverConfig, ttl: number): ResourceRecord {
   return { type: 'NS', name: owner, ttl, host: ns.name };
 }
@@ -632,18 +644,4 @@ function sameHost(ns: NameserverConfig, node: NodeInfo): boolean {
     (ns.ipv4 !== undefined && ns.ipv4 === node.ipv4) ||
     (ns.ipv6 !== undefined && ns.ipv6 === node.ipv6)
   );
-}
-
-function positiveInt(name: string, v: number): number {
-  if (!Number.isInteger(v) || v < 1) {
-    throw new DnsConfigError(`${name} must be an integer ≥ 1, got ${v}`);
-  }
-  return v;
-}
-
-function nonNegativeInt(name: string, v: number): number {
-  if (!Number.isInteger(v) || v < 0) {
-    throw new DnsConfigError(`${name} must be an integer ≥ 0, got ${v}`);
-  }
-  return v;
 }

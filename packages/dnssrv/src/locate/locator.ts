@@ -8,8 +8,10 @@
  * 4. nodes hinted under the resolver's /24, then /16;
  * 5. any live nodes at random. Nothing live → 'no-proxy' (the server answers a CNAME to the origin).
  *
- * A step that finds no live node falls through to the next. The synchronous part (view match,
- * probe state) is computed first as a {@link LocationContext}, whose `bucket` keys the answer cache.
+ * A step that finds no live node falls through to the next. Every step's candidates pass the same
+ * filter ({@link admitCandidates}: live, addressable, one identity per address) and hints come
+ * through the bounded, cached {@link HintWalks}. The synchronous part (view match, probe state) is
+ * computed first as a {@link LocationContext}, whose `bucket` keys the answer cache.
  */
 import { type Clock, type Random, shuffle, systemRandom } from '@coral/testkit';
 import { type Cidr, cidrContains, formatIp, parseCidr } from '../net/ip.js';
@@ -18,6 +20,8 @@ import { ResolverProbes } from '../probe/resolver-probes.js';
 import type { LocationMethod, ViewConfig } from '../server/types.js';
 import type { EcsOption } from '../wire/query.js';
 import { DnsConfigError } from '../errors.js';
+import { admitCandidates, CANDIDATE_OVERSAMPLE } from './candidates.js';
+import { HintWalks } from './hint-walks.js';
 
 const RESOLVER_MEMO_SIZE = 4096;
 
@@ -77,22 +81,35 @@ interface ResolverMemo {
 export class Locator {
   readonly #directory: NodeDirectory;
   readonly #probes: ResolverProbes;
+  readonly #hints: HintWalks;
   readonly #clock: Clock;
   readonly #random: Random;
   readonly #views: CompiledView[];
   readonly #hintTimeoutMs: number;
   readonly #memo = new Map<string, ResolverMemo>();
+  readonly #isLive: ((id: string) => boolean) | undefined;
 
   constructor(
-    components: { directory: NodeDirectory; probes: ResolverProbes; clock: Clock; random?: Random },
+    components: {
+      directory: NodeDirectory;
+      probes: ResolverProbes;
+      clock: Clock;
+      random?: Random;
+      /** Hint cache and walk bounds (default: a `HintWalks` with its defaults). */
+      hints?: HintWalks;
+    },
     options: { views: CompiledView[]; hintTimeoutMs: number },
   ) {
     this.#directory = components.directory;
     this.#probes = components.probes;
     this.#clock = components.clock;
     this.#random = components.random ?? systemRandom;
+    this.#hints =
+      components.hints ?? new HintWalks({ directory: this.#directory, clock: this.#clock });
     this.#views = options.views;
     this.#hintTimeoutMs = options.hintTimeoutMs;
+    const dir = this.#directory;
+    this.#isLive = dir.isLive ? (id) => dir.isLive!(id) : undefined;
   }
 
   /** The cheap, synchronous part; starts a background probe of the resolver when needed. */
@@ -145,12 +162,18 @@ export class Locator {
 
   /** Find up to `count` proxies for this context. */
   async locate(ctx: LocationContext, count: number): Promise<Location> {
+    const dir = this.#directory;
+    const ask = count * CANDIDATE_OVERSAMPLE;
+    const admit = (nodes: Iterable<NodeInfo>): NodeInfo[] =>
+      admitCandidates(nodes, count, this.#isLive);
     const skipped: string[] = [];
     if (ctx.view) {
       const v = this.#views[ctx.view.index]!;
-      const nodes = v.nodes
-        ? shuffle(this.#byIds(v.nodes), this.#random).slice(0, count) // spread load over the view
-        : this.#directory.inRegion(v.region!, count);
+      const nodes = admit(
+        v.nodes
+          ? shuffle(this.#byIds(v.nodes), this.#random) // spread load over the view
+          : dir.inRegion(v.region!, ask),
+      );
       const what = v.nodes ? `nodes [${v.nodes.length}]` : `region ${v.region}`;
       if (nodes.length > 0) {
         return {
@@ -165,23 +188,27 @@ export class Locator {
     }
     if (ctx.ecs) {
       const subnet = `${formatIp(ctx.ecs.address)}/${ctx.ecs.sourcePrefix}`;
-      const hint = await this.#hinted({ ip: formatIp(ctx.ecs.address), subnet }, count);
+      const hint = await this.#hinted(
+        { ip: formatIp(ctx.ecs.address), subnet },
+        ctx.ecs.address,
+        count,
+      );
       if (hint.nodes.length > 0) {
         return {
           method: 'ecs',
-          detail: `ecs ${subnet} → hint /${hint.prefix ?? '?'}`,
-          nodes: hint.nodes.slice(0, count),
+          detail: `ecs ${subnet} → hint /${hint.prefix ?? '?'}${hint.note}`,
+          nodes: hint.nodes,
           local: false,
           scope: hint.prefix ?? ctx.ecs.sourcePrefix,
         };
       }
-      skipped.push(`ecs ${subnet} has no hint`);
+      skipped.push(`ecs ${subnet} has no hint${hint.note}`);
     }
     if (ctx.rttLevel >= 1 && typeof ctx.rtt === 'number') {
       for (let level = ctx.rttLevel; level >= 1; level--) {
-        const nodes = this.#directory.cluster(level, count);
+        const nodes = admit(dir.cluster(level, ask));
         if (nodes.length > 0) {
-          const thr = this.#directory.levelThresholdsMs[ctx.rttLevel]!;
+          const thr = dir.levelThresholdsMs[ctx.rttLevel]!;
           return {
             method: 'rtt',
             detail: `rtt ${ctx.rtt.toFixed(2)} ms < level-${ctx.rttLevel} ${thr} ms → level-${level} cluster`,
@@ -201,21 +228,21 @@ export class Locator {
             : `rtt ${ctx.rtt.toFixed(2)} ms above every level`,
       );
     }
-    const hint = await this.#hinted({ ip: ctx.resolverIp }, count);
+    const hint = await this.#hinted({ ip: ctx.resolverIp }, ctx.resolver, count);
     if (hint.nodes.length > 0) {
       return {
         method: 'hint',
-        detail: `${skipped.join('; ')}; resolver hint /${hint.prefix ?? '?'}`,
-        nodes: hint.nodes.slice(0, count),
+        detail: `${skipped.join('; ')}; resolver hint /${hint.prefix ?? '?'}${hint.note}`,
+        nodes: hint.nodes,
         local: false,
         scope: 0,
       };
     }
-    const nodes = this.#directory.random(count);
+    const nodes = admit(dir.random(ask));
     if (nodes.length > 0) {
       return {
         method: 'random',
-        detail: `${skipped.join('; ')}; no hint → random`,
+        detail: `${skipped.join('; ')}; no hint${hint.note} → random`,
         nodes,
         local: false,
         scope: 0,
@@ -230,13 +257,14 @@ export class Locator {
     };
   }
 
+  /** The nodes with these ids that the directory knows (liveness is checked by the filter). */
   #byIds(ids: string[]): NodeInfo[] {
     const dir = this.#directory;
     if (dir.get) {
       const out: NodeInfo[] = [];
       for (const id of ids) {
         const n = dir.get(id);
-        if (n && (dir.isLive?.(id) ?? true)) out.push(n);
+        if (n) out.push(n);
       }
       return out;
     }
@@ -244,24 +272,46 @@ export class Locator {
     return dir.random(10_000).filter((n) => want.has(n.id));
   }
 
-  async #hinted(target: { ip: string; subnet?: string }, count: number): Promise<HintResult> {
-    const ac = new AbortController();
-    let timer: { cancel(): void } | undefined;
-    const timeout = new Promise<HintResult>((resolve) => {
-      timer = this.#clock.setTimeout(() => {
-        ac.abort();
-        resolve({ nodes: [], prefix: null });
-      }, this.#hintTimeoutMs);
-    });
-    try {
-      return await Promise.race([
-        this.#directory
-          .hinted(target, count, { signal: ac.signal })
-          .catch((): HintResult => ({ nodes: [], prefix: null })),
-        timeout,
-      ]);
-    } finally {
-      timer?.cancel();
+  /**
+   * Admitted hinted nodes for `target` (`address` = the bytes hints are looked up by), from the
+   * hint cache or a bounded walk, waiting for a walk at most `hintTimeoutMs`. `note` says when the
+   * result did not come from a fresh walk or cache entry (it goes into the decision's detail).
+   */
+  async #hinted(
+    target: { ip: string; subnet?: string },
+    address: Uint8Array,
+    count: number,
+    again = true,
+  ): Promise<{ nodes: NodeInfo[]; prefix: HintResult['prefix']; note: string }> {
+    const found = this.#hints.lookup(target, address, count * CANDIDATE_OVERSAMPLE);
+    let result: HintResult;
+    let note = '';
+    switch (found.kind) {
+      case 'skipped':
+        return { nodes: [], prefix: null, note: ` (hint walk skipped: ${found.reason})` };
+      case 'cached':
+        result = found.result;
+        if (found.stale) note = ' (stale)';
+        break;
+      case 'walk': {
+        let timer: { cancel(): void } | undefined;
+        const timeout = new Promise<undefined>((resolve) => {
+          timer = this.#clock.setTimeout(() => resolve(undefined), this.#hintTimeoutMs);
+        });
+        // The walk is not aborted when the answer stops waiting: it fills the cache.
+        const r = await Promise.race([found.walk, timeout]);
+        timer?.cancel();
+        if (!r) return { nodes: [], prefix: null, note: ' (hint walk still running)' };
+        result = r;
+        break;
+      }
     }
+    const nodes = admitCandidates(result.nodes, count, this.#isLive);
+    if (nodes.length === 0 && result.nodes.length > 0 && found.kind === 'cached' && again) {
+      // Every cached node died: look again (a walk, within the same bounds as any other).
+      this.#hints.forget(found.key);
+      return this.#hinted(target, address, count, false);
+    }
+    return { nodes, prefix: nodes.length > 0 ? result.prefix : null, note };
   }
 }

@@ -6,14 +6,23 @@
  * TTL, so a resolver's answers do not all change location bucket (and miss the answer cache) each
  * time its RTT expires, only to change back a moment later. When no re-probe could start (probing
  * off, too many in flight) an expired result is not used.
+ *
+ * A probe is a TCP connection from this node to an address a datagram claimed as its source, so
+ * probes are bounded overall, not only per prefix: a stranger rotating (spoofed) source prefixes
+ * must not make the node connect to arbitrary hosts at a high rate. At most `maxPerSecond` (20)
+ * start per second on average and `maxInFlight` (32) run at once; a lookup that may not start one
+ * answers "unknown" and creates no row. Addresses that cannot be a resolver (unspecified,
+ * multicast, 240.0.0.0/4, broadcast) are never probed.
  */
 import { type Clock, systemClock } from '@coral/testkit';
+import { TokenBucket } from '../limits/token-bucket.js';
 import { parseIp, prefixKey } from '../net/ip.js';
 import type { Prober } from './prober.js';
 
 export const DEFAULT_PROBE_TTL_MS = 10 * 60_000;
 export const DEFAULT_PROBE_FAILURE_TTL_MS = 60_000;
 export const DEFAULT_PROBE_MAX_IN_FLIGHT = 32;
+export const DEFAULT_PROBE_MAX_PER_SECOND = 20;
 export const DEFAULT_PROBE_MAX_ENTRIES = 10_000;
 
 /** One row of the probe cache, as the admin API shows it. */
@@ -36,6 +45,8 @@ export interface ResolverProbesOptions {
   failureTtlMs?: number;
   /** Probes in flight at once, overall (default 32). */
   maxInFlight?: number;
+  /** Probes started per second, overall, on average (default 20; burst the same). */
+  maxPerSecond?: number;
   /** Prefixes remembered (oldest dropped first; default 10,000). */
   maxEntries?: number;
   /** Set false to never probe (lookups then only return what `record()` put in). */
@@ -60,11 +71,19 @@ export class ResolverProbes {
   readonly #maxEntries: number;
   readonly #enabled: boolean;
   readonly #abort = new AbortController();
+  readonly #bucket: TokenBucket;
   #inFlight = 0;
   /** Bumped whenever a result lands, so callers can key caches on the probe state. */
   generation = 0;
   /** Counters. */
-  readonly counters = { started: 0, measured: 0, unreachable: 0, skippedBusy: 0 };
+  readonly counters = {
+    started: 0,
+    measured: 0,
+    unreachable: 0,
+    skippedBusy: 0,
+    skippedRate: 0,
+    skippedTarget: 0,
+  };
 
   constructor(components: { prober?: Prober; clock?: Clock }, options: ResolverProbesOptions = {}) {
     this.#prober = components.prober;
@@ -74,6 +93,10 @@ export class ResolverProbes {
     this.#maxInFlight = options.maxInFlight ?? DEFAULT_PROBE_MAX_IN_FLIGHT;
     this.#maxEntries = options.maxEntries ?? DEFAULT_PROBE_MAX_ENTRIES;
     this.#enabled = (options.enabled ?? true) && this.#prober !== undefined;
+    this.#bucket = new TokenBucket(
+      this.#clock,
+      options.maxPerSecond ?? DEFAULT_PROBE_MAX_PER_SECOND,
+    );
   }
 
   /** The prefix key a resolver address falls in. */
@@ -144,6 +167,14 @@ export class ResolverProbes {
       this.counters.skippedBusy++;
       return;
     }
+    if (!probeable(ip)) {
+      this.counters.skippedTarget++;
+      return;
+    }
+    if (!this.#bucket.take()) {
+      this.counters.skippedRate++;
+      return;
+    }
     const row = existing ?? { target: ip, inFlight: false };
     row.target = ip;
     row.inFlight = true;
@@ -176,4 +207,13 @@ export class ResolverProbes {
       this.#rows.delete(oldest);
     }
   }
+}
+
+/** Can `ip` be a resolver we may connect to? Not unspecified, multicast, reserved or broadcast. */
+function probeable(ip: string): boolean {
+  const b = parseIp(ip);
+  if (!b) return false;
+  if (b.length === 4) return b[0] !== 0 && b[0]! < 224;
+  if (b[0] === 0xff) return false; // multicast
+  return b.some((x) => x !== 0); // :: is unspecified
 }

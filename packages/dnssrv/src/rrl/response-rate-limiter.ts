@@ -1,11 +1,17 @@
 /**
  * Response rate limiting in the manner of BIND's RRL: an open UDP server is an amplification
  * target, so identical responses to one client prefix are limited. Accounts are keyed by
- * (client prefix, response kind, name): answers per qname and type, NXDOMAINs per zone, errors
- * together. Each account is a token bucket refilled at the configured rate (burst = one second's
- * worth). Over the limit, a response is dropped, except every `slip`-th which goes out as a tiny
- * truncated (TC) answer, so a real client behind a spoofed flood can still retry over TCP.
- * TCP is never limited (the handshake proves the address).
+ * (client prefix, response kind, name), the name being what the caller says makes responses
+ * "identical". The DNS server passes, as BIND does:
+ * - answers for a fixed name (apex, nameservers): the qname and type;
+ * - synthesized answers (every Coralized name under a zone, like a wildcard): `*.<zone>` for all
+ *   names and types, so rotating names does not reset the budget;
+ * - NODATA and NXDOMAIN: the zone;
+ * - errors (REFUSED, FORMERR, NOTIMP, BADVERS): all together.
+ * Each account is a token bucket refilled at the configured rate (burst = one second's worth).
+ * Over the limit, a response is dropped, except every `slip`-th which goes out as a tiny
+ * truncated (TC) answer with no records, so a real client behind a spoofed flood can still
+ * retry over TCP. TCP is never limited (the handshake proves the address).
  */
 import { type Clock, systemClock } from '@coral/testkit';
 import { type Cidr, cidrContains, maskBytes } from '../net/ip.js';
@@ -21,6 +27,8 @@ export interface RrlOptions {
   responsesPerSecond?: number;
   /** NXDOMAIN answers per second per prefix and zone (default = responsesPerSecond). */
   nxdomainsPerSecond?: number;
+  /** NODATA (NOERROR, no answer) per second per prefix and zone (default = responsesPerSecond). */
+  nodataPerSecond?: number;
   /** Error answers (REFUSED, FORMERR, NOTIMP, BADVERS) per second per prefix (default = responsesPerSecond). */
   errorsPerSecond?: number;
   /** Every slip-th limited response is sent truncated instead of dropped; 0 = drop all (default 2). */
@@ -34,7 +42,7 @@ export interface RrlOptions {
   maxAccounts?: number;
 }
 
-export type RrlKind = 'answer' | 'nxdomain' | 'error';
+export type RrlKind = 'answer' | 'nodata' | 'nxdomain' | 'error';
 export type RrlVerdict = 'send' | 'drop' | 'slip';
 
 interface Account {
@@ -59,6 +67,7 @@ export class ResponseRateLimiter {
     const rps = options.responsesPerSecond ?? DEFAULT_RRL_RESPONSES_PER_SECOND;
     this.#rates = {
       answer: rps,
+      nodata: options.nodataPerSecond ?? rps,
       nxdomain: options.nxdomainsPerSecond ?? rps,
       error: options.errorsPerSecond ?? rps,
     };
@@ -70,7 +79,8 @@ export class ResponseRateLimiter {
   }
 
   get enabled(): boolean {
-    return this.#rates.answer > 0 || this.#rates.nxdomain > 0 || this.#rates.error > 0;
+    const r = this.#rates;
+    return r.answer > 0 || r.nodata > 0 || r.nxdomain > 0 || r.error > 0;
   }
 
   /** Decide for one UDP response to `client` (address bytes). */

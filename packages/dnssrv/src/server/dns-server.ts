@@ -20,6 +20,8 @@ import {
   type BuiltAnswer,
   type Peer,
 } from '../answer/answer-builder.js';
+import { AnswerCache } from '../cache/answer-cache.js';
+import { HintWalks } from '../locate/hint-walks.js';
 import { compileViews, type LocationContext, Locator } from '../locate/locator.js';
 import { DnsConfigError, DnsListenError, DnsStateError } from '../errors.js';
 import { parseCidr, parseIp } from '../net/ip.js';
@@ -27,12 +29,20 @@ import type { NodeDirectory } from '../node-directory.js';
 import { type Prober, TcpConnectProber } from '../probe/prober.js';
 import { type ProbeEntry, ResolverProbes } from '../probe/resolver-probes.js';
 import { ResponseRateLimiter, type RrlVerdict } from '../rrl/response-rate-limiter.js';
+import { checkLimits } from './validate.js';
+import {
+  DEFAULT_TCP_IPV4_PREFIX,
+  DEFAULT_TCP_IPV6_PREFIX,
+  DEFAULT_TCP_MAX_CONNECTIONS_PER_SOURCE,
+  TcpConnections,
+} from './tcp.js';
 import { CLASS, RCODE, RCODE_NAME, TYPE } from '../wire/constants.js';
 import { encodeBare, patchCached } from '../wire/encode.js';
 import { type DecodeResult, decodeQuery, type Query, udpLimit } from '../wire/query.js';
 import type { ResponseOpt } from '../wire/records.js';
 import {
   DEFAULT_ANSWER_CACHE_ENTRIES,
+  DEFAULT_ANSWER_CACHE_MAX_BYTES,
   DEFAULT_DECISION_BUFFER_SIZE,
   DEFAULT_HINT_TIMEOUT_MS,
   DEFAULT_TCP_IDLE_TIMEOUT_MS,
@@ -58,17 +68,6 @@ const noopLogger: DnsLogger = {
   isLevelEnabled: () => false,
 };
 
-interface CacheEntry {
-  bytes: Buffer;
-  meta: AnswerMeta;
-  expiresAt: number;
-}
-
-interface CacheTop {
-  static?: CacheEntry;
-  byBucket?: Map<string, CacheEntry>;
-}
-
 interface Ring {
   at: number;
   transport: 'udp' | 'tcp';
@@ -88,19 +87,38 @@ export interface DnsStats {
   dropped: number;
   truncated: number;
   internalErrors: number;
-  cache: { hits: number; misses: number; entries: number };
+  cache: { hits: number; misses: number; entries: number; bytes: number; evictions: number };
+  hints: {
+    walks: number;
+    cacheHits: number;
+    joined: number;
+    stale: number;
+    skippedRate: number;
+    skippedBusy: number;
+    timedOut: number;
+    inFlight: number;
+    entries: number;
+  };
   rrl: { allowed: number; dropped: number; slipped: number; exempt: number; accounts: number };
   probes: {
     started: number;
     measured: number;
     unreachable: number;
     skippedBusy: number;
+    skippedRate: number;
+    skippedTarget: number;
     inFlight: number;
   };
   tcp: {
+    /** Connections admitted. */
     connections: number;
     open: number;
+    /** Closed on arrival: the table was full and every connection was owed an answer. */
     rejected: number;
+    /** Closed on arrival: their source already had `tcp.maxConnectionsPerSource` open. */
+    rejectedPerSource: number;
+    /** Idle connections closed to admit a new one into a full table. */
+    evicted: number;
     oversize: number;
     idleClosed: number;
   };
@@ -113,28 +131,23 @@ export class DnsServer {
   readonly #metrics: DnsMetrics | undefined;
   readonly #random: Random;
   readonly #probes: ResolverProbes;
+  readonly #hints: HintWalks;
   readonly #locator: Locator;
   readonly #rrl: ResponseRateLimiter;
 
   readonly #answers: AnswerBuilder;
   readonly #udpRcvBuf: number;
   readonly #cacheOn: boolean;
-  readonly #cacheMax: number;
-  readonly #tcpIdleMs: number;
-  readonly #tcpMaxMessage: number;
-  readonly #tcpMaxConnections: number;
-  readonly #tcpMaxQueries: number;
+  readonly #tcpConns: TcpConnections;
 
   /** Encoded answers by name, then by {@link variantKey} (type, class, EDNS flavour, ECS). */
-  readonly #cache = new Map<string, Map<number | string, CacheTop>>();
-  #cacheEntries = 0;
+  readonly #cache: AnswerCache;
   readonly #pending = new Map<string, Promise<BuiltAnswer>>();
   readonly #ring: (Ring | undefined)[];
   #ringNext = 0;
 
   #udp: dgram.Socket | undefined;
   #tcp: net.Server | undefined;
-  readonly #conns = new Set<net.Socket>();
   #state: 'new' | 'listening' | 'closed' = 'new';
 
   readonly #c = {
@@ -149,13 +162,10 @@ export class DnsServer {
     internalErrors: 0,
     hits: 0,
     misses: 0,
-    tcpConnections: 0,
-    tcpRejected: 0,
-    tcpOversize: 0,
-    tcpIdleClosed: 0,
   };
 
   constructor(components: DnsServerComponents, options: DnsServerOptions = {}) {
+    checkLimits(options as Record<string, unknown>);
     this.#directory = components.directory;
     this.#clock = components.clock ?? systemClock;
     this.#logger = components.logger ?? noopLogger;
@@ -164,12 +174,30 @@ export class DnsServer {
 
     this.#udpRcvBuf = options.udpReceiveBufferBytes ?? DEFAULT_UDP_RECEIVE_BUFFER_BYTES;
     this.#cacheOn = options.answerCache?.enabled ?? true;
-    this.#cacheMax = options.answerCache?.maxEntries ?? DEFAULT_ANSWER_CACHE_ENTRIES;
-    this.#tcpIdleMs = options.tcp?.idleTimeoutMs ?? DEFAULT_TCP_IDLE_TIMEOUT_MS;
-    this.#tcpMaxMessage = options.tcp?.maxMessageBytes ?? DEFAULT_TCP_MAX_MESSAGE_BYTES;
-    this.#tcpMaxConnections = options.tcp?.maxConnections ?? DEFAULT_TCP_MAX_CONNECTIONS;
-    this.#tcpMaxQueries =
-      options.tcp?.maxQueriesPerConnection ?? DEFAULT_TCP_MAX_QUERIES_PER_CONNECTION;
+    this.#cache = new AnswerCache({
+      maxEntries: options.answerCache?.maxEntries ?? DEFAULT_ANSWER_CACHE_ENTRIES,
+      maxBytes: options.answerCache?.maxBytes ?? DEFAULT_ANSWER_CACHE_MAX_BYTES,
+    });
+    const tcp = options.tcp ?? {};
+    this.#tcpConns = new TcpConnections(
+      {
+        clock: this.#clock,
+        peerOf,
+        respond: (frame, peer) => this.#respond(frame, peer, 'tcp'),
+        internalError: (err) => this.#internalError(err),
+      },
+      {
+        idleTimeoutMs: tcp.idleTimeoutMs ?? DEFAULT_TCP_IDLE_TIMEOUT_MS,
+        maxMessageBytes: tcp.maxMessageBytes ?? DEFAULT_TCP_MAX_MESSAGE_BYTES,
+        maxConnections: tcp.maxConnections ?? DEFAULT_TCP_MAX_CONNECTIONS,
+        maxConnectionsPerSource:
+          tcp.maxConnectionsPerSource ?? DEFAULT_TCP_MAX_CONNECTIONS_PER_SOURCE,
+        maxQueriesPerConnection:
+          tcp.maxQueriesPerConnection ?? DEFAULT_TCP_MAX_QUERIES_PER_CONNECTION,
+        ipv4PrefixLength: tcp.ipv4PrefixLength ?? DEFAULT_TCP_IPV4_PREFIX,
+        ipv6PrefixLength: tcp.ipv6PrefixLength ?? DEFAULT_TCP_IPV6_PREFIX,
+      },
+    );
     this.#ring = new Array(
       Math.max(1, options.decisionBufferSize ?? DEFAULT_DECISION_BUFFER_SIZE),
     ).fill(undefined);
@@ -191,12 +219,18 @@ export class DnsServer {
         ...(probe.ttlMs !== undefined ? { ttlMs: probe.ttlMs } : {}),
         ...(probe.failureTtlMs !== undefined ? { failureTtlMs: probe.failureTtlMs } : {}),
         ...(probe.maxInFlight !== undefined ? { maxInFlight: probe.maxInFlight } : {}),
+        ...(probe.maxPerSecond !== undefined ? { maxPerSecond: probe.maxPerSecond } : {}),
       },
+    );
+    this.#hints = new HintWalks(
+      { directory: this.#directory, clock: this.#clock },
+      options.hints ?? {},
     );
     this.#locator = new Locator(
       {
         directory: this.#directory,
         probes: this.#probes,
+        hints: this.#hints,
         clock: this.#clock,
         random: this.#random,
       },
@@ -279,8 +313,7 @@ export class DnsServer {
     // Half-open: a client may send its query and FIN at once (socket.end(frame)); our side
     // stays writable until every pending answer is written.
     const server = net.createServer({ allowHalfOpen: true }, (sock) => this.#onTcp(sock));
-    server.maxConnections = this.#tcpMaxConnections;
-    server.on('drop', () => this.#c.tcpRejected++);
+    // No server.maxConnections: TcpConnections admits (per-source and overall caps, idle eviction).
     const listening = once(server, 'listening'); // rejects with the listen error
     server.listen(port, host);
     await listening;
@@ -293,12 +326,12 @@ export class DnsServer {
     if (this.#state === 'closed' && !this.#udp && !this.#tcp) return;
     this.#state = 'closed';
     this.#probes.close();
+    this.#hints.close();
     const udp = this.#udp;
     const tcp = this.#tcp;
     this.#udp = undefined;
     this.#tcp = undefined;
-    for (const c of this.#conns) c.destroy();
-    this.#conns.clear();
+    this.#tcpConns.closeAll();
     await Promise.all([
       udp ? new Promise<void>((r) => udp.close(() => r())) : undefined,
       tcp ? new Promise<void>((r) => tcp.close(() => r())) : undefined,
@@ -351,16 +384,21 @@ export class DnsServer {
       dropped: c.dropped,
       truncated: c.truncated,
       internalErrors: c.internalErrors,
-      cache: { hits: c.hits, misses: c.misses, entries: this.#cacheEntries },
+      cache: {
+        hits: c.hits,
+        misses: c.misses,
+        entries: this.#cache.entries,
+        bytes: this.#cache.bytes,
+        evictions: this.#cache.evictions,
+      },
+      hints: {
+        ...this.#hints.counters,
+        inFlight: this.#hints.inFlight,
+        entries: this.#hints.entries,
+      },
       rrl: { ...this.#rrl.counters, accounts: this.#rrl.accounts },
       probes: { ...this.#probes.counters, inFlight: this.#probes.inFlight },
-      tcp: {
-        connections: c.tcpConnections,
-        open: this.#conns.size,
-        rejected: c.tcpRejected,
-        oversize: c.tcpOversize,
-        idleClosed: c.tcpIdleClosed,
-      },
+      tcp: { ...this.#tcpConns.counters, open: this.#tcpConns.open },
     };
   }
 
@@ -401,73 +439,7 @@ export class DnsServer {
       sock.destroy();
       return;
     }
-    this.#c.tcpConnections++;
-    this.#conns.add(sock);
-    const peer = peerOf(sock.remoteAddress ?? '0.0.0.0', sock.remotePort ?? 0);
-    let buf: Buffer = Buffer.alloc(0);
-    let queries = 0;
-    let pending = 0;
-    let ending = false;
-    const onIdle = (): void => {
-      this.#c.tcpIdleClosed++;
-      sock.destroy();
-    };
-    let timer = this.#clock.setTimeout(onIdle, this.#tcpIdleMs);
-    const write = (b: Buffer | null) => {
-      pending--;
-      if (b && !sock.destroyed && sock.writable) {
-        const len = Buffer.allocUnsafe(2);
-        len.writeUInt16BE(b.length, 0);
-        sock.write(Buffer.concat([len, b]));
-      }
-      if (ending && pending === 0) sock.end();
-    };
-    sock.on('data', (chunk: Buffer) => {
-      buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
-      while (buf.length >= 2 && !ending) {
-        const len = buf.readUInt16BE(0);
-        if (len === 0 || len > this.#tcpMaxMessage) {
-          this.#c.tcpOversize++;
-          sock.destroy();
-          return;
-        }
-        if (buf.length < 2 + len) break;
-        const frame = buf.subarray(2, 2 + len);
-        buf = buf.subarray(2 + len);
-        // Only a complete query counts as activity: trickling bytes cannot hold a slot forever.
-        timer.cancel();
-        timer = this.#clock.setTimeout(onIdle, this.#tcpIdleMs);
-        queries++;
-        if (queries >= this.#tcpMaxQueries) ending = true;
-        pending++;
-        let r: Buffer | null | Promise<Buffer | null>;
-        try {
-          r = this.#respond(frame, peer, 'tcp');
-        } catch (err) {
-          this.#internalError(err);
-          r = null;
-        }
-        if (r instanceof Promise) {
-          r.then(write, (err) => {
-            this.#internalError(err);
-            write(null);
-          });
-        } else {
-          write(r);
-        }
-      }
-      // A partial frame larger than allowed never completes: close early.
-      if (buf.length > 2 + this.#tcpMaxMessage) sock.destroy();
-    });
-    sock.on('end', () => {
-      ending = true;
-      if (pending === 0) sock.end();
-    });
-    sock.on('error', () => {});
-    sock.on('close', () => {
-      timer.cancel();
-      this.#conns.delete(sock);
-    });
+    this.#tcpConns.accept(sock);
   }
 
   #internalError(err: unknown): void {
@@ -522,7 +494,7 @@ export class DnsServer {
     const variant = cacheable ? variantKey(q) : 0;
     let ctx: LocationContext | undefined;
     if (cacheable) {
-      const top = this.#cache.get(q.qname)?.get(variant);
+      const top = this.#cache.top(q.qname, variant);
       if (top) {
         let entry = top.static;
         if (!entry && top.byBucket) {
@@ -531,6 +503,7 @@ export class DnsServer {
         }
         if (entry && entry.expiresAt > this.#clock.now() && this.#stillLive(entry.meta.nodes)) {
           this.#c.hits++;
+          this.#cache.touch(entry);
           return this.#finish(
             patchCached(entry.bytes, msg, q),
             entry.meta,
@@ -600,41 +573,18 @@ export class DnsServer {
 
   #store(qname: string, variant: number | string, built: BuiltAnswer): void {
     if (built.cacheMs <= 0) return;
-    if (this.#cacheEntries >= this.#cacheMax) {
-      this.#cache.clear();
-      this.#cacheEntries = 0;
-    }
     // Up to a quarter shorter at random, so answers cached together (a cold start, a burst of
     // new names) do not all expire, and get rebuilt, in the same instant.
     const expiresAt = this.#clock.now() + built.cacheMs * (1 - CACHE_JITTER * this.#random.next());
-    let variants = this.#cache.get(qname);
-    if (!variants) this.#cache.set(qname, (variants = new Map()));
-    let top = variants.get(variant);
-    if (!top) variants.set(variant, (top = {}));
-    const old = built.static ? top.static : top.byBucket?.get(built.bucket!);
-    if (old) {
-      // A rebuild: update the entry in place. What a busy server caches is long-lived, so every
-      // new object here survives a scavenge and is promoted; reusing the entry, its byte buffer
-      // and (when nothing changed) its meta keeps those pauses short. Cached bytes are only
-      // ever copied out (patchCached), never handed to a socket, so overwriting them is safe;
-      // a meta may be referenced by the decision ring, so it is replaced, never changed.
-      if (old.bytes.length === built.bytes.length) old.bytes.set(built.bytes);
-      else old.bytes = built.bytes;
-      if (!sameMeta(old.meta, built.meta)) old.meta = built.meta;
-      old.expiresAt = expiresAt;
-      return;
-    }
-    // Not copied: single-flight waiters share `built.bytes` with this entry, which is safe because
-    // they all resume (and copy it out with patchCached) before anything can rebuild the entry.
-    const entry: CacheEntry = { bytes: built.bytes, meta: built.meta, expiresAt };
-    if (built.static) {
-      if (!top.static) this.#cacheEntries++;
-      top.static = entry;
-    } else {
-      top.byBucket ??= new Map();
-      if (!top.byBucket.has(built.bucket!)) this.#cacheEntries++;
-      top.byBucket.set(built.bucket!, entry);
-    }
+    this.#cache.store(
+      qname,
+      variant,
+      built.static ? undefined : built.bucket!,
+      built.bytes,
+      built.meta,
+      expiresAt,
+      sameMeta,
+    );
   }
 
   /** Send-side steps shared by every response: TC, rate limiting, counters, decision log. */

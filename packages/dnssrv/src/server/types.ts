@@ -2,6 +2,7 @@
 import type { Clock, Random } from '@coral/testkit';
 import type { NodeDirectory } from '../node-directory.js';
 import type { Prober } from '../probe/prober.js';
+import type { HintWalkOptions } from '../locate/hint-walks.js';
 import type { RrlOptions } from '../rrl/response-rate-limiter.js';
 
 /** Logger shape (pino-compatible: an object of fields, then a message). */
@@ -100,8 +101,13 @@ export interface TcpLimits {
   idleTimeoutMs?: number;
   /** Largest query message accepted; a bigger length prefix closes the connection (default 4096). */
   maxMessageBytes?: number;
-  /** Connections open at once (default 256). */
+  /** Connections open at once (default 256); when full, the longest-idle one gives way to a new one. */
   maxConnections?: number;
+  /** Connections open at once from one source (default 16); further ones are closed at once. */
+  maxConnectionsPerSource?: number;
+  /** What one source is for `maxConnectionsPerSource`: an IPv4 /32 (default) and an IPv6 /64 (default). */
+  ipv4PrefixLength?: number;
+  ipv6PrefixLength?: number;
   /** Queries answered per connection before it is closed (default 1000). */
   maxQueriesPerConnection?: number;
 }
@@ -114,6 +120,8 @@ export interface ProbeSettings {
   failureTtlMs?: number;
   /** Probes in flight at once (default 32). */
   maxInFlight?: number;
+  /** Probes started per second, overall (default 20): a bound no source rotation can lift. */
+  maxPerSecond?: number;
   /** For the default prober: connect timeout (default 1000 ms) and port (default 53). */
   timeoutMs?: number;
   port?: number;
@@ -144,10 +152,12 @@ export interface DnsServerOptions {
   udpReceiveBufferBytes?: number;
   /** Largest UDP answer we send and advertise in our OPT (default 1232, the 2020 flag-day value). */
   udpMaxPayload?: number;
-  /** The encoded-answer cache (default on, 10,000 entries). */
-  answerCache?: { enabled?: boolean; maxEntries?: number };
-  /** Longest wait for `NodeDirectory.hinted()` before falling through (default 250 ms). */
+  /** The encoded-answer cache (default on, 10,000 entries, 16 MiB; least recently used evicted). */
+  answerCache?: { enabled?: boolean; maxEntries?: number; maxBytes?: number };
+  /** Longest wait of an answer for `NodeDirectory.hinted()` before falling through (default 250 ms). */
   hintTimeoutMs?: number;
+  /** The hint cache (per /24) and the bounds on hint walks (see `HintWalkOptions`). */
+  hints?: HintWalkOptions;
   /** Size of the recent-decisions ring buffer (default 256). */
   decisionBufferSize?: number;
 }
@@ -173,5 +183,6 @@ export const DEFAULT_TCP_MAX_QUERIES_PER_CONNECTION = 1000;
 export const DEFAULT_UDP_MAX_PAYLOAD = 1232;
 export const DEFAULT_UDP_RECEIVE_BUFFER_BYTES = 1024 * 1024;
 export const DEFAULT_ANSWER_CACHE_ENTRIES = 10_000;
+export { DEFAULT_ANSWER_CACHE_MAX_BYTES } from '../cache/answer-cache.js';
 export const DEFAULT_HINT_TIMEOUT_MS = 250;
 export const DEFAULT_DECISION_BUFFER_SIZE = 256;

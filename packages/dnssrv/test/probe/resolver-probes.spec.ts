@@ -90,4 +90,22 @@ describe('ResolverProbes', () => {
     expect(off.lookup('192.0.2.1')).toBeUndefined();
     expect(prober.calls).toHaveLength(0);
   });
+
+  it('probes start at most maxPerSecond overall, whatever prefixes ask; never to non-unicast addresses', async () => {
+    const clock = new ManualClock();
+    const prober = new ControlledProber();
+    const probes = new ResolverProbes({ prober, clock }, { maxPerSecond: 5, maxInFlight: 1000 });
+    for (let i = 0; i < 100; i++) probes.lookup(`198.51.${i}.1`); // 100 rotating /24s
+    expect(prober.calls).toHaveLength(5);
+    expect(probes.entries()).toHaveLength(5); // a skipped lookup creates no row
+    await clock.advance(1000);
+    for (let i = 100; i < 200; i++) probes.lookup(`10.${i}.0.1`);
+    expect(prober.calls).toHaveLength(10);
+    expect(probes.counters).toMatchObject({ started: 10, skippedRate: 190 });
+    for (const ip of ['0.0.0.0', '224.0.0.1', '255.255.255.255', '::', 'ff02::1']) {
+      expect(probes.lookup(ip)).toBeUndefined();
+    }
+    expect(probes.counters.skippedTarget).toBe(5);
+    expect(prober.calls).toHaveLength(10);
+  });
 });

@@ -23,12 +23,13 @@ describe('ResponseRateLimiter', () => {
     expect(rrl.check(ip('192.0.2.99'), 'answer', 'a.nyud.net/1')).toBe('drop');
     expect(rrl.check(ip('192.0.2.99'), 'answer', 'b.nyud.net/1')).toBe('send');
     expect(rrl.check(ip('192.0.2.99'), 'nxdomain', 'nyud.net')).toBe('send');
+    expect(rrl.check(ip('192.0.2.99'), 'nodata', 'nyud.net')).toBe('send');
     // Another /24 is unaffected.
     expect(rrl.check(ip('192.0.3.10'), 'answer', 'a.nyud.net/1')).toBe('send');
     await clock.advance(1000 / 3);
     expect(v()).toBe('send');
     expect(v()).toBe('slip'); // limited #4 → slipped (every 2nd)
-    expect(rrl.counters).toMatchObject({ allowed: 7, slipped: 3, dropped: 3 });
+    expect(rrl.counters).toMatchObject({ allowed: 8, slipped: 3, dropped: 3 });
   });
 
   it('slip 0 drops everything over the limit; rate 0 disables; exempt prefixes pass', () => {

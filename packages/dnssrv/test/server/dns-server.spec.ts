@@ -12,15 +12,17 @@ import {
   ecsOf,
   encodeQuery,
   fleet,
+  frame,
   header,
   node,
   parse,
   questionName,
   tcpAsk,
+  tcpConnect,
   udpAsk,
   waitFor,
 } from '../helpers.js';
-import { lastDecision, resolver, start, type Started } from './support.js';
+import { gateHints, lastDecision, resolver, start, type Started } from './support.js';
 
 let s: Started | undefined;
 afterEach(async () => {
@@ -356,22 +358,12 @@ describe('truncation and TCP', () => {
   it('a client that half-closes right after its query still gets the answer', async () => {
     // The directory answers only when the test says so: the answer is built after the FIN.
     const dir = fleet().add(node(2));
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => (release = r));
-    const hinted = dir.hinted.bind(dir);
-    dir.hinted = async (t, c) => {
-      await gate;
-      return hinted(t, c);
-    };
+    const release = gateHints(dir);
     s = await start({ hintTimeoutMs: 60_000 }, dir);
-    const sock = net.connect({ port: s.port, host: '127.0.0.1' });
-    const q = encodeQuery({ name: 'www.half-close.com.nyud.net', id: 42 });
-    const len = Buffer.alloc(2);
-    len.writeUInt16BE(q.length);
+    const sock = await tcpConnect(s.port);
     const chunks: Buffer[] = [];
     sock.on('data', (c: Buffer) => chunks.push(c));
-    await new Promise((r) => sock.once('connect', r));
-    sock.end(Buffer.concat([len, q])); // query + FIN
+    sock.end(frame(encodeQuery({ name: 'www.half-close.com.nyud.net', id: 42 }))); // query + FIN
     await waitFor(() => s!.server.stats().queries.tcp === 1);
     await new Promise((r) => setTimeout(r, 20)); // let the FIN reach the server first
     release();
@@ -381,23 +373,38 @@ describe('truncation and TCP', () => {
     expect(header(all.subarray(2))).toMatchObject({ id: 42, an: 2 });
   });
 
-  it('TCP limits: connections over maxConnections are closed at once', async () => {
-    s = await start({ tcp: { maxConnections: 1 } });
-    const a = net.connect({ port: s.port, host: '127.0.0.1' });
-    a.on('error', () => {});
-    await waitFor(() => s!.server.stats().tcp.open === 1);
-    const b = net.connect({ port: s.port, host: '127.0.0.1' });
-    b.on('error', () => {});
-    await new Promise((r) => b.once('close', r));
-    expect(s.server.stats().tcp).toMatchObject({ open: 1, rejected: 1 });
-    // The first connection still works.
-    const q = encodeQuery({ name: 'nyud.net', type: TYPE.SOA, id: 31 });
-    const len = Buffer.alloc(2);
-    len.writeUInt16BE(q.length);
-    const answer = new Promise<Buffer>((r) => a.once('data', (c: Buffer) => r(c)));
-    a.write(Buffer.concat([len, q]));
-    expect(header((await answer).subarray(2))).toMatchObject({ id: 31, an: 1 });
-    a.destroy();
+  it('TCP limits: a full table gives way to a newcomer by closing its idlest connection', async () => {
+    // The directory answers hints only when the test says so: a query can be kept pending.
+    const dir = fleet().add(node(2));
+    const release = gateHints(dir);
+    s = await start({ tcp: { maxConnections: 2 }, hintTimeoutMs: 60_000 }, dir);
+    const connect = () => tcpConnect(s!.port);
+    // a: answered, then idle. b: owed an answer (its query waits on the hint gate).
+    const a = await connect();
+    const aAnswer = new Promise<Buffer>((r) => a.once('data', (c: Buffer) => r(c)));
+    a.write(frame(encodeQuery({ name: 'nyud.net', type: TYPE.SOA, id: 31 })));
+    expect(header((await aAnswer).subarray(2))).toMatchObject({ id: 31, an: 1 });
+    const b = await connect();
+    const bAnswer = new Promise<Buffer>((r) => b.once('data', (c: Buffer) => r(c)));
+    b.write(frame(encodeQuery({ name: 'www.pending.com.nyud.net', id: 32 })));
+    await waitFor(() => s!.server.stats().queries.tcp === 2);
+
+    // c: the table is full; a (idle) gives way, b (owed an answer) does not.
+    const aClosed = new Promise((r) => a.once('close', r));
+    const c = await connect();
+    await aClosed;
+    expect(s.server.stats().tcp).toMatchObject({ open: 2, evicted: 1, rejected: 0 });
+    // d: now both connections are owed answers (c's query waits too): d is closed on arrival.
+    c.write(frame(encodeQuery({ name: 'www.pending2.com.nyud.net', id: 33 })));
+    await waitFor(() => s!.server.stats().queries.tcp === 3);
+    const d = net.connect({ port: s.port, host: '127.0.0.1' });
+    d.on('error', () => {});
+    await new Promise((r) => d.once('close', r));
+    expect(s.server.stats().tcp).toMatchObject({ open: 2, evicted: 1, rejected: 1 });
+    release();
+    expect(header((await bAnswer).subarray(2))).toMatchObject({ id: 32, an: 2 });
+    b.destroy();
+    c.destroy();
   });
 
   it('TCP limits: an oversized length prefix and an idle connection are closed', async () => {
@@ -609,6 +616,23 @@ describe('views, health, admin views', () => {
           { nameservers: [{ name: 'ns1.nyud.net', ipv4: '1.2.3' }] },
         ),
     ).toThrow(expect.objectContaining({ code: 'DNS_ERR_CONFIG' }));
+    // Limits: each bad one named in the message.
+    for (const [options, name] of [
+      [{ tcp: { maxConnectionsPerSource: 0 } }, 'tcp.maxConnectionsPerSource'],
+      [{ tcp: { ipv6PrefixLength: 129 } }, 'tcp.ipv6PrefixLength'],
+      [{ hints: { walksPerSecond: -1 } }, 'hints.walksPerSecond'],
+      [{ probe: { maxPerSecond: Number.NaN } }, 'probe.maxPerSecond'],
+      [{ answerCache: { maxBytes: 1.5 } }, 'answerCache.maxBytes'],
+      [{ rrl: { slip: -2 } }, 'rrl.slip'],
+      [{ hintTimeoutMs: -1 }, 'hintTimeoutMs'],
+    ] as const) {
+      expect(() => new DnsServer({ directory: fleet() }, options)).toThrow(
+        expect.objectContaining({ code: 'DNS_ERR_CONFIG', message: expect.stringContaining(name) }),
+      );
+    }
+    expect(
+      () => new DnsServer({ directory: fleet() }, { hints: { walksPerSecond: 0.5 } }),
+    ).not.toThrow();
   });
 });
 

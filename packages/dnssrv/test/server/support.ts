@@ -65,3 +65,18 @@ export function lastDecision(s: DnsServer) {
   const all = s.recentDecisions();
   return all[all.length - 1]!;
 }
+
+/**
+ * Hold every hint walk of `dir` until the returned `release()`: a query that needs hints stays
+ * pending (owed an answer) as long as the test wants.
+ */
+export function gateHints(dir: InMemoryNodeDirectory): () => void {
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => (release = r));
+  const hinted = dir.hinted.bind(dir);
+  dir.hinted = async (t, c) => {
+    await gate;
+    return hinted(t, c);
+  };
+  return () => release();
+}

@@ -11,6 +11,7 @@
 export {
   SmartConnector,
   netDial,
+  originKey,
   DEFAULT_CACHE_SIZE,
   DEFAULT_CACHE_TTL_MS,
   DEFAULT_FLOOR_MS,

@@ -91,6 +91,12 @@ export interface SmartConnectorOptions {
   timeoutMs?: number;
   /** Allow origins on loopback, private, link-local... addresses (default false). */
   allowPrivate?: boolean;
+  /**
+   * Origins (`host:port`, `[v6]:port` for IPv6 literals; host as normalized) whose addresses may
+   * be private even without `allowPrivate`: origins the operator named, such as site-mode
+   * origins on a campus network. Everything else keeps the policy.
+   */
+  privateAllowed?: readonly string[];
   /** Hosts-file overrides that win over the resolver: `{ 'origin.test': ['127.0.0.1'] }`. */
   hosts?: HostsMap;
   /**
@@ -191,6 +197,11 @@ export const netDial: Dial = (target, signal) =>
     socket.once('error', onError);
   });
 
+/** The key of an origin in the winner cache and in `privateAllowed`: `host:port`, `[v6]:port`. */
+export function originKey(host: string, port: number): string {
+  return cacheKey(normalizeHost(host), port);
+}
+
 function cacheKey(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
@@ -219,6 +230,7 @@ export class SmartConnector {
   readonly floorMs: number;
   readonly timeoutMs: number | undefined;
   readonly allowPrivate: boolean;
+  readonly #privateAllowed: ReadonlySet<string>;
   /** Insertion order = age order: the first key is the oldest, displaced first. */
   readonly #cache = new Map<string, CacheEntry>();
   readonly #negative: NegativeCache<unknown> | undefined;
@@ -246,6 +258,7 @@ export class SmartConnector {
     this.floorMs = options.floorMs ?? DEFAULT_FLOOR_MS;
     this.timeoutMs = options.timeoutMs;
     this.allowPrivate = options.allowPrivate ?? false;
+    this.#privateAllowed = new Set(options.privateAllowed ?? []);
     if (!Number.isInteger(this.cacheSize) || this.cacheSize < 0) {
       throw new RangeError(`SmartConnector option cacheSize must be an integer >= 0`);
     }
@@ -525,7 +538,7 @@ export class SmartConnector {
               } else {
                 // The one and only policy check; only what passed it is ever dialled.
                 const { allowed, refused } = filterAddresses(addrs, {
-                  allowPrivate: this.allowPrivate,
+                  allowPrivate: this.allowPrivate || this.#privateAllowed.has(key),
                 });
                 this.#stats.refusedAddresses += refused.length;
                 if (allowed.length === 0) raceError = new OriginForbiddenError(host, port, refused);

@@ -11,6 +11,10 @@
  */
 import { createHash } from 'node:crypto';
 import { ProxyError } from '../errors.js';
+import { splitHostHeader } from '../request/host.js';
+import { canonicalPath, upstreamUrl } from '../request/target.js';
+
+export { splitHostHeader };
 
 export interface CoralTarget {
   /** Origin host name (lowercase, no trailing dot). */
@@ -23,21 +27,6 @@ export interface CoralTarget {
 
 const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
 const NUMERIC = /^[0-9]{1,5}$/;
-
-/** Split a Host header value into name and optional port; lowercases and drops a trailing dot. */
-export function splitHostHeader(host: string): { name: string; port?: number } {
-  const m = /^([^:[\]]+)(?::([0-9]{1,5}))?$/.exec(host.trim());
-  if (!m) throw new ProxyError('CORAL_BAD_HOST', `malformed Host header: ${JSON.stringify(host)}`);
-  let name = m[1]!.toLowerCase();
-  if (name.endsWith('.')) name = name.slice(0, -1);
-  if (name.length === 0 || name.length > 253) {
-    throw new ProxyError('CORAL_BAD_HOST', `malformed Host header: ${JSON.stringify(host)}`);
-  }
-  if (m[2] === undefined) return { name };
-  const port = Number(m[2]);
-  if (port > 65535) throw new ProxyError('CORAL_BAD_HOST', `bad port in Host header: ${host}`);
-  return { name, port };
-}
 
 function normalizeZone(zone: string): string {
   let z = zone.trim().toLowerCase();
@@ -137,9 +126,15 @@ export function coralize(url: string, zone: string, proxyPort?: number): string 
   return `http://${host}${port}.${normalizeZone(zone)}${suffix}${u.pathname}${u.search}`;
 }
 
-/** The origin URL a request to a Coralized name stands for. */
+/**
+ * The origin URL a request to a Coralized name stands for. `pathAndQuery` stays a path on the
+ * origin: a path that could name another authority (`//h/x`, `/\h/x`) or climbs above the root
+ * throws `CORAL_BAD_TARGET` (see request/target.ts).
+ */
 export function originUrl(target: CoralTarget, pathAndQuery: string): string {
-  const port = target.originPort === 80 ? '' : `:${target.originPort}`;
   const path = pathAndQuery.startsWith('/') ? pathAndQuery : '/' + pathAndQuery;
-  return `http://${target.originHost}${port}${path}`;
+  return upstreamUrl(
+    { protocol: 'http:', hostname: target.originHost, port: target.originPort },
+    canonicalPath(path),
+  );
 }

@@ -11,6 +11,8 @@ export type UndiciConnect = UndiciConnector;
 
 export interface OriginConnectorOptions {
   allowPrivateOrigins: boolean;
+  /** `host:port` origins allowed on private addresses anyway (the configured site origins). */
+  privateAllowed?: readonly string[];
   hosts?: Record<string, string[]>;
   /** Bound on resolving and connecting (ms, injected clock). */
   timeoutMs: number;
@@ -30,6 +32,7 @@ export function createOriginConnector(
     },
     {
       allowPrivate: options.allowPrivateOrigins,
+      ...(options.privateAllowed ? { privateAllowed: options.privateAllowed } : {}),
       timeoutMs: options.timeoutMs,
       negativeTtlMs: options.negativeTtlMs,
       ...(options.hosts ? { hosts: options.hosts } : {}),

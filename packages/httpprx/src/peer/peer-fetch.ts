@@ -4,15 +4,29 @@
  * wait is bounded on the injected clock (a per-holder patience for the answer, then an idle bound
  * for each body chunk), so a refusing, stalled or dead peer costs at most that before the caller
  * falls back to the origin.
- * A peer request carries the peer header and `Cache-Control: only-if-cached`: the peer answers from
- * its cache or an in-flight fetch, or 504, and never fetches on our behalf.
+ * Holders are reached only at their verified member address (`PeerTarget`, ./members.ts), never
+ * at an address from the holder record, through the peer connector (./connector.ts).
+ * A peer request carries the peer header, `Cache-Control: only-if-cached` and, with a `PeerAuth`,
+ * `Coral-Peer-Auth`: the peer answers from its cache or an in-flight fetch, or 504, and never
+ * fetches on our behalf.
  */
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Clock } from '@coral/testkit';
 import type { Holder } from '../content-index.js';
-import { PEER_HEADER } from '../constants.js';
+import { PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
 import type { Upstream, UpstreamResponse } from '../origin/upstream.js';
+import type { PeerAuth } from './auth.js';
+import type { PeerConnector } from './connector.js';
+import type { PeerTarget } from './members.js';
+
+/** Request fields never sent to a peer. */
+const PRIVATE_FIELDS = new Set([
+  'cookie',
+  'authorization',
+  'proxy-authorization',
+  PEER_AUTH_HEADER,
+]);
 
 export interface PeerRequest {
   /** Path and query of the object. */
@@ -28,6 +42,7 @@ export interface PeerRequest {
 
 export interface PeerWinner {
   holder: Holder;
+  target: PeerTarget;
   response: UpstreamResponse;
   requestTime: number;
   responseTime: number;
@@ -41,19 +56,36 @@ export type PeerEvent =
   | { type: 'peer-timeout'; holders: Holder[] };
 
 /**
- * Race `holders` (already the nearest few); resolves to the first 200, or undefined once every
- * holder has failed or run out of its patience (`patienceMs(holder)` on the clock).
+ * Race `targets` (already the nearest few members); resolves to the first 200, or undefined once
+ * every one has failed or run out of its patience (`patienceMs(holder)` on the clock).
  */
 export function racePeers(
-  deps: { upstream: Upstream; clock: Clock; onEvent?: (e: PeerEvent) => void },
-  holders: readonly Holder[],
+  deps: {
+    upstream: Upstream;
+    clock: Clock;
+    connector: PeerConnector;
+    auth?: PeerAuth;
+    onEvent?: (e: PeerEvent) => void;
+  },
+  targets: readonly PeerTarget[],
   req: PeerRequest,
   patienceMs: (h: Holder) => number,
 ): Promise<PeerWinner | undefined> {
-  if (holders.length === 0) return Promise.resolve(undefined);
+  if (targets.length === 0) return Promise.resolve(undefined);
   const { clock } = deps;
   const requestTime = clock.now();
-  return new Promise((resolve) => {
+  const holders = targets.map((t) => t.holder);
+  // The member addresses being asked may be connected to while the race lasts.
+  const releases = targets.map((t) => deps.connector.sanction(t.ip, t.httpPort));
+  // A member serves only shared copies: the client's credentials are none of its business.
+  const endToEnd: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (!PRIVATE_FIELDS.has(k)) endToEnd[k] = v;
+  return new Promise<PeerWinner | undefined>((settle) => {
+    // The winner has its connection once its answer is here; the losers are aborted.
+    const resolve = (w: PeerWinner | undefined) => {
+      for (const r of releases) r();
+      settle(w);
+    };
     let pending = holders.length;
     let done = false;
     const controllers = holders.map(() => new AbortController());
@@ -70,62 +102,65 @@ export function racePeers(
       if (lost[i]) return;
       lost[i] = true;
       timers[i]!.cancel();
+      releases[i]!();
       if (--pending === 0 && !done) {
         done = true;
         resolve(undefined);
       }
     };
-    holders.forEach((holder, i) => {
+    targets.forEach((target, i) => {
+      const holder = target.holder;
       const ac = controllers[i]!;
-      const host = holder.ip.includes(':') ? `[${holder.ip}]` : holder.ip;
-      deps.upstream
-        .request({
-          url: `http://${host}:${holder.httpPort}${req.path}`,
-          method: 'GET',
-          headers: {
-            ...req.headers,
-            host: req.host,
-            [PEER_HEADER]: req.nodeId,
-            'cache-control': 'only-if-cached',
-            via: req.via,
-          },
-          signal: ac.signal,
-        })
-        .then(
-          (response) => {
-            if (done || lost[i] || response.status !== 200) {
-              if (!done && !lost[i]) {
-                deps.onEvent?.({ type: 'peer-refused', holder, status: response.status });
-              }
-              response.body.on('error', () => {});
-              response.body.destroy();
-              lose(i);
-              return;
-            }
-            done = true;
-            for (const t of timers) t.cancel();
-            controllers.forEach((c, j) => {
-              if (j !== i) c.abort(new Error('another peer won'));
-            });
-            resolve({
-              holder,
-              response,
-              requestTime,
-              responseTime: clock.now(),
-              abort: () => ac.abort(new Error('peer transfer aborted')),
-            });
-          },
-          (err: unknown) => {
+      const host = target.ip.includes(':') ? `[${target.ip}]` : target.ip;
+      const url = new URL(`http://${host}:${target.httpPort}${req.path}`);
+      // Signed exactly as sent: the Host value and the path undici puts on the request line.
+      const path = url.pathname + url.search;
+      const headers: Record<string, string> = {
+        ...endToEnd,
+        host: req.host,
+        [PEER_HEADER]: req.nodeId,
+        'cache-control': 'only-if-cached',
+        via: req.via,
+      };
+      if (deps.auth) {
+        headers[PEER_AUTH_HEADER] = deps.auth.sign({ method: 'GET', authority: req.host, path });
+      }
+      deps.upstream.request({ url: url.href, method: 'GET', headers, signal: ac.signal }).then(
+        (response) => {
+          if (done || lost[i] || response.status !== 200) {
             if (!done && !lost[i]) {
-              deps.onEvent?.({
-                type: 'peer-error',
-                holder,
-                error: (err as { code?: string }).code ?? String(err),
-              });
+              deps.onEvent?.({ type: 'peer-refused', holder, status: response.status });
             }
+            response.body.on('error', () => {});
+            response.body.destroy();
             lose(i);
-          },
-        );
+            return;
+          }
+          done = true;
+          for (const t of timers) t.cancel();
+          controllers.forEach((c, j) => {
+            if (j !== i) c.abort(new Error('another peer won'));
+          });
+          resolve({
+            holder,
+            target,
+            response,
+            requestTime,
+            responseTime: clock.now(),
+            abort: () => ac.abort(new Error('peer transfer aborted')),
+          });
+        },
+        (err: unknown) => {
+          if (!done && !lost[i]) {
+            deps.onEvent?.({
+              type: 'peer-error',
+              holder,
+              error: (err as { code?: string }).code ?? String(err),
+            });
+          }
+          lose(i);
+        },
+      );
     });
   });
 }

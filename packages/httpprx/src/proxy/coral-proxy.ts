@@ -13,6 +13,7 @@ import { Readable } from 'node:stream';
 import { systemClock } from '@coral/testkit';
 import type { Clock, TimerHandle } from '@coral/testkit';
 import type { ContentIndex, Holder } from '../content-index.js';
+import { originKey } from '../connect/index.js';
 import type { SmartConnector } from '../connect/index.js';
 import {
   CACHE_NAME,
@@ -28,6 +29,7 @@ import {
   NEGATIVE_TTL_MS,
   ORIGIN_BODY_TIMEOUT_MS,
   ORIGIN_TIMEOUT_MS,
+  PEER_AUTH_HEADER,
   PEER_HEADER,
   PEER_FETCHING_TIMEOUT_MS,
   PEER_RACE,
@@ -52,18 +54,19 @@ import {
   varyValues,
 } from '../cache/policy.js';
 import type { HeaderRecord, PolicyOptions, RequestRules } from '../cache/policy.js';
-import {
-  coralize,
-  normalizeUrl,
-  originUrl,
-  parseCoralHost,
-  splitHostHeader,
-  urlKey,
-} from '../mapping/coral-name.js';
+import { coralize, normalizeUrl, parseCoralHost, urlKey } from '../mapping/coral-name.js';
+import { admit, singleHost } from '../request/admission.js';
+import { answerClientError, refuseConnect } from '../request/client-error.js';
+import { originBase, upstreamUrl } from '../request/target.js';
+import type { OriginBase } from '../request/target.js';
 import { RateLimiter } from '../guards/rate-limiter.js';
 import { createOriginConnector } from '../origin/connector.js';
 import { Upstream } from '../origin/upstream.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
+import type { PeerAuth } from '../peer/auth.js';
+import { PeerConnector } from '../peer/connector.js';
+import { chooseHolders } from '../peer/members.js';
+import type { FleetMembers, PeerTarget } from '../peer/members.js';
 import { racePeers, readAllBounded } from '../peer/peer-fetch.js';
 import { DiskStore } from '../store/disk-store.js';
 import { MemoryStore } from '../store/memory-store.js';
@@ -86,7 +89,7 @@ import type {
   ProxyMetrics,
   ProxyOptions,
 } from './types.js';
-import { errorPage, ifRangeOk, pipeToResponse, requestPath } from './respond.js';
+import { errorPage, ifRangeOk, pipeToResponse } from './respond.js';
 import type { Outcome, StreamHead } from './inflight.js';
 
 interface Ctx {
@@ -107,6 +110,10 @@ interface Ctx {
   peer: boolean;
 }
 
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 const SERVER_ERROR_STATUSES = new Set([500, 502, 503, 504]);
@@ -117,7 +124,10 @@ export class CoralProxy {
   readonly #log: Logger;
   readonly #metrics: ProxyMetrics | undefined;
   readonly #zones: string[];
-  readonly #sites: Map<string, URL>;
+  readonly #sites: Map<string, OriginBase>;
+  readonly #members: FleetMembers | undefined;
+  readonly #peerAuth: PeerAuth | undefined;
+  readonly #peerConnector: PeerConnector;
   readonly #self: { nodeId: string; ip: string; httpPort: number };
   readonly #via: string;
   readonly #policy: PolicyOptions;
@@ -157,8 +167,13 @@ export class CoralProxy {
     this.#metrics = components.metrics;
     this.#zones = options.zones ?? [...DEFAULT_ZONES];
     this.#sites = new Map(
-      Object.entries(options.sites ?? {}).map(([h, u]) => [h.toLowerCase(), new URL(u)]),
+      Object.entries(options.sites ?? {}).map(([h, u]) => [
+        h.toLowerCase(),
+        originBase(new URL(u)),
+      ]),
     );
+    this.#members = components.members;
+    this.#peerAuth = components.peerAuth;
     this.#self = { ...options.self };
     this.#via = `1.1 coral-${options.self.nodeId.slice(0, 12)}`;
     this.#policy = { defaultTtlSeconds: options.defaultTtlSeconds ?? 0 };
@@ -194,6 +209,9 @@ export class CoralProxy {
       },
       {
         allowPrivateOrigins: options.allowPrivateOrigins ?? false,
+        // The operator named the site origins: they may be on a private network without opening
+        // every private address to Coralized names.
+        privateAllowed: [...this.#sites.values()].map((o) => originKey(o.hostname, o.port)),
         ...(options.hosts ? { hosts: options.hosts } : {}),
         timeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
         negativeTtlMs: options.negativeTtlMs ?? NEGATIVE_TTL_MS,
@@ -207,8 +225,19 @@ export class CoralProxy {
         bodyTimeoutMs: options.originBodyTimeoutMs ?? ORIGIN_BODY_TIMEOUT_MS,
       },
     );
-    // Peers are fleet members on any address; their bounds come from the clock (racePeers).
-    this.#peers = new Upstream({}, { headersTimeoutMs: 0, bodyTimeoutMs: 0, connections: 8 });
+    // Peers are reached only at verified member addresses (or what the origin policy allows);
+    // their bounds come from the clock (racePeers).
+    this.#peerConnector = new PeerConnector(
+      { clock: this.#clock, ...(components.dial ? { dial: components.dial } : {}) },
+      {
+        allowPrivate: options.allowPrivateOrigins ?? false,
+        timeoutMs: Math.max(this.#peerTimeout, this.#peerFetchingTimeout),
+      },
+    );
+    this.#peers = new Upstream(
+      { connect: this.#peerConnector.undiciConnect() },
+      { headersTimeoutMs: 0, bodyTimeoutMs: 0, connections: 8 },
+    );
     this.handler = (req, res) => this.#onRequest(req, res);
   }
 
@@ -228,8 +257,16 @@ export class CoralProxy {
 
   async listen(port: number, host?: string): Promise<{ address: string; port: number }> {
     await this.open();
-    const server = createServer({ keepAliveTimeout: 5_000 }, this.handler);
-    server.on('clientError', (_err, socket) => socket.destroy());
+    // Host is checked by the handler (admission), which answers with the proxy's own error page.
+    const server = createServer(
+      { keepAliveTimeout: 5_000, requireHostHeader: false },
+      this.handler,
+    );
+    server.on('clientError', (err: Error & { code?: string }, socket) => {
+      const answered = answerClientError(err, socket, this.#via);
+      if (answered) this.#metrics?.clientError?.(answered.code);
+    });
+    server.on('connect', (_req, socket) => refuseConnect(socket, this.#via, 'GET, HEAD'));
     server.on('connection', (s: Socket) => {
       this.#sockets.add(s);
       s.on('close', () => this.#sockets.delete(s));
@@ -339,7 +376,12 @@ export class CoralProxy {
         h[PEER_HEADER] === undefined
       ) {
         const hot = this.#hot.get(route.hotKey);
-        if (hot && hot.fast && this.#store.get(hot.meta.key) === hot.meta) {
+        if (
+          hot &&
+          hot.fast &&
+          this.#store.get(hot.meta.key) === hot.meta &&
+          singleHost(req.rawHeaders)
+        ) {
           const age = currentAge(hot.meta.facts, this.#clock.now());
           if (age < hot.lifetime) {
             res.writeHead(hot.meta.status, HotCache.block(hot, age));
@@ -382,28 +424,51 @@ export class CoralProxy {
         new ProxyError('CORAL_LOOP_DETECTED', `request already passed through ${this.#via}`),
       );
     }
-    const hostHeader = req.headers.host;
-    if (!hostHeader) {
-      return this.#sendError(res, method, new ProxyError('CORAL_BAD_HOST', 'missing Host header'));
+    let admitted;
+    try {
+      admitted = admit(req);
+    } catch (e) {
+      // A bad Host or target: the message may not be what it seems (smuggling, a body we will
+      // not read), so the connection is closed after the answer.
+      if (e instanceof ProxyError) return this.#sendError(res, method, e, { connection: 'close' });
+      throw e;
+    }
+    const { host: hostHeader, authority, path } = admitted;
+    if (req.headers[PEER_HEADER] !== undefined && this.#peerAuth) {
+      const verdict = this.#peerAuth.verify({
+        method,
+        authority: hostHeader,
+        path: req.url ?? '',
+        header: headerValue(req.headers[PEER_AUTH_HEADER]),
+      });
+      if (verdict !== 'ok') {
+        this.#metrics?.peerRejected?.(verdict);
+        this.#log.debug(
+          { peer: req.socket.remoteAddress, reason: verdict },
+          'peer request refused: Coral-Peer-Auth did not verify',
+        );
+        return this.#sendError(
+          res,
+          method,
+          new ProxyError('CORAL_PEER_UNAUTHORIZED', `peer request not authenticated (${verdict})`),
+        );
+      }
     }
     let mode: 'coral' | 'site';
     let url: string;
     let zone: string | undefined;
-    let clientPort: number | undefined;
-    const path = requestPath(req.url);
+    const clientPort = authority.port;
     try {
-      const split = splitHostHeader(hostHeader);
-      clientPort = split.port;
-      const site = this.#sites.get(split.name);
+      const site = this.#sites.get(authority.name);
       if (site) {
         mode = 'site';
-        url = normalizeUrl(new URL(path, site).href);
+        url = upstreamUrl(site, path);
       } else {
         const target = parseCoralHost(hostHeader, this.#zones);
         if (!target) {
           throw new ProxyError(
             'CORAL_NOT_CORALIZED',
-            `${split.name} is not a Coralized name: this proxy serves only *.${this.#zones.join(', *.')}` +
+            `${authority.name} is not a Coralized name: this proxy serves only *.${this.#zones.join(', *.')}` +
               ' (for example http://www.example.com.' +
               (this.#zones[0] ?? 'nyud.net') +
               '/)',
@@ -411,7 +476,10 @@ export class CoralProxy {
         }
         mode = 'coral';
         zone = target.zone;
-        url = normalizeUrl(originUrl(target, path));
+        url = upstreamUrl(
+          { protocol: 'http:', hostname: target.originHost, port: target.originPort },
+          path,
+        );
       }
     } catch (e) {
       if (e instanceof ProxyError) return this.#sendError(res, method, e);
@@ -449,7 +517,10 @@ export class CoralProxy {
     };
     if (method !== 'GET' && method !== 'HEAD') return this.#forwardUnsafe(ctx);
     if (this.#routes.size > 50_000) this.#routes.clear();
-    this.#routes.set(hostHeader + (req.url ?? ''), { hotKey: primary + '|' });
+    // The fast path looks requests up by the raw Host and target this one was admitted with.
+    if (req.headers.host !== undefined) {
+      this.#routes.set(req.headers.host + (req.url ?? ''), { hotKey: primary + '|' });
+    }
     return this.#lookup(ctx);
   }
 
@@ -554,11 +625,12 @@ export class CoralProxy {
 
   async #join(ctx: Ctx, inf: InFlight): Promise<void> {
     inf.joiners++;
+    this.#metrics?.joined?.();
     const o = await inf.outcome;
     if (o.kind === 'stream') {
       const values = varyValues(o.head.vary, ctx.reqHeaders);
       const match = values.every((v, i) => v === o.head.varyValues[i]);
-      if (!o.head.shareable || !match) {
+      if (!o.head.shareable || !match || (ctx.peer && o.head.peerVerified === false)) {
         if (ctx.peer)
           return this.#sendError(
             ctx.res,
@@ -742,7 +814,13 @@ export class CoralProxy {
     const params = [`fwd=${head.fwd}`, `fwd-status=${head.fwdStatus}`];
     if (head.stored) params.push('stored');
     if (collapsed) params.push('collapsed');
-    if (head.peer) params.push(`detail=peer-${head.peer.slice(0, 12)}`);
+    const details: string[] = [];
+    if (head.peer) details.push(`peer-${head.peer.slice(0, 12)}`);
+    if (head.peer && head.peerVerified === false) details.push('unverified');
+    if (head.notMembers) details.push(`not-member-holders-${head.notMembers}`);
+    // RFC 9211 detail: one token, or a string when there is more than one fact.
+    if (details.length === 1) params.push(`detail=${details[0]}`);
+    else if (details.length > 1) params.push(`detail="${details.join(' ')}"`);
     headers['cache-status'] = cacheStatus(CACHE_NAME, params);
     this.#rewriteLocation(ctx, headers);
     const flat = flatten(headers);
@@ -857,22 +935,21 @@ export class CoralProxy {
     opts: { register: boolean; allowPeers: boolean; stale?: StoredMeta; fwd: string },
   ): Promise<void> {
     const forwardHeaders = this.#forwardHeaders(ctx);
-    // 1. Peers that announced the object.
+    // 1. Verified members that announced the object.
+    let notMembers = 0;
     if (opts.allowPeers) {
-      let holders: Holder[] = [];
-      try {
-        holders = (await this.#lookupHolders(ctx.keyBytes)).filter(
-          (h) =>
-            h.nodeId !== this.#self.nodeId &&
-            !(h.ip === this.#self.ip && h.httpPort === this.#self.httpPort),
-        );
-      } catch (e) {
-        this.#log.warn({ err: String(e) }, 'index lookup failed');
-      }
+      const choice = await this.#peerTargets(ctx.keyBytes);
+      notMembers = choice.notMembers;
       this.#announce(ctx.keyBytes, this.#holder('fetching'), FETCHING_TTL_SECONDS);
       if (
-        holders.length > 0 &&
-        (await this.#fetchFromPeers(ctx, inf, holders.slice(0, this.#peerRace), forwardHeaders))
+        choice.targets.length > 0 &&
+        (await this.#fetchFromPeers(
+          ctx,
+          inf,
+          choice.targets.slice(0, this.#peerRace),
+          forwardHeaders,
+          notMembers,
+        ))
       ) {
         return;
       }
@@ -945,7 +1022,31 @@ export class CoralProxy {
       responseTime,
       fwd: opts.fwd,
       source: 'origin',
+      notMembers,
     });
+  }
+
+  /**
+   * The members to ask for `keyBytes`: holders from the index mapped to verified member addresses
+   * (peer/members.ts). Without `members` there is no peer fetch, and no lookup either.
+   */
+  async #peerTargets(keyBytes: Uint8Array): Promise<{ targets: PeerTarget[]; notMembers: number }> {
+    if (!this.#members) return { targets: [], notMembers: 0 };
+    let holders: Holder[] = [];
+    try {
+      holders = await this.#lookupHolders(keyBytes);
+    } catch (e) {
+      this.#log.warn({ err: String(e) }, 'index lookup failed');
+    }
+    const choice = chooseHolders(holders, this.#members, this.#self);
+    if (choice.notMembers > 0) {
+      for (let i = 0; i < choice.notMembers; i++) this.#metrics?.holderSkipped?.('not-member');
+      this.#log.debug(
+        { key: Buffer.from(keyBytes).toString('hex'), skipped: choice.notMembers },
+        'holder records naming no verified member skipped',
+      );
+    }
+    return choice;
   }
 
   /** `index.lookup`, bounded by `indexTimeoutMs` on the clock even if the index ignores the signal. */
@@ -1015,16 +1116,19 @@ export class CoralProxy {
   async #fetchFromPeers(
     ctx: Ctx,
     inf: InFlight,
-    holders: Holder[],
+    targets: PeerTarget[],
     headers: Record<string, string>,
+    notMembers: number,
   ): Promise<boolean> {
     const winner = await racePeers(
       {
         upstream: this.#peers,
         clock: this.#clock,
+        connector: this.#peerConnector,
+        ...(this.#peerAuth ? { auth: this.#peerAuth } : {}),
         onEvent: (e) => this.#log.debug(e, 'peer event'),
       },
-      holders,
+      targets,
       {
         path: ctx.path,
         host: ctx.host,
@@ -1055,8 +1159,13 @@ export class CoralProxy {
       return false;
     }
     const h = winner.holder;
+    // The record's size and sha256 are checked in both modes (a mismatch is always a lie or a
+    // fault), but only an authenticated record (keyed mode) makes a match mean anything: in open
+    // mode the copy is served to the clients that asked and is not stored (see #streamResponse).
+    const claimed = headerValue(winner.response.headers[SHA256_HEADER]);
     const bad =
       (Number.isFinite(declared) && declared !== data.length) ||
+      (claimed !== undefined && claimed.toLowerCase() !== sha256) ||
       (h.size !== undefined && h.size !== data.length) ||
       (h.sha256 !== undefined && h.sha256.toLowerCase() !== sha256);
     if (bad) {
@@ -1079,6 +1188,8 @@ export class CoralProxy {
       fwd: 'peer',
       source: 'peer',
       peer: h.nodeId,
+      peerVerified: this.#members?.recordsAuthenticated === true,
+      notMembers,
     });
     return true;
   }
@@ -1094,6 +1205,9 @@ export class CoralProxy {
       fwd: string;
       source: 'origin' | 'peer';
       peer?: string;
+      /** A peer copy checked against an authenticated record (keyed mode). */
+      peerVerified?: boolean;
+      notMembers?: number;
     },
   ): Promise<void> {
     const all = toRecord(res.headers);
@@ -1122,7 +1236,9 @@ export class CoralProxy {
         ? storable(ctx.reqHeaders, res.status, headers, this.#policy)
         : { store: false, reason: 'method' };
     const cookieBlocked = ctx.mode === 'site' && setCookie !== undefined;
-    const store = decision.store && !cookieBlocked && !ctx.rules.noStore;
+    const unverifiedPeer = o.source === 'peer' && o.peerVerified !== true;
+    const shareable = decision.store && !cookieBlocked && !ctx.rules.noStore;
+    const store = shareable && !unverifiedPeer;
     const vary = varyNames(headers);
     const head: StreamHead = {
       status: res.status,
@@ -1132,10 +1248,11 @@ export class CoralProxy {
       fwd: o.fwd,
       fwdStatus: res.status,
       stored: store,
-      shareable: store,
+      shareable,
       vary,
       varyValues: varyValues(vary, ctx.reqHeaders),
-      ...(o.peer ? { peer: o.peer } : {}),
+      ...(o.peer ? { peer: o.peer, peerVerified: !unverifiedPeer } : {}),
+      ...(o.notMembers ? { notMembers: o.notMembers } : {}),
     };
     inf.settle({ kind: 'stream', head });
     if (noBody) {

@@ -27,6 +27,14 @@ export interface StreamHead {
   varyValues: string[];
   /** Node ID of the peer it came from, if any. */
   peer?: string;
+  /**
+   * For a peer copy: was it checked against an authenticated holder record (keyed mode)? An
+   * unverified copy (open mode) is served to the clients that asked, never stored, announced or
+   * handed to other peers.
+   */
+  peerVerified?: boolean;
+  /** Holder records skipped because their node is not a verified member (Cache-Status detail). */
+  notMembers?: number;
 }
 
 export type Outcome =

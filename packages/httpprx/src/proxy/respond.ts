@@ -29,18 +29,6 @@ export function ifRangeOk(ifRange: string | undefined, meta: StoredMeta): boolea
   return !!lm && Date.parse(lm) === Date.parse(ifRange);
 }
 
-/** Path and query of a request target, origin-form or absolute-form (`GET http://h/p?q`). */
-export function requestPath(target: string | undefined): string {
-  if (!target) return '/';
-  if (target.startsWith('/')) return target;
-  try {
-    const u = new URL(target);
-    return u.pathname + u.search;
-  } catch {
-    return '/';
-  }
-}
-
 /** The `code` of an error's cause (e.g. the connector's EADDRNOTAVAIL), if any. */
 export function causeCode(err: Error): string | undefined {
   const c = (err.cause as { code?: unknown } | undefined)?.code;

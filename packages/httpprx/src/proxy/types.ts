@@ -2,6 +2,8 @@
 import type { Clock } from '@coral/testkit';
 import type { Dial, Resolver } from '../connect/index.js';
 import type { ContentIndex } from '../content-index.js';
+import type { PeerAuth } from '../peer/auth.js';
+import type { FleetMembers } from '../peer/members.js';
 
 export interface Logger {
   debug(obj: unknown, msg?: string): void;
@@ -18,6 +20,14 @@ export interface ProxyMetrics {
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
   rateLimited(): void;
+  /** A holder record skipped before any connection: its node is not a verified live member. */
+  holderSkipped?(reason: 'not-member'): void;
+  /** An incoming peer request refused (403): the reason `PeerAuth.verify` gave. */
+  peerRejected?(reason: string): void;
+  /** A request joined an in-flight fetch of the same object (request coalescing). */
+  joined?(): void;
+  /** A request the HTTP parser refused (answered 400/408/431 and closed): the error code. */
+  clientError?(code: string): void;
 }
 
 export type { Resolver } from '../connect/index.js';
@@ -28,14 +38,32 @@ export interface ProxyComponents {
   logger?: Logger;
   metrics?: ProxyMetrics;
   resolver?: Resolver;
-  /** How origin TCP connections are opened (default net.connect); tests record attempts with it. */
+  /**
+   * How origin and peer TCP connections are opened (default net.connect); tests record attempts
+   * with it.
+   */
   dial?: Dial;
+  /**
+   * The fleet's verified live members. A peer fetch goes only to `members.member(holder.nodeId)`
+   * at the address given there, never to an address from a holder record. Absent: no peer fetch
+   * at all (the proxy still announces what it holds).
+   */
+  members?: FleetMembers;
+  /**
+   * Authentication of node-to-node requests: outgoing peer requests carry `Coral-Peer-Auth` from
+   * `sign`; an incoming peer request (peer marker header) that does not `verify` gets 403
+   * `CORAL_PEER_UNAUTHORIZED`. Absent: peer requests are neither signed nor checked.
+   */
+  peerAuth?: PeerAuth;
 }
 
 export interface ProxyOptions {
   /** Zones whose subdomains are Coralized names. Default `DEFAULT_ZONES` (src/constants.ts). */
   zones?: string[];
-  /** Site (accelerator) mode: host name → origin base URL (`http://origin.example:8080`). */
+  /**
+   * Site (accelerator) mode: host name → origin URL (`http://origin.example:8080`); only its
+   * scheme, host and port are used, request paths always stay on that origin.
+   */
   sites?: Record<string, string>;
   /** Directory for the disk store; absent = memory-only store. */
   dataDir?: string;
@@ -49,7 +77,10 @@ export interface ProxyOptions {
   maxObjectBytes?: number;
   /** Freshness for responses with neither explicit expiry nor Last-Modified (s). Default 0 = off. */
   defaultTtlSeconds?: number;
-  /** Allow origins on loopback/private/link-local addresses. Default false. */
+  /**
+   * Allow origins (and peers that are not verified members) on loopback/private/link-local
+   * addresses. Default false. Verified fleet members are reached at their address either way.
+   */
   allowPrivateOrigins?: boolean;
   /** Hosts-file style overrides for origin names. */
   hosts?: Record<string, string[]>;

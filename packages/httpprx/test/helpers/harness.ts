@@ -1,11 +1,12 @@
 /** Real loopback origins, proxies and a raw HTTP client for the proxy tests. */
 import { createServer, request } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
 import { ManualClock, waitFor } from '@coral/testkit';
 import { CoralProxy } from '../../src/proxy/coral-proxy.js';
-import type { ProxyOptions, ProxyComponents } from '../../src/proxy/types.js';
+import type { ProxyComponents, ProxyMetrics, ProxyOptions } from '../../src/proxy/types.js';
 import { InMemoryContentIndex } from '../../src/memory-index.js';
+import type { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 
 export const T0 = Date.UTC(2026, 0, 1);
 
@@ -34,7 +35,6 @@ export async function startOrigin(
   port = 0,
 ): Promise<Origin> {
   const hits: OriginHit[] = [];
-  const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -44,24 +44,24 @@ export async function startOrigin(
       handler(req, res, body);
     });
   });
+  const close = closer(server);
+  await new Promise<void>((r) => server.listen(port, ip, r));
+  const p = (server.address() as AddressInfo).port;
+  return { ip, port: p, coralHost: `origin.test.${p}.nyud.net`, hits, server, close };
+}
+
+/** Track a server's connections; the returned function destroys them and closes the server. */
+export function closer(server: NetServer): () => Promise<void> {
+  const sockets = new Set<Socket>();
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  await new Promise<void>((r) => server.listen(port, ip, r));
-  const p = (server.address() as AddressInfo).port;
-  return {
-    ip,
-    port: p,
-    coralHost: `origin.test.${p}.nyud.net`,
-    hits,
-    server,
-    close: () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  };
+  return () =>
+    new Promise<void>((r) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    });
 }
 
 export interface ProxyHarness {
@@ -145,4 +145,101 @@ export async function until(
   limitMs = 10_000,
 ): Promise<void> {
   await waitFor(cond, { what, limitMs, everyMs: 2 });
+}
+
+/** What a proxy reported through its metrics (the optional events, and error statuses). */
+export interface MetricLog {
+  holderSkipped: string[];
+  peerRejected: string[];
+  clientError: string[];
+  joined: number;
+}
+
+/** A `ProxyMetrics` that records the events tests look at. */
+export function recordingMetrics(): ProxyMetrics & { log: MetricLog } {
+  const log: MetricLog = { holderSkipped: [], peerRejected: [], clientError: [], joined: 0 };
+  return {
+    log,
+    request() {},
+    originFetch() {},
+    peerFetch() {},
+    rateLimited() {},
+    holderSkipped: (r) => log.holderSkipped.push(r),
+    peerRejected: (r) => log.peerRejected.push(r),
+    clientError: (c) => log.clientError.push(c),
+    joined: () => log.joined++,
+  };
+}
+
+export const NODE_A = 'aa'.repeat(20);
+export const NODE_B = 'bb'.repeat(20);
+
+export interface Pair {
+  clock: ManualClock;
+  index: InMemoryContentIndex;
+  /** Absent when the pair was started without members (no peer fetch). */
+  members: InMemoryFleetMembers | undefined;
+  origin: Origin;
+  /** Proxy A (node `NODE_A`) on 127.0.0.1 and B (`NODE_B`) on 127.0.0.4, both members. */
+  a: ProxyHarness;
+  b: ProxyHarness;
+  metricsA: MetricLog;
+  metricsB: MetricLog;
+  /** Origin URL of `path` (the index key's URL). */
+  url(path: string): string;
+  close(): Promise<void>;
+}
+
+/**
+ * Two proxies sharing one index and one origin that serves `body` (max-age=600) at every path.
+ * `members`: the fleet's members (A and B are added once listening), or undefined for none.
+ */
+export async function startPair(opts: {
+  body: Buffer;
+  members: InMemoryFleetMembers | undefined;
+  a?: Partial<ProxyComponents>;
+  b?: Partial<ProxyComponents>;
+  clock?: ManualClock;
+}): Promise<Pair> {
+  const clock = opts.clock ?? new ManualClock(T0);
+  const index = new InMemoryContentIndex({ clock });
+  const { members } = opts;
+  const origin = await startOrigin((_q, res) => {
+    res.writeHead(200, {
+      'cache-control': 'max-age=600',
+      'content-length': String(opts.body.length),
+    });
+    res.end(opts.body);
+  });
+  const ma = recordingMetrics();
+  const mb = recordingMetrics();
+  const shared = { clock, index, ...(members ? { members } : {}) };
+  const a = await startProxy(
+    { self: { nodeId: NODE_A, ip: '127.0.0.1', httpPort: 0 } },
+    { metrics: ma, ...opts.a, ...shared },
+    '127.0.0.1',
+  );
+  const b = await startProxy(
+    { self: { nodeId: NODE_B, ip: '127.0.0.4', httpPort: 0 } },
+    { metrics: mb, ...opts.b, ...shared },
+    '127.0.0.4',
+  );
+  members?.set(NODE_A, { ip: '127.0.0.1', httpPort: a.port });
+  members?.set(NODE_B, { ip: '127.0.0.4', httpPort: b.port });
+  return {
+    clock,
+    index,
+    members,
+    origin,
+    a,
+    b,
+    metricsA: ma.log,
+    metricsB: mb.log,
+    url: (path) => `http://origin.test:${origin.port}${path}`,
+    close: async () => {
+      await a.close();
+      await b.close();
+      await origin.close();
+    },
+  };
 }

@@ -5,6 +5,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@coral/testkit';
 import { InMemoryContentIndex } from '../../src/memory-index.js';
+import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import { CoralProxy } from '../../src/proxy/coral-proxy.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { T0, get, startOrigin, startProxy, until } from '../helpers/harness.js';
@@ -21,6 +22,7 @@ const SHA = createHash('sha256').update(BODY).digest('hex');
 interface Fleet {
   clock: ManualClock;
   index: InMemoryContentIndex;
+  members: InMemoryFleetMembers;
   origin: Origin;
   a: ProxyHarness;
   b: ProxyHarness;
@@ -35,6 +37,8 @@ async function fleet(
 ): Promise<Fleet> {
   const clock = new ManualClock(T0);
   const index = new InMemoryContentIndex({ clock });
+  // Keyed mode: records are authenticated, so a verified peer copy is stored and announced.
+  const members = new InMemoryFleetMembers({ recordsAuthenticated: true });
   const origin = await startOrigin((_q, res) => {
     res.writeHead(200, { 'cache-control': 'max-age=600', 'content-length': String(BODY.length) });
     res.write(BODY.subarray(0, 1000));
@@ -54,20 +58,31 @@ async function fleet(
       peerTimeoutMs,
       reannounceIntervalMs,
     },
-    { clock, index },
+    { clock, index, members },
     '127.0.0.1',
   );
   const b = await startProxy(
     { self: { nodeId: 'bb'.repeat(20), ip: '127.0.0.4', httpPort: 0 }, peerTimeoutMs },
-    { clock, index, logger },
+    { clock, index, logger, members },
     '127.0.0.4',
   );
+  members.set('aa'.repeat(20), { ip: '127.0.0.1', httpPort: a.port });
+  members.set('bb'.repeat(20), { ip: '127.0.0.4', httpPort: b.port });
   cleanups.push(
     () => origin.close(),
     () => a.close(),
     () => b.close(),
   );
-  return { clock, index, origin, a, b, events, url: `http://origin.test:${origin.port}/obj` };
+  return {
+    clock,
+    index,
+    members,
+    origin,
+    a,
+    b,
+    events,
+    url: `http://origin.test:${origin.port}/obj`,
+  };
 }
 
 const fromB = (f: Fleet, headers: Record<string, string> = {}) =>
@@ -179,6 +194,7 @@ describe('cooperation through the ContentIndex', () => {
   it('a peer returning wrong bytes is detected: B falls back to the origin and stores only the right bytes', async () => {
     const f = await fleet();
     const liar = await fakePeer('lie');
+    f.members.set('cc'.repeat(20), { ip: '127.0.0.5', httpPort: liar.port });
     f.index.set(urlKey(f.url), {
       nodeId: 'cc'.repeat(20),
       ip: '127.0.0.5',
@@ -202,6 +218,7 @@ describe('cooperation through the ContentIndex', () => {
     const f = await fleet();
     const dead = await fakePeer('stall');
     await cleanups.pop()!(); // close it: its port now refuses
+    f.members.set('dd'.repeat(20), { ip: '127.0.0.5', httpPort: dead.port });
     f.index.set(urlKey(f.url), {
       nodeId: 'dd'.repeat(20),
       ip: '127.0.0.5',
@@ -221,6 +238,7 @@ describe('cooperation through the ContentIndex', () => {
     it(`a peer that ${mode === 'stall' ? 'never answers' : 'stops mid-body'} costs B exactly peerTimeoutMs (1000 ms of clock) before the origin`, async () => {
       const f = await fleet(undefined, 1_000);
       const slow = await fakePeer(mode);
+      f.members.set('ee'.repeat(20), { ip: '127.0.0.5', httpPort: slow.port });
       f.index.set(urlKey(f.url), {
         nodeId: 'ee'.repeat(20),
         ip: '127.0.0.5',
@@ -278,7 +296,7 @@ describe('cooperation through the ContentIndex', () => {
       res.end('from origin');
     });
     const proxy = new CoralProxy(
-      { index: stuck, clock },
+      { index: stuck, clock, members: new InMemoryFleetMembers() },
       {
         allowPrivateOrigins: true,
         hosts: { 'origin.test': ['127.0.0.2'] },
@@ -317,16 +335,18 @@ describe('cooperation through the ContentIndex', () => {
       });
     });
     const opts = { peerTimeoutMs: 1_000, peerFetchingTimeoutMs: 3_000 };
+    const members = new InMemoryFleetMembers({ recordsAuthenticated: true });
     const a = await startProxy(
       { ...opts, self: { nodeId: 'aa'.repeat(20), ip: '127.0.0.1', httpPort: 0 } },
-      { clock, index },
+      { clock, index, members },
       '127.0.0.1',
     );
     const b = await startProxy(
       { ...opts, self: { nodeId: 'bb'.repeat(20), ip: '127.0.0.4', httpPort: 0 } },
-      { clock, index },
+      { clock, index, members },
       '127.0.0.4',
     );
+    members.set('aa'.repeat(20), { ip: '127.0.0.1', httpPort: a.port });
     cleanups.push(
       () => origin.close(),
       () => a.close(),
@@ -353,6 +373,7 @@ describe('cooperation through the ContentIndex', () => {
   it('a stalled `fetching` holder costs exactly peerFetchingTimeoutMs (3000 ms of clock)', async () => {
     const f = await fleet(undefined, 1_000);
     const slow = await fakePeer('stall');
+    f.members.set('ff'.repeat(20), { ip: '127.0.0.5', httpPort: slow.port });
     f.index.set(urlKey(f.url), {
       nodeId: 'ff'.repeat(20),
       ip: '127.0.0.5',

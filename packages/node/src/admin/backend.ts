@@ -27,6 +27,12 @@ export interface ReadinessView {
   checks: Record<string, boolean>;
 }
 
+export interface LocalValueView {
+  value: Uint8Array;
+  /** Cluster levels (0 global, 1, 2) this node stores the value at, ascending. */
+  levels: number[];
+}
+
 export interface DshtGetView {
   values: Uint8Array[];
   stats: Record<string, unknown>;
@@ -41,8 +47,11 @@ export interface AdminBackend {
   routes(level: number): unknown[];
   /** Number of cluster levels (routes accepts 0 .. levels-1). */
   readonly levels: number;
-  /** Values stored on this node under `key` (no network). */
-  localGet(key: Uint8Array): Promise<Uint8Array[]> | Uint8Array[];
+  /**
+   * Values stored on this node under `key` (no network), each once, with the cluster levels it is
+   * stored at (a put stores at every level, so the closest node often holds a value at several).
+   */
+  localGet(key: Uint8Array): Promise<LocalValueView[]> | LocalValueView[];
   /** A network get (hierarchical lookup). */
   get(key: Uint8Array, signal: AbortSignal): Promise<DshtGetView>;
   /** A network put (sloppy insertion). */

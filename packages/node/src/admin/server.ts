@@ -39,6 +39,11 @@ export interface AdminApiComponents {
 export interface AdminApiOptions {
   /** Bearer token required from non-loopback clients; without one they are refused. */
   token?: string;
+  /**
+   * Serve `/metrics` to any client without the token (for a Prometheus scraping pods by
+   * annotation). Default false. `/healthz` and `/readyz` always answer anyone.
+   */
+  publicMetrics?: boolean;
   /** Bound on network DSHT operations started from the API (default {@link DEFAULT_ADMIN_OP_TIMEOUT_MS}). */
   opTimeoutMs?: number;
   /** Largest request body accepted (default {@link DEFAULT_ADMIN_MAX_BODY_BYTES}). */
@@ -78,6 +83,7 @@ export class AdminApi {
   readonly #metrics: CoralMetrics | undefined;
   readonly #logger: AdminApiComponents['logger'];
   readonly #token: string | undefined;
+  readonly #publicPaths: ReadonlySet<string>;
   readonly #opTimeoutMs: number;
   readonly #maxBody: number;
   readonly #routes: [method: string, pattern: RegExp, handler: Handler][];
@@ -88,6 +94,13 @@ export class AdminApi {
     this.#metrics = components.metrics;
     this.#logger = components.logger;
     this.#token = options.token;
+    // Probes of load balancers, kubelets and health checks come from other addresses and carry no
+    // token; what they learn (alive, ready and the names of the readiness checks) is no secret.
+    this.#publicPaths = new Set([
+      '/healthz',
+      '/readyz',
+      ...(options.publicMetrics ? ['/metrics'] : []),
+    ]);
     this.#opTimeoutMs = options.opTimeoutMs ?? DEFAULT_ADMIN_OP_TIMEOUT_MS;
     this.#maxBody = options.maxBodyBytes ?? DEFAULT_ADMIN_MAX_BODY_BYTES;
     const b = this.#backend;
@@ -111,7 +124,10 @@ export class AdminApi {
         async (_r, _u, [key]) => {
           const k = parseKey(decodeURIComponent(key!));
           const values = await b.localGet(k);
-          return json(200, { key: k, values: values.map(viewValue) });
+          return json(200, {
+            key: k,
+            values: values.map((v) => ({ ...viewValue(v.value), levels: v.levels })),
+          });
         },
       ],
       [
@@ -157,9 +173,11 @@ export class AdminApi {
   /** Answer one request. Never throws: every failure becomes a JSON error with a stable code. */
   async handle(req: AdminRequest): Promise<AdminResponse> {
     try {
-      checkAccess(req.remoteAddress, header(req.headers, 'authorization'), this.#token);
       const url = new URL(req.url, 'http://admin.invalid');
       const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
+      if (!this.#publicPaths.has(path)) {
+        checkAccess(req.remoteAddress, header(req.headers, 'authorization'), this.#token);
+      }
       let pathMatched = false;
       for (const [method, pattern, handler] of this.#routes) {
         const m = pattern.exec(path);

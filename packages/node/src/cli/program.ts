@@ -8,8 +8,10 @@
  */
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { DEFAULT_PROXY_PORT, type CoralConfig } from '../config/schema.js';
-import { loadConfig } from '../config/load.js';
+import { loadStartConfig } from '../config/load.js';
+import type { NameLookup } from '../config/resolve.js';
 import { ConfigError, CoralNodeError } from '../errors.js';
+import { VERSION } from '../version.js';
 import { AdminClient, DEFAULT_ADMIN_URL } from './client.js';
 
 export interface CliIo {
@@ -23,6 +25,8 @@ export interface CliDeps {
   startNode(config: CoralConfig, io: CliIo): Promise<number>;
   /** Print the Coralized form of `url` (from @coral/httpprx). */
   coralize(url: string, zone: string, port?: number): string;
+  /** Name lookup after `hosts` when checking `advertise` (default: the system resolver). */
+  lookup?: NameLookup;
 }
 
 export const EXIT_OK = 0;
@@ -49,6 +53,7 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
 
   const program = new Command('coral-node')
     .description('Run a Coral node, or talk to a running one through its admin API')
+    .version(`coral-node ${VERSION}`, '-V, --version', 'print the version and exit')
     .option(
       '--admin <url>',
       'admin API of the node to talk to',
@@ -74,7 +79,7 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
     .action(async (opts: { config?: string }) => {
       let config: CoralConfig;
       try {
-        config = loadConfig({ file: opts.config, env: io.env });
+        config = await loadStartConfig({ file: opts.config, env: io.env, lookup: deps.lookup });
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         io.stderr.write(`coral-node: ${err.message}\n`);

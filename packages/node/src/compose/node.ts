@@ -9,19 +9,36 @@ import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
 import type { NodeDirectory, NodeInfo } from '@coral/dnssrv';
+import type { FleetMembers } from '@coral/httpprx';
 import type { Logger } from 'pino';
-import type { AdminBackend, DshtGetView, NodeInfoView, ReadinessView } from '../admin/backend.js';
+import type {
+  AdminBackend,
+  DshtGetView,
+  LocalValueView,
+  NodeInfoView,
+  ReadinessView,
+} from '../admin/backend.js';
 import { AdminApi } from '../admin/server.js';
 import { DshtContentIndex } from '../adapters/content-index.js';
-import { resolveAddresses, type NameLookup, type ResolvedAddresses } from '../config/resolve.js';
+import {
+  resolveAddresses,
+  resolveBootstrap,
+  type BootstrapResolution,
+  type NameLookup,
+  type ResolvedAddresses,
+} from '../config/resolve.js';
 import type { CoralConfig } from '../config/schema.js';
-import { StartError } from '../errors.js';
+import { CoralNodeError, StartError } from '../errors.js';
+import { openStore } from '../storage/open-store.js';
 import { createLogger } from '../logging/logger.js';
+import { VERSION } from '../version.js';
 import { CoralMetrics } from '../metrics/metrics.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
 
-export const VERSION = '0.1.0';
-/** Bootstrap retry: first delay, doubling up to the cap, while the node has no contact. */
+/**
+ * Bootstrap retry: first delay, doubling up to the cap, while the node has no contact. Each retry
+ * resolves the bootstrap names again (the member may still be starting) and pings them.
+ */
 export const BOOTSTRAP_RETRY_MS = 500;
 export const BOOTSTRAP_RETRY_MAX_MS = 10_000;
 
@@ -52,9 +69,12 @@ export class CoralNode implements AdminBackend {
   readonly listening: { proxy?: Listening; dsht?: Listening; dns?: Listening; admin?: Listening } =
     {};
   #joined = false;
+  #bootstrap: BootstrapResolution = { contacts: [], unresolved: [], self: false };
+  #joinAttempts = 0;
   #stopping: Promise<void> | undefined;
   #retry: { cancel(): void } | undefined;
   readonly #services: ServiceFactory;
+  readonly #lookup: NameLookup | undefined;
 
   private constructor(
     config: CoralConfig,
@@ -68,6 +88,7 @@ export class CoralNode implements AdminBackend {
     this.logger = components.logger ?? createLogger({ level: config.log.level });
     this.metrics = components.metrics ?? new CoralMetrics();
     this.#services = components.services;
+    this.#lookup = components.lookup;
   }
 
   /**
@@ -92,32 +113,60 @@ export class CoralNode implements AdminBackend {
     const log = (component: string) => logger.child({ component });
     const dataDir = resolvePath(config.dataDir);
     await step('data directory', () => mkdir(dataDir, { recursive: true }));
-    for (const u of addresses.unresolved) {
-      logger.warn({ entry: u.entry, reason: u.reason }, 'bootstrap address not resolved; skipped');
-    }
+    const storage = {
+      dataDir,
+      logger: log('storage'),
+      metrics: metrics.storage,
+      clock: this.#clock,
+    };
 
+    // One identity: the DSHT contact carries the advertised address, and everything else (holder
+    // records, DNS answers, the banner) takes it from that contact.
+    this.#bootstrap = await resolveBootstrap(config, this.#selfAddresses(), this.#lookup);
     const args = { config, metrics };
     this.dsht = await step('dsht', () =>
-      services.dsht({
-        ...args,
-        logger: log('dsht'),
-        bind: { host: addresses.bind.dsht, port: config.dsht.port },
-        dataDir: join(dataDir, 'dsht'),
-        service: {
-          httpPort: config.proxy.port,
-          dnsPort: config.dns.enabled ? config.dns.port : undefined,
-          region: config.region,
-        },
+      openStore({ ...storage, store: 'dsht', dir: join(dataDir, 'dsht') }, async () => {
+        const dsht = await services.dsht({
+          ...args,
+          logger: log('dsht'),
+          bind: { host: addresses.bind.dsht, port: config.dsht.port },
+          advertise: addresses.advertiseIp,
+          dataDir: join(dataDir, 'dsht'),
+          service: {
+            httpPort: config.proxy.port,
+            dnsPort: config.dns.enabled ? config.dns.port : undefined,
+            region: config.region,
+          },
+        });
+        try {
+          await dsht.start({ bootstrap: this.#bootstrap.contacts });
+        } catch (err) {
+          await dsht.stop().catch(() => undefined);
+          throw err;
+        }
+        return dsht;
       }),
     );
-    await step('dsht', () => this.dsht.start({ bootstrap: addresses.bootstrap }));
     const contact = this.dsht.contact;
     const nodeId = Buffer.from(contact.id).toString('hex');
-    this.listening.dsht = { host: contact.ip, port: contact.port };
-    this.#joined = this.dsht.routes(0).length > 0 || addresses.bootstrap.length === 0;
-    if (!this.#joined) this.#scheduleBootstrapRetry(BOOTSTRAP_RETRY_MS);
+    this.listening.dsht = { host: addresses.bind.dsht, port: contact.port };
+    if (addresses.bind.dsht !== contact.ip) {
+      logger.warn(
+        { bind: addresses.bind.dsht, advertise: contact.ip },
+        'the DSHT sends from its bind address but advertises another one: fleet members drop ' +
+          'its datagrams unless they run with dsht.allowNat (a NAT or forwarder in front of it)',
+      );
+    }
+    // Ready once it has a contact; a node with no bootstrap list, or that finds itself in the list
+    // (a seed), is ready on its own and meets the others as they come.
+    this.#joined =
+      this.dsht.routes(0).length > 0 || config.bootstrap.length === 0 || this.#bootstrap.self;
+    if (this.dsht.routes(0).length === 0 && this.#hasOtherMembers()) {
+      this.#logJoinPending(BOOTSTRAP_RETRY_MS);
+      this.#scheduleBootstrapRetry(BOOTSTRAP_RETRY_MS);
+    }
 
-    const self = { nodeId, ip: addresses.advertiseIp, httpPort: config.proxy.port };
+    const self = { nodeId, ip: contact.ip, httpPort: config.proxy.port };
     this.index = new DshtContentIndex(
       {
         dsht: this.dsht,
@@ -133,13 +182,34 @@ export class CoralNode implements AdminBackend {
         claimRankCap: config.index.claimRankCap,
       },
     );
+    // Stopgap until the DSHT's verified membership is wired (issue 10, wave 2): the proxy asks
+    // only holders that are live proxies of the directory, at the directory's address for them,
+    // in open mode (holder records are not authenticated yet).
+    const members: FleetMembers = {
+      recordsAuthenticated: false,
+      member: (id) => {
+        const n = this.directory?.get?.(id);
+        const ip = n?.ipv4 ?? n?.ipv6;
+        return n && ip ? { ip, httpPort: n.httpPort } : undefined;
+      },
+    };
     this.proxy = await step('proxy', () =>
-      services.proxy({
-        ...args,
-        logger, // the proxy labels its lines itself (component: httpprx)
-        index: this.index,
-        self,
-        dataDir: join(dataDir, 'cache'),
+      openStore({ ...storage, store: 'cache', dir: join(dataDir, 'cache') }, async () => {
+        const proxy = await services.proxy({
+          ...args,
+          logger, // the proxy labels its lines itself (component: httpprx)
+          index: this.index,
+          self,
+          dataDir: join(dataDir, 'cache'),
+          members,
+        });
+        try {
+          await proxy.open();
+        } catch (err) {
+          await proxy.close().catch(() => undefined);
+          throw err;
+        }
+        return proxy;
       }),
     );
     await step('proxy', () => this.proxy.listen(config.proxy.port, addresses.bind.proxy));
@@ -160,7 +230,7 @@ export class CoralNode implements AdminBackend {
 
     this.admin = new AdminApi(
       { backend: this, metrics, logger: log('admin') },
-      { token: config.admin.token },
+      { token: config.admin.token, publicMetrics: config.admin.publicMetrics },
     );
     this.listening.admin = await step('admin', () =>
       this.admin.listen(config.admin.port, addresses.bind.admin),
@@ -168,24 +238,72 @@ export class CoralNode implements AdminBackend {
     logger.info({ nodeId, listening: this.listening }, 'coral node started');
   }
 
+  /** The addresses a bootstrap entry naming this node itself resolves to. */
+  #selfAddresses(): { ips: string[]; port: number } {
+    const { advertiseIp, bind } = this.addresses;
+    return { ips: [...new Set([advertiseIp, bind.dsht])], port: this.config.dsht.port };
+  }
+
+  /** Bootstrap entries other than this node itself (resolved or not yet). */
+  #hasOtherMembers(): boolean {
+    return this.#bootstrap.contacts.length + this.#bootstrap.unresolved.length > 0;
+  }
+
+  /**
+   * Say why the node has no contact yet. At `warn` while that keeps it from being ready; a seed is
+   * ready already and waits for the other seeds quietly (`debug`).
+   */
+  #logJoinPending(retryInMs: number): void {
+    const b = this.#bootstrap;
+    this.logger[this.#joined ? 'debug' : 'warn'](
+      {
+        attempt: this.#joinAttempts,
+        retryInMs,
+        unresolved: b.unresolved,
+        unanswered: b.contacts,
+      },
+      `not joined yet: ${[
+        b.unresolved.length > 0
+          ? `bootstrap ${b.unresolved.map((u) => `${u.entry} (${u.reason})`).join(', ')} did not resolve`
+          : '',
+        b.contacts.length > 0 ? `no answer from ${b.contacts.join(', ')}` : '',
+      ]
+        .filter(Boolean)
+        .join('; ')}; retrying in ${retryInMs} ms`,
+    );
+  }
+
   #scheduleBootstrapRetry(delayMs: number): void {
     this.#retry = this.#clock.setTimeout(() => {
       void (async () => {
-        if (this.#stopping || this.#joined) return;
-        await Promise.all(
-          this.addresses.bootstrap.map((entry) => {
-            const colon = entry.lastIndexOf(':');
-            const ip = entry.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-            return this.dsht.ping({ ip, port: Number(entry.slice(colon + 1)) }).catch(() => 0);
-          }),
-        );
+        if (this.#stopping) return;
+        this.#joinAttempts++;
+        if (this.dsht.routes(0).length === 0) {
+          this.#bootstrap = await resolveBootstrap(
+            this.config,
+            this.#selfAddresses(),
+            this.#lookup,
+          );
+          await Promise.all(
+            this.#bootstrap.contacts.map((entry) => {
+              const colon = entry.lastIndexOf(':');
+              const ip = entry.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
+              return this.dsht.ping({ ip, port: Number(entry.slice(colon + 1)) }).catch(() => 0);
+            }),
+          );
+        }
         if (this.#stopping) return;
         if (this.dsht.routes(0).length > 0) {
           await this.dsht.join().catch(() => undefined);
           this.#joined = true;
-          this.logger.info({ contacts: this.dsht.routes(0).length }, 'joined the fleet');
+          this.logger.info(
+            { contacts: this.dsht.routes(0).length, attempts: this.#joinAttempts },
+            'joined the fleet',
+          );
         } else {
-          this.#scheduleBootstrapRetry(Math.min(delayMs * 2, BOOTSTRAP_RETRY_MAX_MS));
+          const next = Math.min(delayMs * 2, BOOTSTRAP_RETRY_MAX_MS);
+          this.#logJoinPending(next);
+          this.#scheduleBootstrapRetry(next);
         }
       })();
     }, delayMs);
@@ -239,7 +357,7 @@ export class CoralNode implements AdminBackend {
       `coral-node ${VERSION}  id ${this.info().nodeId}`,
       `  proxy  http  ${show(l.proxy)}  (advertised as ${fmtHost(this.addresses.advertiseIp)}:${this.config.proxy.port})`,
       `  dns    udp+tcp  ${show(l.dns)}  zone ${this.config.zone}`,
-      `  dsht   udp   ${show(l.dsht)}  bootstrap ${this.addresses.bootstrap.join(', ') || '(none: first node)'}`,
+      `  dsht   udp   ${show(l.dsht)}  bootstrap ${this.config.bootstrap.join(', ') || '(none: first node)'}${this.#bootstrap.self ? ' (this node is a seed)' : ''}`,
       `  admin  http  ${show(l.admin)}  (try: curl http://${l.admin ? `${fmtHost(reachable(l.admin.host, '127.0.0.1'))}:${l.admin.port}` : ''}/v1/node)`,
       `  data   ${resolvePath(this.config.dataDir)}`,
       '',
@@ -309,8 +427,20 @@ export class CoralNode implements AdminBackend {
     return this.dsht.routes(level);
   }
 
-  localGet(key: Uint8Array): Uint8Array[] {
-    return this.dsht.localGet(key);
+  localGet(key: Uint8Array): LocalValueView[] {
+    const byValue = new Map<string, LocalValueView>();
+    for (let level = 0; level < this.levels; level++) {
+      for (const value of this.dsht.localGet(key, level)) {
+        const id = Buffer.from(value).toString('hex');
+        const seen = byValue.get(id);
+        if (seen) {
+          if (!seen.levels.includes(level)) seen.levels.push(level);
+        } else {
+          byValue.set(id, { value, levels: [level] });
+        }
+      }
+    }
+    return [...byValue.values()];
   }
 
   async get(key: Uint8Array, signal: AbortSignal): Promise<DshtGetView> {
@@ -369,7 +499,8 @@ async function step<T>(service: string, fn: () => Promise<T> | T): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    throw err instanceof StartError ? err : new StartError(service, err);
+    // Errors that already say what went wrong (a data directory in use, ...) keep their own code.
+    throw err instanceof CoralNodeError ? err : new StartError(service, err);
   }
 }
 

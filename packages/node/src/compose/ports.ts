@@ -3,7 +3,7 @@
  * builds the real ones (@coral/dsht, @coral/httpprx, @coral/dnssrv); `CoralNode` only sees these,
  * which keeps the composition readable and tells each package what the process relies on.
  */
-import type { ContentIndex } from '@coral/httpprx';
+import type { ContentIndex, FleetMembers } from '@coral/httpprx';
 import type { NodeDirectory } from '@coral/dnssrv';
 import type { Logger } from 'pino';
 import type { DshtValueStore } from '../adapters/content-index.js';
@@ -25,6 +25,8 @@ export interface DshtPort extends DshtValueStore {
 }
 
 export interface ProxyPort {
+  /** Open the cache (its database and files); `listen` does it too. Rejects when it cannot. */
+  open(): Promise<void>;
   listen(port: number, host?: string): Promise<unknown>;
   close(): Promise<void>;
   cacheList(): unknown[] | Promise<unknown[]>;
@@ -51,6 +53,8 @@ export interface ServiceFactory {
   dsht(
     args: ServiceArgs & {
       bind: { host: string; port: number };
+      /** The node's advertised IP: its DSHT contact (and so its id) carries it. */
+      advertise: string;
       dataDir: string;
       service: { httpPort: number; dnsPort?: number; region?: string };
     },
@@ -60,6 +64,8 @@ export interface ServiceFactory {
       index: ContentIndex;
       self: { nodeId: string; ip: string; httpPort: number };
       dataDir: string;
+      /** The fleet members the proxy may fetch from (absent: no peer fetch). */
+      members?: FleetMembers;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */

@@ -4,7 +4,7 @@
  */
 import type { CliIo } from '../cli/program.js';
 import type { CoralConfig } from '../config/schema.js';
-import { CoralNodeError } from '../errors.js';
+import { ConfigError, CoralNodeError } from '../errors.js';
 import { createLogger } from '../logging/logger.js';
 import { CoralNode } from './node.js';
 import type { ServiceFactory } from './ports.js';
@@ -23,7 +23,7 @@ export async function runNode(
     const code = err instanceof CoralNodeError ? `${err.code}: ` : '';
     io.stderr.write(`coral-node: ${code}${(err as Error).message}\n`);
     logger.flush();
-    return 1;
+    return err instanceof ConfigError ? 2 : 1;
   }
   io.stdout.write(node.banner());
   return new Promise<number>((resolve) => {

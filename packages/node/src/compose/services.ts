@@ -30,13 +30,21 @@ export class FleetDirectory extends DshtDirectory {
 }
 
 export const realServices: ServiceFactory = {
-  async dsht({ config, logger, metrics, bind, dataDir, service }) {
+  async dsht({ config, logger, metrics, bind, advertise, dataDir, service }) {
     const cluster = new DshtClusterBinding(
       {},
       { manager: { thresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] } },
     );
     const dsht = await Dsht.open(
-      { bind, dataDir, service, levels: LEVEL_COUNT, hints: true },
+      {
+        bind,
+        advertise: { ip: advertise },
+        allowNat: config.dsht.allowNat,
+        dataDir,
+        service,
+        levels: LEVEL_COUNT,
+        hints: true,
+      },
       { logger, metrics: metrics.dsht, cluster },
     );
     cluster.attach(dsht);
@@ -52,12 +60,12 @@ export const realServices: ServiceFactory = {
     );
   },
 
-  proxy({ config, logger, metrics, index, self, dataDir }) {
+  proxy({ config, logger, metrics, index, self, dataDir, members }) {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
     return new CoralProxy(
-      { index, logger, metrics: metrics.proxy },
+      { index, logger, metrics: metrics.proxy, ...(members ? { members } : {}) },
       {
         zones: [config.zone],
         sites: { ...p.sites },

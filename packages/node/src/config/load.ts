@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, type ConfigIssue } from '../errors.js';
+import { checkAdvertise, type NameLookup } from './resolve.js';
 import { configSchema, type CoralConfig } from './schema.js';
 
 type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'map' | 'nameservers';
@@ -34,6 +35,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.clientRateLimitPerSecond', 'int'],
   ['dsht.host', 'string'],
   ['dsht.port', 'int'],
+  ['dsht.allowNat', 'bool'],
   ['dns.enabled', 'bool'],
   ['dns.host', 'string'],
   ['dns.port', 'int'],
@@ -47,6 +49,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['admin.host', 'string'],
   ['admin.port', 'int'],
   ['admin.token', 'string'],
+  ['admin.publicMetrics', 'bool'],
   ['log.level', 'string'],
   ['shutdownGraceMs', 'int'],
   ['exampleOrigin', 'string'],
@@ -80,6 +83,41 @@ export interface LoadConfigOptions {
  * file, the environment and the merged result; on success the result is deeply frozen.
  */
 export function loadConfig(options: LoadConfigOptions = {}): CoralConfig {
+  const { config, issues } = collect(options);
+  if (!config || issues.length > 0) throw new ConfigError(issues);
+  return config;
+}
+
+/**
+ * What `coral-node start` loads: {@link loadConfig}, plus the check that `advertise` resolves
+ * (through `hosts`, then `lookup`) to an address peers can reach. Problems of both kinds are
+ * reported together in one {@link ConfigError}.
+ */
+export async function loadStartConfig(
+  options: LoadConfigOptions & { lookup?: NameLookup } = {},
+): Promise<CoralConfig> {
+  const { config, issues, input } = collect(options);
+  // Even when other fields are wrong, check a well-formed `advertise`, so that one run lists all.
+  const advertise = config
+    ? config.advertise
+    : typeof input.advertise === 'string' && !issues.some((i) => i.path === 'advertise')
+      ? input.advertise
+      : undefined;
+  if (advertise !== undefined) {
+    const hosts = config?.hosts ?? configSchema.shape.hosts.safeParse(input.hosts).data ?? {};
+    const checked = await checkAdvertise(hosts, advertise, options.lookup);
+    if ('issue' in checked) issues.push(checked.issue);
+  }
+  if (!config || issues.length > 0) throw new ConfigError(issues);
+  return config;
+}
+
+/** Parse and validate; every problem goes to `issues`, `config` only when the schema accepted. */
+function collect(options: LoadConfigOptions): {
+  config: CoralConfig | undefined;
+  issues: ConfigIssue[];
+  input: Record<string, unknown>;
+} {
   const env = options.env ?? {};
   const issues: ConfigIssue[] = [];
   let merged: Record<string, unknown> = {};
@@ -98,11 +136,10 @@ export function loadConfig(options: LoadConfigOptions = {}): CoralConfig {
       const path = issue.path.map(String).join('.') || '(root)';
       issues.push({ path, message: issue.message });
     }
-  } else {
-    issues.push(...crossFieldIssues(result.data));
+    return { config: undefined, issues, input: merged };
   }
-  if (issues.length > 0 || !result.success) throw new ConfigError(issues);
-  return deepFreeze(result.data) as CoralConfig;
+  issues.push(...crossFieldIssues(result.data));
+  return { config: deepFreeze(result.data) as CoralConfig, issues, input: merged };
 }
 
 function readConfigFile(file: string, issues: ConfigIssue[]): Record<string, unknown> | undefined {

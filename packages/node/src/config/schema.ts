@@ -31,24 +31,50 @@ export const DEFAULT_EXAMPLE_ORIGIN = 'http://www.example.com/';
 const port = z.number().int().min(1).max(65535);
 const ip = z.string().refine((s) => isIP(s) !== 0, { message: 'must be an IPv4 or IPv6 address' });
 /** A DNS name (labels of letters, digits and hyphens), case-insensitive, stored lowercase. */
+const DNS_NAME =
+  /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 const dnsName = z
   .string()
-  .regex(
-    /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i,
-    { message: 'must be a DNS name such as nyud.net' },
-  )
+  .regex(DNS_NAME, { message: 'must be a DNS name such as nyud.net' })
   .transform((s) => s.toLowerCase());
 /** `host:port` or `[v6]:port`; the host may be a name (resolved with `hosts` first). */
-const hostPort = z
-  .string()
-  .regex(/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+):\d{1,5}$/i, { message: 'must be host:port' })
-  .refine(
-    (s) => {
-      const p = Number(s.slice(s.lastIndexOf(':') + 1));
-      return p >= 1 && p <= 65535;
-    },
-    { message: 'port must be 1-65535' },
-  );
+const hostPort = z.string().superRefine((s, ctx) => {
+  const problem = hostPortProblem(s);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+/** One message per bad `host:port` entry (a missing port is the usual mistake). */
+function hostPortProblem(s: string): string | undefined {
+  const m = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+):(\d{1,5})$/i.exec(s);
+  if (m) {
+    const p = Number(m[2]);
+    return p >= 1 && p <= 65535 ? undefined : `port must be 1-65535, got "${s}"`;
+  }
+  if (/^[a-z0-9.-]+$/i.test(s) || isIP(s) === 6) {
+    const host = isIP(s) === 6 ? `[${s}]` : s;
+    return `"${s}" has no port: write host:port, e.g. ${host}:${DEFAULT_DSHT_PORT}`;
+  }
+  return `must be host:port (IPv6 as [addr]:port), got "${s}"`;
+}
+
+/** 0.0.0.0 and :: (in any spelling) mean "every address": never an address to give to others. */
+export function isWildcardAddress(host: string): boolean {
+  if (isIP(host) === 4) return host === '0.0.0.0';
+  if (isIP(host) === 6) return /^[0:]+$/.test(host);
+  return false;
+}
+
+/** What this node tells the fleet to reach it at: an IP or a name, never a wildcard. */
+const advertiseAddress = z.string().superRefine((s, ctx) => {
+  if (isWildcardAddress(s)) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be an address peers can reach, not the wildcard ${s} (bind addresses go in host)`,
+    });
+  } else if (isIP(s) === 0 && !DNS_NAME.test(s)) {
+    ctx.addIssue({ code: 'custom', message: `must be an IP address or a host name, got "${s}"` });
+  }
+});
 const cidr = z.union([z.cidrv4(), z.cidrv6()], { message: 'must be a CIDR such as 10.0.0.0/8' });
 
 const proxySchema = z.strictObject({
@@ -80,6 +106,12 @@ const dshtSchema = z.strictObject({
   levelThresholdsMs: z
     .tuple([z.number().positive(), z.number().positive()])
     .default([...DEFAULT_LEVEL_THRESHOLDS_MS]),
+  /**
+   * Accept peers whose advertised address is not the source of their datagrams (members behind
+   * NAT, or advertising another address than they bind). Off: such datagrams are dropped as
+   * spoofed. Turn it on only where members are trusted (a keyed fleet, a private network).
+   */
+  allowNat: z.boolean().default(false),
 });
 
 const indexSchema = z.strictObject({
@@ -121,6 +153,8 @@ const adminSchema = z.strictObject({
   port: port.default(DEFAULT_ADMIN_PORT),
   /** Bearer token; when set, requests from non-loopback addresses must present it. */
   token: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
+  /** Serve /metrics to any client without the token (Prometheus scraping by annotation). */
+  publicMetrics: z.boolean().default(false),
 });
 
 export const configSchema = z.strictObject({
@@ -133,7 +167,7 @@ export const configSchema = z.strictObject({
    * is resolved once at start through `hosts`, then the system resolver. Default: `host` unless it
    * is a wildcard, else 127.0.0.1.
    */
-  advertise: z.string().min(1).optional(),
+  advertise: advertiseAddress.optional(),
   region: z.string().min(1).max(64).optional(),
   /** DSHT addresses (`host:port`) of fleet members to join through. */
   bootstrap: z.array(hostPort).default([]),

@@ -34,6 +34,12 @@ export interface IndexMetricsSink {
   invalidValue(): void;
 }
 
+/** What the node's start-up records about its databases. */
+export interface StorageMetricsSink {
+  /** A database found corrupt at start was moved aside and the node started with it empty. */
+  corruptStore(store: 'dsht' | 'cache'): void;
+}
+
 export interface CoralMetricsOptions {
   /** Also export the process metrics of prom-client (CPU, memory, event loop); default true. */
   defaultMetrics?: boolean;
@@ -55,6 +61,7 @@ export class CoralMetrics {
   readonly dns: DnsMetricsSink;
   readonly dsht: DshtMetricsSink;
   readonly index: IndexMetricsSink;
+  readonly storage: StorageMetricsSink;
 
   constructor(options: CoralMetricsOptions = {}) {
     const p = options.prefix ?? DEFAULT_METRICS_PREFIX;
@@ -134,6 +141,16 @@ export class CoralMetrics {
       help: 'Values under URL keys that were not valid holder records (skipped)',
       registers,
     });
+    const corrupt = new Counter({
+      name: `${p}store_corruptions_total`,
+      help: 'Databases found corrupt at start, moved aside and started empty, by store (dsht, cache)',
+      labelNames: ['store'],
+      registers,
+    });
+    // Both series exist from the start, so a dashboard or alert sees 0 rather than no data.
+    for (const store of ['dsht', 'cache']) corrupt.inc({ store }, 0);
+    this.storage = { corruptStore: (store) => corrupt.inc({ store }) };
+
     this.index = {
       claim: (outcome) => claims.inc({ outcome }),
       invalidValue: () => invalid.inc(),

@@ -28,7 +28,7 @@ function backend(calls: string[]): AdminBackend {
     readiness: () => ({ ready: calls.includes('ready'), checks: { dsht: true } }),
     clusters: () => [{ level: 0, size: 1 }],
     routes: (level) => [{ level }],
-    localGet: (k) => store.get(hex(k)) ?? [],
+    localGet: (k) => (store.get(hex(k)) ?? []).map((value) => ({ value, levels: [0, 2] })),
     get: async (k) => ({ values: store.get(hex(k)) ?? [], stats: { hops: 1 } }),
     put: async (k, v, ttl) => {
       calls.push(`put ${ttl}`);
@@ -92,7 +92,8 @@ describe('AdminApi.handle', () => {
     const got = await body(req('GET', `/v1/dsht/values/${hexKey}`));
     expect(got.json.values).toEqual([{ base64: 'aGk=', text: 'hi' }]);
     expect(got.json.stats).toEqual({ hops: 1 });
-    expect((await body(req('GET', '/v1/dsht/local/greeting'))).json.values[0].text).toBe('hi');
+    const local = (await body(req('GET', '/v1/dsht/local/greeting'))).json.values;
+    expect(local).toEqual([expect.objectContaining({ text: 'hi', levels: [0, 2] })]);
   });
 
   it('rejects bad put bodies with every problem named', async () => {
@@ -150,9 +151,9 @@ describe('AdminApi.handle', () => {
     expect(head.body).toBe('');
   });
 
-  it('refuses every endpoint to a non-loopback client without the token, and serves it with', async () => {
+  it('refuses every endpoint but the probes to a non-loopback client without the token, and serves it with', async () => {
     const remote = { remoteAddress: '192.0.2.10' };
-    for (const path of ['/healthz', '/metrics', '/v1/node', '/v1/cache']) {
+    for (const path of ['/metrics', '/v1/node', '/v1/cache', '/v1/dsht/local/k']) {
       const r = await body(req('GET', path, remote));
       expect(r.status).toBe(401);
       expect(r.res.headers['www-authenticate']).toMatch(/Bearer/);
@@ -167,10 +168,33 @@ describe('AdminApi.handle', () => {
     expect(ok.status).toBe(200);
     const noToken = new AdminApi({ backend: backend([]) }, {});
     const refused = await noToken.handle(
-      req('GET', '/healthz', { ...remote, headers: { authorization: `Bearer ${token}` } }),
+      req('GET', '/metrics', { ...remote, headers: { authorization: `Bearer ${token}` } }),
     );
     expect(refused.status).toBe(403);
     expect(JSON.parse(refused.body).error.code).toBe('CORAL_ERR_ADMIN_FORBIDDEN');
+  });
+
+  it('answers /healthz and /readyz to anyone (kubelets, load balancers), /metrics when public', async () => {
+    const remote = { remoteAddress: '192.0.2.10' };
+    for (const api of [
+      new AdminApi({ backend: backend(['ready']) }, {}),
+      new AdminApi({ backend: backend(['ready']) }, { token }),
+    ]) {
+      expect((await api.handle(req('GET', '/healthz', remote))).status).toBe(200);
+      expect((await api.handle(req('GET', '/readyz', remote))).status).toBe(200);
+      expect((await api.handle(req('GET', '/readyz/', remote))).status).toBe(200);
+      expect((await api.handle(req('GET', '/metrics', remote))).status).not.toBe(200);
+    }
+    const scraped = new AdminApi(
+      { backend: backend([]), metrics: new CoralMetrics({ defaultMetrics: false }) },
+      { token, publicMetrics: true },
+    );
+    const metrics = await scraped.handle(req('GET', '/metrics', remote));
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toMatch(/coral_http_requests_total/);
+    expect((await scraped.handle(req('GET', '/v1/node', remote))).status).toBe(401);
+    // A path that only looks like a probe is not one.
+    expect((await scraped.handle(req('GET', '/healthz/../v1/node', remote))).status).toBe(401);
   });
 });
 

@@ -224,7 +224,27 @@ describe('coral-node client commands against the running node', () => {
     expect(put.code).toBe(0);
     const get = await cli('dsht', 'get', 'cli-key');
     expect(JSON.parse(get.out).values.map((v: { text: string }) => v.text)).toContain('cli-value');
-    expect((await cli('dsht', 'get', '--local', 'cli-key')).code).toBe(0);
+    // Each node lists a value once, with the levels it holds it at; a put stores once per level
+    // (3 levels, 2 nodes), so together the nodes hold it at every level.
+    const levels: number[] = [];
+    for (const node of [ipA, ipB]) {
+      const local = await cli(
+        '--admin',
+        `http://${node}:8092`,
+        'dsht',
+        'get',
+        '--local',
+        'cli-key',
+      );
+      expect(local.code).toBe(0);
+      const values = JSON.parse(local.out).values as { text: string; levels: number[] }[];
+      expect(values.filter((v) => v.text === 'cli-value').length).toBeLessThanOrEqual(1);
+      for (const v of values) {
+        expect(v.levels).toEqual([...new Set(v.levels)].sort());
+        levels.push(...v.levels);
+      }
+    }
+    expect([...new Set(levels)].sort()).toEqual([0, 1, 2]);
     const routes = await cli('dsht', 'routes', '--level', '0');
     expect(JSON.parse(routes.out).contacts.map((c: { ip: string }) => c.ip)).toContain(ipB);
     const bad = await cli('dsht', 'put', 'k', 'v', '--ttl', 'soon');

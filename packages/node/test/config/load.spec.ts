@@ -8,7 +8,9 @@ import {
   ENV_FIELDS,
   envName,
   loadConfig,
+  loadStartConfig,
   resolveAddresses,
+  resolveBootstrap,
 } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
 
@@ -119,6 +121,34 @@ describe('loadConfig', () => {
     expect(issues.find((i) => i.path === 'env CORAL_DNS_PORT')?.message).toMatch(/integer/);
   });
 
+  it('reports a bootstrap entry without a port once, saying what to write', () => {
+    const issues = issuesOf(() =>
+      loadConfig({ env: { CORAL_BOOTSTRAP: 'node1,[::1],::1,10.0.0.1:99999,node2:8091' } }),
+    );
+    expect(issues.map((i) => i.path)).toEqual([
+      'bootstrap.0',
+      'bootstrap.1',
+      'bootstrap.2',
+      'bootstrap.3',
+    ]);
+    expect(issues[0]!.message).toBe('"node1" has no port: write host:port, e.g. node1:8091');
+    expect(issues[1]!.message).toMatch(/must be host:port \(IPv6 as \[addr\]:port\)/);
+    expect(issues[2]!.message).toMatch(/e\.g\. \[::1\]:8091/);
+    expect(issues[3]!.message).toMatch(/port must be 1-65535/);
+  });
+
+  it('refuses a wildcard or malformed advertise address', () => {
+    for (const wildcard of ['0.0.0.0', '::', '0:0:0:0:0:0:0:0']) {
+      const issues = issuesOf(() => loadConfig({ env: { CORAL_ADVERTISE: wildcard } }));
+      expect(issues).toEqual([
+        { path: 'advertise', message: expect.stringMatching(/not the wildcard/) },
+      ]);
+    }
+    expect(issuesOf(() => loadConfig({ env: { CORAL_ADVERTISE: 'a b' } }))[0]?.message).toMatch(
+      /IP address or a host name/,
+    );
+  });
+
   it('reports unreadable and unparseable files and wrong top-level types', () => {
     expect(issuesOf(() => loadConfig({ file: join(dir, 'missing.yaml') }))[0]?.message).toMatch(
       /cannot read/,
@@ -163,8 +193,75 @@ describe('loadConfig', () => {
   });
 });
 
+describe('loadStartConfig', () => {
+  const nxdomain = async (name: string): Promise<string> => {
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+  };
+
+  it('reports an advertise name that does not resolve as a configuration problem', async () => {
+    const err = await loadStartConfig({
+      env: { CORAL_ADVERTISE: 'ghost.invalid' },
+      lookup: nxdomain,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues).toEqual([
+      {
+        path: 'advertise',
+        message: '"ghost.invalid" does not resolve (ENOTFOUND; not in hosts either)',
+      },
+    ]);
+  });
+
+  it('lists that problem together with every other one', async () => {
+    const err = (await loadStartConfig({
+      env: {
+        CORAL_ADVERTISE: 'ghost.invalid',
+        CORAL_BOOTSTRAP: 'node1',
+        CORAL_DNS_PORT: 'fifty',
+      },
+      lookup: nxdomain,
+    }).catch((e: unknown) => e)) as ConfigError;
+    expect(err.issues.map((i) => i.path).sort()).toEqual([
+      'advertise',
+      'bootstrap.0',
+      'env CORAL_DNS_PORT',
+    ]);
+    expect(err.message).toMatch(/invalid configuration \(3 problems\)/);
+  });
+
+  it('refuses a name that resolves to a wildcard, and accepts one mapped in hosts', async () => {
+    const wild = (await loadStartConfig({
+      env: { CORAL_ADVERTISE: 'any', CORAL_HOSTS: 'any=0.0.0.0' },
+      lookup: nxdomain,
+    }).catch((e: unknown) => e)) as ConfigError;
+    expect(wild.issues[0]?.message).toMatch(/resolves to the wildcard 0\.0\.0\.0/);
+    const ok = await loadStartConfig({
+      env: { CORAL_ADVERTISE: 'node1', CORAL_HOSTS: 'node1=127.0.0.31' },
+      lookup: nxdomain,
+    });
+    expect(ok.advertise).toBe('node1');
+  });
+});
+
+describe('resolveBootstrap', () => {
+  it('resolves names through hosts first, keeps the ones that fail, and finds itself', async () => {
+    const c = loadConfig({
+      env: {
+        CORAL_BOOTSTRAP: 'node1:8091,[::1]:8091,ghost:8091,node2:8091,127.0.0.21:9999',
+        CORAL_HOSTS: 'node1=127.0.0.11,node2=127.0.0.21',
+      },
+    });
+    const r = await resolveBootstrap(c, { ips: ['127.0.0.21'], port: 8091 }, async (name) => {
+      throw new Error(`no such name ${name}`);
+    });
+    expect(r.contacts).toEqual(['127.0.0.11:8091', '[::1]:8091', '127.0.0.21:9999']);
+    expect(r.unresolved).toEqual([{ entry: 'ghost:8091', reason: 'no such name ghost' }]);
+    expect(r.self).toBe(true);
+  });
+});
+
 describe('resolveAddresses', () => {
-  it('resolves advertise and bootstrap names through hosts first', async () => {
+  it('resolves advertise through hosts first', async () => {
     const c = loadConfig({
       env: {
         CORAL_HOST: '127.0.0.21',
@@ -183,8 +280,15 @@ describe('resolveAddresses', () => {
       dns: '127.0.0.1',
       admin: '127.0.0.1',
     });
-    expect(r.bootstrap).toEqual(['127.0.0.11:8091', '[::1]:8091']);
-    expect(r.unresolved).toEqual([{ entry: 'ghost:8091', reason: 'no such name ghost' }]);
+  });
+
+  it('throws a ConfigError when advertise does not resolve', async () => {
+    const c = loadConfig({ env: { CORAL_ADVERTISE: 'ghost' } });
+    await expect(
+      resolveAddresses(c, async () => {
+        throw new Error('nope');
+      }),
+    ).rejects.toMatchObject({ code: 'CORAL_ERR_CONFIG_INVALID', issues: [{ path: 'advertise' }] });
   });
 
   it('advertises 127.0.0.1 when every service binds a wildcard', async () => {

@@ -1,0 +1,59 @@
+/**
+ * Which holders a peer fetch may go to. A holder record comes from the index, where anyone who
+ * can write a value could have put it: its `ip` and `httpPort` are never used. A holder is
+ * reached only when its `nodeId` is a verified, live member of the fleet, and then at the address
+ * the member was verified at (`FleetMembers.member`). The node package implements
+ * `FleetMembers` over the DSHT's membership; tests use `InMemoryFleetMembers`.
+ */
+import type { Holder } from '../content-index.js';
+
+export interface FleetMembers {
+  /** The verified live member with this hex id: its proxy's address as verified, or undefined. */
+  member(nodeId: string): { ip: string; httpPort: number } | undefined;
+  /** True in keyed mode: holder records are authenticated, so their size and sha256 are trusted. */
+  readonly recordsAuthenticated: boolean;
+}
+
+/** A holder that may be asked: its record, and the member address it is reached at. */
+export interface PeerTarget {
+  holder: Holder;
+  ip: string;
+  httpPort: number;
+}
+
+export interface HolderChoice {
+  /** Members to ask, in the index's order (nearest first), one per node and address. */
+  targets: PeerTarget[];
+  /** Holder records naming a node that is not a verified live member (skipped, never contacted). */
+  notMembers: number;
+}
+
+/**
+ * Map holder records to member addresses. Drops this node (by id or by its own address),
+ * repeated nodes and addresses, and counts records whose node is not a member.
+ */
+export function chooseHolders(
+  holders: readonly Holder[],
+  members: FleetMembers,
+  self: { nodeId: string; ip: string; httpPort: number },
+): HolderChoice {
+  const targets: PeerTarget[] = [];
+  const seenIds = new Set<string>([self.nodeId.toLowerCase()]);
+  const seenAddresses = new Set<string>([`${self.ip}|${self.httpPort}`]);
+  let notMembers = 0;
+  for (const holder of holders) {
+    const id = holder.nodeId.toLowerCase();
+    if (seenIds.has(id)) continue;
+    seenIds.add(id);
+    const m = members.member(id);
+    if (!m) {
+      notMembers++;
+      continue;
+    }
+    const address = `${m.ip}|${m.httpPort}`;
+    if (seenAddresses.has(address)) continue;
+    seenAddresses.add(address);
+    targets.push({ holder, ip: m.ip, httpPort: m.httpPort });
+  }
+  return { targets, notMembers };
+}
