@@ -110,19 +110,18 @@ async function startFleetProxy({ CoralProxy }, { dir, nodeId, maxObjectBytes }) 
 }
 
 // =============================================================================================
-// ADAPTER — how a proxy is wired to fetch from its peers. Issue 10 and issue 12 are changing this
-// API (the httpprx owner is restructuring the package); update this one function when they land.
+// ADAPTER — how a proxy is wired to fetch from its peers. Issues 10 and 12 are changing this API
+// (the httpprx owner is restructuring the package); update this one function when it changes.
 //
-// Today (main at the time of writing): a proxy fetches from any holder the ContentIndex names, at
-// the holder's own ip:httpPort, with no membership check and no peer authentication, so nothing
-// beyond the shared index is needed and `members` below is ignored by the proxy.
-//
-// Planned (PLAN.md, "httpprx boundary additions"): a peer fetch goes only to
-// `members.member(holder.nodeId)`'s address (no members → no peer fetch), and with `peerAuth` set
-// an unverified peer request gets 403. When that lands: pass `members` where the proxy takes it
-// (a component, as assumed here, or an option) and, for keyed mode, the same `peerAuth` (an
-// HttpPeerSigner from @coral/keyring over one shared key) to every proxy of the fleet. If the
-// bench's phase (c) then reports that the origin was asked twice, this is the place to look.
+// Current API (main after 333e4ac, "peer fetch only to verified members"): a peer fetch goes only
+// to `members.member(holder.nodeId)`'s address (ProxyComponents.members; without it, no peer fetch
+// at all), and with ProxyComponents.peerAuth set, an unsigned or badly signed peer request gets
+// 403. The bench gives every proxy the fleet's members (the bench's list of its proxies) and no
+// peerAuth (open mode, as a node without keys runs). For keyed mode, pass the same PeerAuth (an
+// HttpPeerSigner from @coral/keyring over one shared key, once that package exists) to every
+// proxy here. Before 333e4ac the proxy used the holder's own ip:httpPort and ignored `members`.
+// If phase (c) reports that the origin was asked twice or that no answer came from a peer, this
+// is the place to look.
 // =============================================================================================
 function peerWiring(self) {
   /** FleetMembers over the bench's fleet list (kept up to date by the bench's fleet() call). */
