@@ -98,6 +98,8 @@ const SIZES = { '1k': 1024, '100k': 100 * 1024 };
  * Schemes measured, each with its JSON key prefix. Issue 11 adds `https: 'https'` here once the
  * servers have TLS listeners (each server's `ports` then has an `https` entry): rows and JSON keys
  * (httpsRatio1k, ...) follow from this table and from the servers' ports, nothing else changes.
+ * (wrk does not verify certificates and sends the URL's host, here 127.0.0.1, as SNI: a server's
+ * TLS listener needs a default certificate; the Host header still names the site.)
  */
 const SCHEMES = { http: '' };
 

@@ -173,6 +173,7 @@ function get(port, path, host, agent) {
       res.on('end', () => resolve({ status: res.statusCode, bytes: n, headers: res.headers }));
       res.on('error', reject);
     });
+    req.setTimeout(30_000, () => req.destroy(new Error(`GET ${path}: no answer in 30 s`)));
     req.on('error', reject);
     req.end();
   });
