@@ -1,0 +1,48 @@
+// A server under test for bench/http.mjs, in a process of its own so the bench can pin it to one
+// CPU and read its CPU time from /proc. One IPC message configures it:
+//   { role: 'proxy', originPort, dataDir }  a CoralProxy (disk store in dataDir, rate limiter in
+//       the path set high enough not to refuse the one benchmark client) in front of the bench's
+//       origin on 127.0.0.1:originPort, reached as origin.test.<originPort>.nyud.net
+//   { role: 'plain', sizes, headers }  a plain node:http server sending, for GET /<name>, the same
+//       body bytes as the origin and the header list `headers[name]` (the proxy's hit headers,
+//       captured by the bench) from memory: the baseline of the proxy's hit path
+// and it answers { ports: { http } }. Issue 11's https rows add a `tls` field here (certificate
+// and key) and a `https` port to the answer; the bench's case table picks it up from there.
+import { createServer } from 'node:http';
+import { bodyFor } from './lib/bodies.mjs';
+
+process.once('disconnect', () => process.exit(0));
+const config = await new Promise((resolve) => process.once('message', resolve));
+
+if (config.role === 'proxy') {
+  const { CoralProxy, InMemoryContentIndex } = await import('@coral/httpprx');
+  const proxy = new CoralProxy(
+    { index: new InMemoryContentIndex() },
+    {
+      allowPrivateOrigins: true,
+      hosts: { 'origin.test': ['127.0.0.1'] },
+      dataDir: config.dataDir,
+      self: { nodeId: 'be'.repeat(20), ip: '127.0.0.1', httpPort: 0 },
+      rateLimit: { perSecond: 1e9, burst: 1e9 },
+    },
+  );
+  const { port } = await proxy.listen(0, '127.0.0.1');
+  process.send({ ports: { http: port } });
+} else if (config.role === 'plain') {
+  const replies = new Map(
+    Object.entries(config.sizes).map(([name, bytes]) => [
+      `/${name}`,
+      { body: bodyFor(bytes), headers: config.headers[name] },
+    ]),
+  );
+  const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+    const r = replies.get(req.url);
+    if (!r) return res.writeHead(404).end();
+    res.writeHead(200, r.headers);
+    res.end(req.method === 'HEAD' ? undefined : r.body);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  process.send({ ports: { http: server.address().port } });
+} else {
+  throw new Error(`unknown role ${config.role}`);
+}
