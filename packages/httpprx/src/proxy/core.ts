@@ -58,6 +58,8 @@ export interface RequestCtx {
   zone?: string;
   /** The port the client used, when its Host named one. */
   clientPort?: number;
+  /** The client reached us over TLS (the https listener). */
+  tls: boolean;
   /** Host header value as sent. */
   host: string;
   /** Normalized upstream URL. */
