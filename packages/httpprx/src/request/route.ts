@@ -121,6 +121,8 @@ export function route(
     ...(zone !== undefined ? { zone } : {}),
     ...(authority.port !== undefined ? { clientPort: authority.port } : {}),
     tls: (req.socket as TLSSocket).encrypted === true,
+    ...(core.links.tlsPort !== undefined ? { tlsPort: core.links.tlsPort } : {}),
+    httpPort: core.self.httpPort,
     host,
     url,
     path: u.pathname + u.search,
