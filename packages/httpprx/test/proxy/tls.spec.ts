@@ -7,13 +7,13 @@
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { issueCert, makeTestCa } from '@coral/testkit';
+import { issueCert } from '@coral/testkit';
 import type { IssuedCert, TestCa } from '@coral/testkit';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { get, startProxy } from '../helpers/harness.js';
 import type { ProxyHarness } from '../helpers/harness.js';
-import { getTls, startDualOrigin } from '../helpers/tls.js';
-import type { DualOrigin } from '../helpers/tls.js';
+import { getTls, listenTls, makePki, startDualOrigin } from '../helpers/tls.js';
+import type { DualOrigin, TestPki } from '../helpers/tls.js';
 
 const DAY = 86_400_000;
 
@@ -21,12 +21,11 @@ let zoneCa: TestCa; // signs the proxy's wildcard certificate
 let originCa: TestCa; // a private CA for the origins
 let wildcard: IssuedCert;
 let originCert: IssuedCert;
+let pki: TestPki;
 
 beforeAll(async () => {
-  zoneCa = await makeTestCa({ name: 'Coral zone test CA' });
-  originCa = await makeTestCa({ name: 'Origin private CA' });
-  wildcard = await issueCert(zoneCa, { dnsNames: ['*.nyud.net', 'nyud.net'] });
-  originCert = await issueCert(originCa, { dnsNames: ['origin.test'] });
+  pki = await makePki();
+  ({ zoneCa, originCa, wildcard, originCert } = pki);
 });
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -57,12 +56,7 @@ async function setup(
   cleanups.push(() => origin.close());
   const px = await startProxy(proxyOpts);
   cleanups.push(() => px.close());
-  const { port: tlsPort } = await px.proxy.listenTls({
-    port: 0,
-    host: '127.0.0.1',
-    cert: wildcard.chain,
-    key: wildcard.key,
-  });
+  const tlsPort = await listenTls(px, pki);
   return { px, tlsPort, origin, name: `origin-test---${origin.port}.nyud.net` };
 }
 
