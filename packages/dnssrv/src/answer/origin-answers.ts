@@ -150,9 +150,9 @@ export class OriginAnswers {
    * A short name with delegation on is an alias: a CNAME to the same name in the deepest
    * sub-zone (as Coral's DNAME did), TTL `delegation.ttl`. This server is authoritative for that
    * sub-zone too, so, as RFC 1034 §4.3.2 (step 3a) asks and as BIND, NSD and PowerDNS do, the
-   * answer goes on with the target's records: its proxies near the client (A, AAAA, ANY) with the
-   * NS records of the resolver's level in authority and their glue, or the sub-zone's NODATA for
-   * other types. A CNAME question gets the CNAME alone (with those NS records).
+   * answer goes on with the target's records: its proxies near the client (A, AAAA) with the NS
+   * records of the resolver's level in authority and their glue, or the sub-zone's NODATA for
+   * other types. A CNAME or ANY question gets the CNAME alone (with those NS records).
    *
    * A stub resolver gets its addresses in one round trip. A recursive resolver caches the alias
    * for a day and the NS records of the nearest sub-zone it was told of; when the proxies' short
@@ -162,7 +162,9 @@ export class OriginAnswers {
   async alias(q: Query, c: Origin, ctx: LocationContext | undefined): Promise<Built> {
     const d = this.#delegation;
     const alias = this.#aliasSpec!;
-    if (q.qtype !== TYPE.CNAME) {
+    // A CNAME question is answered by the alias itself, and so is ANY (it matches the CNAME,
+    // RFC 1034 §4.3.2 step 3a; BIND answers ANY at an alias the same way).
+    if (q.qtype !== TYPE.CNAME && q.qtype !== TYPE.ANY) {
       return LOCATED_TYPES.has(q.qtype) ? this.#located(q, c, ctx!, alias) : this.nodata(q, c);
     }
     const ns = await d.forResolver(ctx!, alias.level, this.#locator);

@@ -389,6 +389,10 @@ describe('delegation of sub-zones per cluster level', () => {
     expect(far.every((a) => a.ttl === 30)).toBe(true);
     // The CNAME question gets the alias alone.
     expect(await near.resolveCname('www.example.com.nyud.net')).toEqual([`www.example.com.${L2}`]);
+    // ANY matches the CNAME: the alias alone, with the NS records (RFC 1034 §4.3.2, as BIND).
+    const any = parse(await ask(1, 'www.example.com.nyud.net', NEAR, TYPE.ANY));
+    expect(any.answers.map((a) => a.type)).toEqual([TYPE.CNAME]);
+    expect(nsAddresses(any)).toEqual([1, 2, 4].map(ip));
     // No IPv6 proxy: the alias, then NODATA with the sub-zone's SOA.
     expect(await near.resolve6('www.example.com.nyud.net')).toEqual([]); // c-ares: no AAAA
     const v6 = parse(await ask(1, 'www.example.com.nyud.net', NEAR, TYPE.AAAA));
