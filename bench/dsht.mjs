@@ -14,16 +14,14 @@ import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { SeededRandom } from '../packages/testkit/dist/index.js';
 import {
-  SimFleet,
   keyFromName,
   toHex,
   compareDistance,
   LOADED_STORES,
   DshtClusterBinding,
-  geoTopology,
-  purityReport,
   DEFAULT_LEVEL_THRESHOLDS_MS,
 } from '../packages/dsht/dist/index.js';
+import { SimFleet, geoTopology, purityReport } from '../packages/sim/dist/index.js';
 
 const { values: args } = parseArgs({
   options: {

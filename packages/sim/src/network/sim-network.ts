@@ -9,9 +9,7 @@
  * - partitions: `partition(a, b)` drops everything between two groups of IPs until `heal()`.
  */
 import type { Clock, Random } from '@coral/testkit';
-import type { Address } from '../contact.js';
-import { TransportError } from '../errors.js';
-import type { DatagramHandler, Transport } from './transport.js';
+import { TransportError, type Address, type DatagramHandler, type Transport } from '@coral/dsht';
 
 export type LatencyModel = (fromIp: string, toIp: string) => number;
 
