@@ -23,18 +23,18 @@
  * await node.stop();
  * ```
  */
-export {
-  Dsht,
-  type DshtComponents,
-  type DshtOptions,
-  type DshtSnapshot,
-  type GetResult,
-  type PutResult,
-  type LookupStats,
-  type ClusterPolicy,
-  type DshtMember,
-  type DshtAuthState,
-} from './dsht.js';
+export { Dsht } from './dsht.js';
+export type {
+  DshtComponents,
+  DshtOptions,
+  DshtSnapshot,
+  GetResult,
+  PutResult,
+  LookupStats,
+  ClusterPolicy,
+  DshtMember,
+  DshtAuthState,
+} from './types.js';
 export type { Contact, ClusterAdvert, ServiceInfo, Address } from './contact.js';
 export { mergeContact } from './contact.js';
 export {

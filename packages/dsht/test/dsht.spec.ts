@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
-import { Dsht, type DshtOptions } from '../src/dsht.js';
+import { Dsht } from '../src/dsht.js';
+import type { DshtOptions } from '../src/types.js';
 import { compareDistance, keyFromName, toHex } from '../src/id/id.js';
 import { SimFleet, SimNetwork } from '@coral/sim';
 

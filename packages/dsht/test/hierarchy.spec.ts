@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Contact } from '../src/contact.js';
-import type { ClusterPolicy } from '../src/dsht.js';
+import type { ClusterPolicy } from '../src/types.js';
 import { keyFromName, toHex } from '../src/id/id.js';
 import type { LookupEvent } from '../src/lookup/lookup.js';
 import { SimFleet } from '@coral/sim';

@@ -5,7 +5,7 @@
  */
 import { Keyring } from '@coral/keyring';
 import { describe, expect, it } from 'vitest';
-import type { DshtAuthState } from '../src/dsht.js';
+import type { DshtAuthState } from '../src/types.js';
 import { keyFromName, toHex } from '../src/id/id.js';
 import { SimFleet } from '@coral/sim';
 
