@@ -29,6 +29,12 @@ export interface DirectoryNode {
   ipv4?: string;
   ipv6?: string;
   httpPort: number;
+  /**
+   * The port the node's DNS server answers on, at the same addresses, as the member advertised it
+   * in its contact when verified; absent when it advertises none. dnssrv's nearby-nameserver
+   * delegation names only members with one.
+   */
+  dnsPort?: number;
   region?: string;
 }
 
@@ -56,6 +62,7 @@ export function toNodeInfo(c: {
   id: Uint8Array | string;
   ip: string;
   httpPort?: number;
+  dnsPort?: number;
   region?: string;
 }): DirectoryNode | undefined {
   if (!c.httpPort) return undefined;
@@ -65,6 +72,7 @@ export function toNodeInfo(c: {
   };
   if (isIPv4(c.ip)) info.ipv4 = c.ip;
   else if (isIPv6(c.ip)) info.ipv6 = c.ip;
+  if (c.dnsPort) info.dnsPort = c.dnsPort;
   if (c.region) info.region = c.region;
   return info;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeNodeRecord, encodeNodeRecord, networkHintKeys } from '../../src/directory/hints.js';
-import { DshtDirectory } from '../../src/directory/node-directory.js';
+import { DshtDirectory, toNodeInfo } from '../../src/directory/node-directory.js';
 import { keyFromName, nodeIdFor, toHex } from '../../src/id/id.js';
 import { SimFleet } from '@coral/sim';
 
@@ -42,6 +42,7 @@ describe('DshtDirectory', () => {
     const asker = fleet.nodes[25]!;
     const dir = new DshtDirectory({ dsht: asker });
     expect(dir.self()).toMatchObject({ ipv4: '10.2.1.6', httpPort: 8090, region: 'r1' });
+    expect(dir.self()).not.toHaveProperty('dnsPort');
 
     const by24 = await fleet.run(dir.hinted({ ip: '10.1.1.77' }, 20));
     expect(by24.prefix).toBe(24);
@@ -109,5 +110,25 @@ describe('DshtDirectory and junk hint records', () => {
     expect(pings() - before).toBe(16); // eight others; the silent ones are suspect now
     for (let i = 0; i < 10; i++) await fleet.run(dir.hinted({ ip: '10.5.5.1' }, 50));
     expect(pings() - before).toBe(50); // each named address was pinged once, in all
+  });
+
+  it("carries each member's DNS port as the member advertised it, and none when it runs no DNS server", async () => {
+    const fleet = new SimFleet({
+      nodes: 8,
+      seed: 6,
+      dsht: { service: { httpPort: 8090, dnsPort: 53 } },
+    });
+    await fleet.start();
+    for (const name of ['a', 'b']) await fleet.run(fleet.nodes[7]!.findNode(keyFromName(name)));
+    const dir = new DshtDirectory({ dsht: fleet.nodes[7]! });
+    expect(dir.self()).toMatchObject({ ipv4: fleet.nodes[7]!.contact.ip, dnsPort: 53 });
+    const all = dir.random(50);
+    expect(all).toHaveLength(7);
+    for (const n of all) expect(n).toMatchObject({ httpPort: 8090, dnsPort: 53 });
+    await fleet.stop();
+    // The first test's fleet advertises no DNS port: its entries carry none (checked there too).
+    expect(toNodeInfo({ id: '00'.repeat(20), ip: '10.0.0.1', httpPort: 80 })).not.toHaveProperty(
+      'dnsPort',
+    );
   });
 });
