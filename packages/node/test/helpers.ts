@@ -20,3 +20,23 @@ export function waitFor<T>(
 ): Promise<T> {
   return poll(fn, { what, limitMs: timeoutMs, everyMs: 50 });
 }
+
+/** Run the `coral-node` CLI in-process (no node is started): exit code and what it printed. */
+export async function runCli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ code: number; out: string; err: string }> {
+  const { run } = await import('../src/cli/program.js');
+  let out = '';
+  let err = '';
+  const code = await run(
+    args,
+    {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: (s: string) => (err += s) },
+      env,
+    },
+    { startNode: async () => 1 },
+  );
+  return { code, out, err };
+}

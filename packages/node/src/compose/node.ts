@@ -8,8 +8,9 @@ import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
-import type { NodeDirectory, NodeInfo } from '@coral/dnssrv';
-import type { FleetMembers } from '@coral/httpprx';
+import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
+import type { FleetMembers, PeerAuth } from '@coral/httpprx';
+import { FleetChallenges } from '../acme/fleet-challenges.js';
 import type { Logger } from 'pino';
 import type {
   AdminBackend,
@@ -50,6 +51,11 @@ export interface CoralNodeComponents {
   clock?: Clock;
   /** Name lookup after the `hosts` map (default: the system resolver). */
   lookup?: NameLookup;
+  /**
+   * Signs and checks node-to-node HTTP with the fleet's keys (@coral/keyring's HttpPeerSigner).
+   * Absent: ACME challenges are neither sent to nor taken from other members.
+   */
+  peerAuth?: PeerAuth;
 }
 
 type Listening = { host: string; port: number };
@@ -67,6 +73,10 @@ export class CoralNode implements AdminBackend {
   proxy!: ProxyPort;
   dns: DnsPort | undefined;
   admin!: AdminApi;
+  /** `_acme-challenge.<zone>` TXT values answered by this node's DNS server. */
+  readonly challenges: InMemoryChallengeStore;
+  /** ACME DNS-01 values set through the admin API, passed on to the fleet. */
+  acme!: FleetChallenges;
   readonly listening: { proxy?: Listening; dsht?: Listening; dns?: Listening; admin?: Listening } =
     {};
   #joined = false;
@@ -76,6 +86,7 @@ export class CoralNode implements AdminBackend {
   #retry: { cancel(): void } | undefined;
   readonly #services: ServiceFactory;
   readonly #lookup: NameLookup | undefined;
+  readonly #peerAuth: PeerAuth | undefined;
 
   private constructor(
     config: CoralConfig,
@@ -90,6 +101,8 @@ export class CoralNode implements AdminBackend {
     this.metrics = components.metrics ?? new CoralMetrics();
     this.#services = components.services;
     this.#lookup = components.lookup;
+    this.#peerAuth = components.peerAuth;
+    this.challenges = new InMemoryChallengeStore({ clock: this.#clock });
   }
 
   /**
@@ -221,7 +234,12 @@ export class CoralNode implements AdminBackend {
     if (config.dns.enabled) {
       // Like the proxy, the DNS server labels its own lines (component: dnssrv).
       this.dns = await step('dns', () =>
-        services.dns({ ...args, logger, directory: this.directory }),
+        services.dns({
+          ...args,
+          logger,
+          directory: this.directory,
+          challenges: this.challenges,
+        }),
       );
       await step('dns', () =>
         this.dns!.listen({ port: config.dns.port, host: addresses.bind.dns }),
@@ -229,8 +247,17 @@ export class CoralNode implements AdminBackend {
       this.listening.dns = { host: addresses.bind.dns, port: config.dns.port };
     }
 
+    this.acme = new FleetChallenges(
+      {
+        store: this.challenges,
+        peerAuth: this.#peerAuth,
+        members: () => this.#otherMembers(),
+        logger: log('acme'),
+      },
+      { zone: config.zone, adminPort: config.admin.port },
+    );
     this.admin = new AdminApi(
-      { backend: this, metrics, logger: log('admin'), clock: this.#clock },
+      { backend: this, metrics, logger: log('admin'), clock: this.#clock, acme: this.acme },
       {
         token: config.admin.token,
         publicMetrics: config.admin.publicMetrics,
@@ -380,6 +407,17 @@ export class CoralNode implements AdminBackend {
       lines.push(`  dig @${reachable(l.dns.host, '127.0.0.1')} -p ${l.dns.port} ${coralName} A`);
     }
     return lines.join('\n') + '\n';
+  }
+
+  /** The live members other than this node, at the address the directory has for them. */
+  #otherMembers(): { nodeId: string; ip: string }[] {
+    const self = this.directory.self().id;
+    return this.#liveProxies()
+      .filter((n) => n.id !== self)
+      .flatMap((n) => {
+        const ip = n.ipv4 ?? n.ipv6;
+        return ip ? [{ nodeId: n.id, ip }] : [];
+      });
   }
 
   /** Live proxies as the DNS server sees them (this node included). */

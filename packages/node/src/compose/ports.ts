@@ -4,7 +4,7 @@
  * which keeps the composition readable and tells each package what the process relies on.
  */
 import type { ContentIndex, FleetMembers } from '@coral/httpprx';
-import type { NodeDirectory } from '@coral/dnssrv';
+import type { ChallengeStore, NodeDirectory } from '@coral/dnssrv';
 import type { Logger } from 'pino';
 import type { DshtValueStore } from '../adapters/content-index.js';
 import type { CoralConfig } from '../config/schema.js';
@@ -70,7 +70,13 @@ export interface ServiceFactory {
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */
   directory(args: { config: CoralConfig; dsht: DshtPort }): NodeDirectory;
-  dns(args: ServiceArgs & { directory: NodeDirectory }): Promise<DnsPort> | DnsPort;
+  dns(
+    args: ServiceArgs & {
+      directory: NodeDirectory;
+      /** ACME DNS-01 TXT values for `_acme-challenge.<zone>`. */
+      challenges?: ChallengeStore;
+    },
+  ): Promise<DnsPort> | DnsPort;
   /** The DSHT key of a URL exactly as the proxy computes it (SHA-1 of `url:` + normalized URL). */
   urlKey(url: string): Uint8Array;
 }

@@ -88,9 +88,9 @@ export const realServices: ServiceFactory = {
     ) as ProxyPort;
   },
 
-  dns({ config, logger, metrics, directory }) {
+  dns({ config, logger, metrics, directory, challenges }) {
     return new DnsServer(
-      { directory, logger, metrics: metrics.dns },
+      { directory, logger, metrics: metrics.dns, ...(challenges ? { challenges } : {}) },
       {
         zones: [config.zone],
         answerCount: config.dns.answerCount,
