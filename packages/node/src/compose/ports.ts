@@ -32,6 +32,19 @@ export interface ProxyPort {
   cacheList(): unknown[] | Promise<unknown[]>;
   /** Drop a URL (origin form); resolves to whether something was dropped. */
   purge(url: string): Promise<unknown>;
+  /**
+   * Start the TLS listener for `*.<zone>` and the apex (certificate chain and key in PEM); links
+   * then point at the one-label https names on `publicPort` (default `port`).
+   */
+  listenTls?(options: {
+    cert: string;
+    key: string;
+    port: number;
+    host?: string;
+    publicPort?: number;
+  }): Promise<unknown>;
+  /** Swap the TLS listener's certificate: new handshakes use it, open connections stay. */
+  setTlsCertificate?(certificate: { cert: string; key: string }): void;
 }
 
 export interface DnsPort {

@@ -34,7 +34,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.peerFetchingTimeoutMs', 'int'],
   ['proxy.clientRateLimitPerSecond', 'int'],
   ['proxy.tlsPort', 'int'],
-  ['proxy.followHttpsUpgrades', 'bool'],
+  ['proxy.followHttpsUpgrade', 'bool'],
   ['dsht.host', 'string'],
   ['dsht.port', 'int'],
   ['dsht.allowNat', 'bool'],

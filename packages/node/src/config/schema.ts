@@ -104,7 +104,7 @@ const proxySchema = z.strictObject({
    * With TLS off, follow an origin's redirect from `http://` to `https://` of the same URL inside
    * the proxy, so a Coralized http URL of an https-only site still serves the site.
    */
-  followHttpsUpgrades: z.boolean().default(true),
+  followHttpsUpgrade: z.boolean().default(true),
 });
 
 const pemPath = z.string().min(1, { message: 'must be the path of a PEM file' });

@@ -6,7 +6,7 @@ describe('TLS configuration', () => {
   it('defaults: TLS port 8443, local CA on, upgrades followed, no files', () => {
     const c = loadConfig();
     expect(c.proxy.tlsPort).toBe(8443);
-    expect(c.proxy.followHttpsUpgrades).toBe(true);
+    expect(c.proxy.followHttpsUpgrade).toBe(true);
     expect(c.tls).toEqual({ originCa: [], localCa: true });
   });
 
@@ -14,14 +14,14 @@ describe('TLS configuration', () => {
     const c = loadConfig({
       env: {
         CORAL_PROXY_TLS_PORT: '9443',
-        CORAL_PROXY_FOLLOW_HTTPS_UPGRADES: 'false',
+        CORAL_PROXY_FOLLOW_HTTPS_UPGRADE: 'false',
         CORAL_TLS_CERT: '/etc/coral/fullchain.pem',
         CORAL_TLS_KEY: '/etc/coral/privkey.pem',
         CORAL_TLS_ORIGIN_CA: '/etc/coral/a.pem,/etc/coral/b.pem',
         CORAL_TLS_LOCAL_CA: 'off',
       },
     });
-    expect(c.proxy).toMatchObject({ tlsPort: 9443, followHttpsUpgrades: false });
+    expect(c.proxy).toMatchObject({ tlsPort: 9443, followHttpsUpgrade: false });
     expect(c.tls).toEqual({
       cert: '/etc/coral/fullchain.pem',
       key: '/etc/coral/privkey.pem',
