@@ -15,7 +15,6 @@ export function tlsBannerLines(o: {
 }): string[] {
   const https = new URL(o.exampleOrigin.href);
   https.protocol = 'https:';
-  https.port = '';
   let coralized: { url: string; name: string };
   try {
     coralized = coralizeUrlDetailed(https.href, o.zone, { tlsPort: o.tlsPort });

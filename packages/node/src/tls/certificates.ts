@@ -5,8 +5,7 @@
  * ACME client), and the local CA's leaf is reissued on the injected clock before it expires;
  * each new certificate is handed to `onChange`, which swaps it into the running listener.
  */
-import 'reflect-metadata'; // before @peculiar/x509 (see local-ca.ts)
-import * as x509 from '@peculiar/x509';
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { createSecureContext } from 'node:tls';
@@ -195,9 +194,9 @@ export async function readPair(certPath: string, keyPath: string): Promise<TlsMa
     read(certPath, 'tls.cert'),
     read(keyPath, 'tls.key'),
   ]);
-  let leaf: x509.X509Certificate;
+  let leaf: X509Certificate;
   try {
-    leaf = new x509.X509Certificate(certPem);
+    leaf = new X509Certificate(certPem);
   } catch (err) {
     throw new TlsError(`tls.cert ${certPath} holds no PEM certificate: ${(err as Error).message}`, {
       cause: err,
@@ -217,8 +216,8 @@ export async function readPair(certPath: string, keyPath: string): Promise<TlsMa
     certPath,
     keyPath,
     source: 'files',
-    notBefore: leaf.notBefore.getTime(),
-    notAfter: leaf.notAfter.getTime(),
+    notBefore: Date.parse(leaf.validFrom),
+    notAfter: Date.parse(leaf.validTo),
     names: dnsNames(leaf),
   };
 }

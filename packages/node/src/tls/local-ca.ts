@@ -6,8 +6,8 @@
  * trusts it once (`curl --cacert <dataDir>/tls/local-ca.pem`, a browser's trust store) keeps
  * trusting the node; the leaf is short-lived and reissued before it expires.
  *
- * Certificates are made with `@peculiar/x509` over WebCrypto, ECDSA P-256 keys and
- * SHA-256 signatures. Time comes from the injected clock, so issuance, reuse and renewal are
+ * Certificates are made by @coral/testkit's CA helpers (`@peculiar/x509` over WebCrypto, ECDSA
+ * P-256 keys, SHA-256 signatures) and read back with node:crypto's X509Certificate. Time comes from the injected clock, so issuance, reuse and renewal are
  * tested without waiting.
  *
  * ```ts
@@ -16,13 +16,18 @@
  * ca.renewAt(m);                      // clock time at which to call ensure() again
  * ```
  */
-import 'reflect-metadata'; // @peculiar/x509 (through tsyringe) needs a Reflect polyfill first
-import * as x509 from '@peculiar/x509';
-import { randomBytes, webcrypto } from 'node:crypto';
+import { X509Certificate, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { systemClock, type Clock } from '@coral/testkit';
+import {
+  issueCert,
+  loadCa,
+  makeTestCa,
+  systemClock,
+  type Clock,
+  type TestCa,
+} from '@coral/testkit';
 import { TlsError } from '../errors.js';
 
 const DAY_MS = 86_400_000;
@@ -42,12 +47,6 @@ export const LOCAL_CA_FILES = {
   cert: 'local-cert.pem',
   key: 'local-key.pem',
 } as const;
-
-const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
-const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
-const crypto = webcrypto;
-type CryptoKey = webcrypto.CryptoKey;
-type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
 export interface LocalCaOptions {
   /** Directory of the CA and its certificate (created, mode 0700). */
@@ -123,51 +122,44 @@ export class LocalCa {
       ca = await this.#createCa(now);
       createdCa = true;
     }
-    if (ca.cert.notAfter.getTime() <= now) {
+    const caCert = new X509Certificate(ca.cert);
+    if (Date.parse(caCert.validTo) <= now) {
       throw new TlsError(
-        `the local CA ${this.path('caCert')} expired on ${ca.cert.notAfter.toISOString()}: ` +
+        `the local CA ${this.path('caCert')} expired on ${caCert.validTo}: ` +
           `remove ${this.#dir} to create a new one (clients must trust the new one)`,
       );
     }
-    let leaf = createdCa ? undefined : await this.#readLeaf(ca, now);
+    let leaf = createdCa ? undefined : await this.#readLeaf(caCert, now);
     const issuedLeaf = leaf === undefined;
     leaf ??= await this.#issueLeaf(ca, now);
-    const caPem = withNewline(ca.cert.toString('pem'));
     return {
       certPem: leaf.certPem,
       keyPem: leaf.keyPem,
       certPath: this.path('cert'),
       keyPath: this.path('key'),
       caPath: this.path('caCert'),
-      caPem,
-      caSpkiSha256: await spkiSha256(ca.cert),
-      notBefore: leaf.cert.notBefore.getTime(),
-      notAfter: leaf.cert.notAfter.getTime(),
+      caPem: ca.cert,
+      caSpkiSha256: ca.spkiSha256,
+      notBefore: Date.parse(leaf.cert.validFrom),
+      notAfter: Date.parse(leaf.cert.validTo),
       createdCa,
       issuedLeaf,
     };
   }
 
-  async #readCa(): Promise<{ cert: x509.X509Certificate; key: CryptoKey } | undefined> {
-    const certPem = await readOptional(this.path('caCert'));
-    const keyPem = await readOptional(this.path('caKey'));
-    if (certPem === undefined && keyPem === undefined) return undefined;
-    if (certPem === undefined || keyPem === undefined) {
+  async #readCa(): Promise<TestCa | undefined> {
+    const cert = await readOptional(this.path('caCert'));
+    const key = await readOptional(this.path('caKey'));
+    if (cert === undefined && key === undefined) return undefined;
+    if (cert === undefined || key === undefined) {
       throw new TlsError(
         `the local CA in ${this.#dir} is incomplete (${LOCAL_CA_FILES.caCert} and ` +
           `${LOCAL_CA_FILES.caKey} go together): remove the directory to create a new CA`,
       );
     }
     try {
-      const cert = new x509.X509Certificate(certPem);
-      const key = await crypto.subtle.importKey(
-        'pkcs8',
-        x509.PemConverter.decodeFirst(keyPem),
-        KEY_ALGORITHM,
-        false,
-        ['sign'],
-      );
-      return { cert, key };
+      createSecureContext({ cert, key }); // a key that is not this certificate's fails here
+      return loadCa({ cert, key });
     } catch (err) {
       throw new TlsError(`cannot read the local CA in ${this.#dir}: ${(err as Error).message}`, {
         cause: err,
@@ -175,52 +167,37 @@ export class LocalCa {
     }
   }
 
-  async #createCa(now: number): Promise<{ cert: x509.X509Certificate; key: CryptoKey }> {
-    const keys = await generateKeys();
-    const name = `CN=Coral local CA for ${this.#zone} ${randomBytes(4).toString('hex')}, O=Coral local development CA`;
-    const cert = await x509.X509CertificateGenerator.createSelfSigned(
-      {
-        serialNumber: serial(),
-        name,
-        notBefore: new Date(now - CLOCK_SKEW_MS),
-        notAfter: new Date(now + this.#caLifetimeMs),
-        keys,
-        signingAlgorithm: SIGNING_ALGORITHM,
-        extensions: [
-          new x509.BasicConstraintsExtension(true, 0, true),
-          new x509.KeyUsagesExtension(
-            x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign,
-            true,
-          ),
-          await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
-        ],
-      },
-      crypto,
-    );
-    await writePrivate(this.path('caKey'), await pkcs8Pem(keys.privateKey));
-    await writePublic(this.path('caCert'), cert.toString('pem'));
-    return { cert, key: keys.privateKey };
+  async #createCa(now: number): Promise<TestCa> {
+    const made = await makeTestCa({
+      name: `Coral local CA for ${this.#zone} ${randomBytes(4).toString('hex')}`,
+      notBefore: new Date(now - CLOCK_SKEW_MS),
+      notAfter: new Date(now + this.#caLifetimeMs),
+    });
+    const ca = { ...made, cert: withNewline(made.cert), key: withNewline(made.key) };
+    await writePrivate(this.path('caKey'), ca.key);
+    await writePublic(this.path('caCert'), ca.cert);
+    return ca;
   }
 
   /** The leaf on disk when it is good for this zone, this CA and now; else undefined. */
   async #readLeaf(
-    ca: { cert: x509.X509Certificate },
+    ca: X509Certificate,
     now: number,
-  ): Promise<{ cert: x509.X509Certificate; certPem: string; keyPem: string } | undefined> {
+  ): Promise<{ cert: X509Certificate; certPem: string; keyPem: string } | undefined> {
     const certPem = await readOptional(this.path('cert'));
     const keyPem = await readOptional(this.path('key'));
     if (certPem === undefined || keyPem === undefined) return undefined;
     try {
-      const cert = new x509.X509Certificate(certPem);
+      const cert = new X509Certificate(certPem);
       createSecureContext({ cert: certPem, key: keyPem }); // throws when the key does not match
       const names = dnsNames(cert);
       const fresh =
-        cert.notBefore.getTime() <= now &&
-        now < cert.notAfter.getTime() - this.#renewBeforeMs &&
+        Date.parse(cert.validFrom) <= now &&
+        now < Date.parse(cert.validTo) - this.#renewBeforeMs &&
         names.includes(`*.${this.#zone}`) &&
         names.includes(this.#zone) &&
-        cert.issuer === ca.cert.subject &&
-        (await cert.verify({ publicKey: ca.cert.publicKey, signatureOnly: true }, crypto));
+        cert.checkIssued(ca) &&
+        cert.verify(ca.publicKey);
       return fresh ? { cert, certPem, keyPem } : undefined;
     } catch {
       return undefined; // unreadable: issue a new one
@@ -228,72 +205,30 @@ export class LocalCa {
   }
 
   async #issueLeaf(
-    ca: { cert: x509.X509Certificate; key: CryptoKey },
+    ca: TestCa,
     now: number,
-  ): Promise<{ cert: x509.X509Certificate; certPem: string; keyPem: string }> {
-    const keys = await generateKeys();
-    const cert = await x509.X509CertificateGenerator.create(
-      {
-        serialNumber: serial(),
-        subject: `CN=*.${this.#zone}`,
-        issuer: ca.cert.subject,
-        notBefore: new Date(now - CLOCK_SKEW_MS),
-        notAfter: new Date(now + this.#leafLifetimeMs),
-        publicKey: keys.publicKey,
-        signingKey: ca.key,
-        signingAlgorithm: SIGNING_ALGORITHM,
-        extensions: [
-          new x509.BasicConstraintsExtension(false, undefined, true),
-          new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-          new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth], false),
-          new x509.SubjectAlternativeNameExtension(
-            [
-              { type: 'dns', value: `*.${this.#zone}` },
-              { type: 'dns', value: this.#zone },
-            ],
-            false,
-          ),
-          await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
-          await x509.AuthorityKeyIdentifierExtension.create(ca.cert, false, crypto),
-        ],
-      },
-      crypto,
-    );
-    const certPem = withNewline(cert.toString('pem'));
-    const keyPem = withNewline(await pkcs8Pem(keys.privateKey));
+  ): Promise<{ cert: X509Certificate; certPem: string; keyPem: string }> {
+    const issued = await issueCert(ca, {
+      dnsNames: [`*.${this.#zone}`, this.#zone],
+      notBefore: new Date(now - CLOCK_SKEW_MS),
+      notAfter: new Date(now + this.#leafLifetimeMs),
+    });
+    const certPem = withNewline(issued.cert);
+    const keyPem = withNewline(issued.key);
     // Key first: a crash between the two writes leaves a pair that does not match, which the next
     // start detects (createSecureContext) and reissues.
     await writePrivate(this.path('key'), keyPem);
     await writePublic(this.path('cert'), certPem);
-    return { cert, certPem, keyPem };
+    return { cert: new X509Certificate(certPem), certPem, keyPem };
   }
 }
 
 /** The DNS names of a certificate's subjectAltName (lowercase). */
-export function dnsNames(cert: x509.X509Certificate): string[] {
-  const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
-  return (san?.names.items ?? []).filter((n) => n.type === 'dns').map((n) => n.value.toLowerCase());
-}
-
-/** Base64 SHA-256 of a certificate's SubjectPublicKeyInfo. */
-export async function spkiSha256(cert: x509.X509Certificate): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', cert.publicKey.rawData);
-  return Buffer.from(digest).toString('base64');
-}
-
-function generateKeys(): Promise<CryptoKeyPair> {
-  return crypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
-}
-
-async function pkcs8Pem(key: CryptoKey): Promise<string> {
-  return x509.PemConverter.encode(await crypto.subtle.exportKey('pkcs8', key), 'PRIVATE KEY');
-}
-
-/** A positive 128-bit serial number (RFC 5280 §4.1.2.2: at most 20 octets, positive). */
-function serial(): string {
-  const b = randomBytes(16);
-  b[0] = b[0]! & 0x7f || 0x01;
-  return b.toString('hex');
+export function dnsNames(cert: X509Certificate): string[] {
+  return (cert.subjectAltName ?? '')
+    .split(/,\s*/)
+    .filter((n) => n.startsWith('DNS:'))
+    .map((n) => n.slice(4).toLowerCase());
 }
 
 async function readOptional(path: string): Promise<string | undefined> {
