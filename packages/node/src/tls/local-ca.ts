@@ -44,6 +44,7 @@ export const CLOCK_SKEW_MS = 5 * 60_000;
 export const LOCAL_CA_FILES = {
   caCert: 'local-ca.pem',
   caKey: 'local-ca-key.pem',
+  /** The leaf followed by the CA certificate. */
   cert: 'local-cert.pem',
   key: 'local-key.pem',
 } as const;
@@ -213,7 +214,9 @@ export class LocalCa {
       notBefore: new Date(now - CLOCK_SKEW_MS),
       notAfter: new Date(now + this.#leafLifetimeMs),
     });
-    const certPem = withNewline(issued.cert);
+    // Leaf then CA: a client that pins the CA by its SPKI hash (Chromium's
+    // --ignore-certificate-errors-spki-list) only sees it when the server sends it.
+    const certPem = withNewline(issued.chain);
     const keyPem = withNewline(issued.key);
     // Key first: a crash between the two writes leaves a pair that does not match, which the next
     // start detects (createSecureContext) and reissues.

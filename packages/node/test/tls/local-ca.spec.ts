@@ -49,6 +49,9 @@ describe('LocalCa', () => {
     const leaf = new X509Certificate(m.certPem);
     const ca = new X509Certificate(m.caPem);
     expect(leaf.subjectAltName).toBe('DNS:*.coral.test, DNS:coral.test');
+    // Served as leaf then CA, so a client pinning the CA's SPKI sees it in the chain.
+    expect(m.certPem.endsWith(m.caPem)).toBe(true);
+    expect(m.certPem.match(/BEGIN CERTIFICATE/g)).toHaveLength(2);
     expect(leaf.checkIssued(ca)).toBe(true);
     expect(leaf.verify(ca.publicKey)).toBe(true);
     expect(ca.ca).toBe(true);
