@@ -9,9 +9,10 @@ import { createServer as createHttpsServer, request as httpsRequest } from 'node
 import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
+import { issueCert, makeTestCa } from '@coral/testkit';
 import type { IssuedCert, TestCa } from '@coral/testkit';
 import { closer, readReply } from './harness.js';
-import type { Reply } from './harness.js';
+import type { ProxyHarness, Reply } from './harness.js';
 
 export interface DualHit {
   scheme: 'http' | 'https';
@@ -152,4 +153,43 @@ export function follow(location: string, ca: TestCa, ip = '127.0.0.1'): Promise<
     req.on('error', reject);
     req.end();
   });
+}
+
+/** The certificates the TLS tests share, made once per test file. */
+export interface TestPki {
+  /** Signs the proxy's wildcard certificate (what clients trust). */
+  zoneCa: TestCa;
+  /** A private CA for the origins (the proxy's `originCa`). */
+  originCa: TestCa;
+  /** `*.nyud.net` and `nyud.net`. */
+  wildcard: IssuedCert;
+  /** `origin.test`, from `originCa`. */
+  originCert: IssuedCert;
+}
+
+export async function makePki(): Promise<TestPki> {
+  const zoneCa = await makeTestCa({ name: 'Coral zone test CA' });
+  const originCa = await makeTestCa({ name: 'Origin private CA' });
+  return {
+    zoneCa,
+    originCa,
+    wildcard: await issueCert(zoneCa, { dnsNames: ['*.nyud.net', 'nyud.net'] }),
+    originCert: await issueCert(originCa, { dnsNames: ['origin.test'] }),
+  };
+}
+
+/** Start `px`'s TLS listener on 127.0.0.1 with the wildcard certificate; resolves to its port. */
+export async function listenTls(
+  px: ProxyHarness,
+  pki: TestPki,
+  extra: { publicPort?: number } = {},
+): Promise<number> {
+  const { port } = await px.proxy.listenTls({
+    port: 0,
+    host: '127.0.0.1',
+    cert: pki.wildcard.chain,
+    key: pki.wildcard.key,
+    ...extra,
+  });
+  return port;
 }
