@@ -32,7 +32,16 @@ export type {
   ProxyMetrics,
   ProxyOptions,
   Resolver,
+  TlsCertificate,
+  TlsListenOptions,
 } from './proxy/types.js';
+export {
+  ORIGIN_BOUND_FIELDS,
+  coralLink,
+  cookieForClient,
+  sameUrlUpgrade,
+} from './mapping/links.js';
+export type { LinkContext } from './mapping/links.js';
 export { coralize, normalizeUrl, originUrl, parseCoralHost, urlKey } from './mapping/coral-name.js';
 export type { CoralTarget } from './mapping/coral-name.js';
 export { ERROR_CODES, ProxyError, isProxyError } from './errors.js';
