@@ -283,6 +283,12 @@ export class CoralProxy {
   async #start(server: Server | TlsServer, port: number, host?: string): Promise<AddressInfo> {
     const via = this.#core.via;
     server.on('clientError', (err: Error & { code?: string }, socket) => {
+      // A failed TLS handshake (https listener): there is no channel to answer on; with a
+      // clientError listener Node leaves closing the socket to us.
+      if (/^ERR_(SSL|TLS)_/.test(err.code ?? '')) {
+        socket.destroy();
+        return;
+      }
       const answered = answerClientError(err, socket, via);
       if (answered) this.#core.metrics?.clientError?.(answered.code);
     });

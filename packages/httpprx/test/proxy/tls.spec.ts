@@ -5,6 +5,7 @@
  * the certificate replaced at run time without dropping connections.
  */
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+import { connect } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { issueCert } from '@coral/testkit';
@@ -179,6 +180,40 @@ describe('https origins and TLS clients (loopback, test CAs)', () => {
     expect(r.status).toBe(403);
     expect(r.headers['x-coral-error']).toBe('CORAL_ORIGIN_FORBIDDEN');
     expect(origin.hits).toEqual([]);
+  });
+
+  it('hostile TLS clients: plain http, garbage and a silent handshake are closed; service goes on', async () => {
+    const { px, name } = await setup();
+    await px.proxy.close(); // this test wants its own handshake bound
+    const p2 = await startProxy({ originCa: [originCa.cert] });
+    cleanups.push(() => p2.close());
+    const { port } = await p2.proxy.listenTls({
+      port: 0,
+      host: '127.0.0.1',
+      cert: wildcard.chain,
+      key: wildcard.key,
+      handshakeTimeoutMs: 200,
+    });
+    const closedAfter = (bytes: string | undefined) =>
+      new Promise<string>((resolve, reject) => {
+        const s = connect(port, '127.0.0.1', () => {
+          if (bytes !== undefined) s.write(bytes);
+        });
+        let got = '';
+        s.on('data', (c: Buffer) => (got += c.toString('latin1')));
+        s.on('error', () => {});
+        s.on('close', () => resolve(got));
+        setTimeout(() => reject(new Error('not closed')), 10_000).unref();
+      });
+    // Plain HTTP on the TLS port: no HTTP answer (no plaintext reply that could be reflected).
+    expect(await closedAfter(`GET / HTTP/1.1\r\nHost: ${name}\r\n\r\n`)).not.toContain(
+      'HTTP/1.1 200',
+    );
+    expect(await closedAfter('\x16\x03\x01\x00\x05garbage')).not.toContain('HTTP/');
+    // A client that never says hello is cut at the handshake bound.
+    expect(await closedAfter(undefined)).toBe('');
+    const ok = await getTls(port, name, zoneCa, '/after');
+    expect(ok.status).toBe(200);
   });
 
   it('setTlsCertificate: new handshakes get the new certificate, open connections stay up', async () => {
