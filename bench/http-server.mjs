@@ -6,9 +6,12 @@
 //   { role: 'plain', sizes, headers }  a plain node:http server sending, for GET /<name>, the same
 //       body bytes as the origin and the header list `headers[name]` (the proxy's hit headers,
 //       captured by the bench) from memory: the baseline of the proxy's hit path
-// and it answers { ports: { http } }. Issue 11's https rows add a `tls` field here (certificate
-// and key) and a `https` port to the answer; the bench's case table picks it up from there.
+// With `tls: { cert, key }` (PEM) in the message the server also listens over TLS (the proxy with
+// its TLS listener, `listenTls`; the plain server with node:https, same handler), and it answers
+// { ports: { http, https } }; else { ports: { http } }. The bench's case table picks the https
+// rows up from there.
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { bodyFor } from './lib/bodies.mjs';
 
 process.once('disconnect', () => process.exit(0));
@@ -27,7 +30,12 @@ if (config.role === 'proxy') {
     },
   );
   const { port } = await proxy.listen(0, '127.0.0.1');
-  process.send({ ports: { http: port } });
+  const ports = { http: port };
+  if (config.tls) {
+    const tls = await proxy.listenTls({ port: 0, host: '127.0.0.1', ...config.tls });
+    ports.https = tls.port;
+  }
+  process.send({ ports });
 } else if (config.role === 'plain') {
   const replies = new Map(
     Object.entries(config.sizes).map(([name, bytes]) => [
@@ -35,14 +43,23 @@ if (config.role === 'proxy') {
       { body: bodyFor(bytes), headers: config.headers[name] },
     ]),
   );
-  const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+  const handler = (req, res) => {
     const r = replies.get(req.url);
     if (!r) return res.writeHead(404).end();
     res.writeHead(200, r.headers);
     res.end(req.method === 'HEAD' ? undefined : r.body);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  process.send({ ports: { http: server.address().port } });
+  };
+  const listen = async (server) => {
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    return server.address().port;
+  };
+  const ports = { http: await listen(createServer({ keepAliveTimeout: 5_000 }, handler)) };
+  if (config.tls) {
+    // As the proxy's TLS listener: HTTP/1.1 only (ALPN), the same keep-alive timeout.
+    const options = { ...config.tls, ALPNProtocols: ['http/1.1'], keepAliveTimeout: 5_000 };
+    ports.https = await listen(createHttpsServer(options, handler));
+  }
+  process.send({ ports });
 } else {
   throw new Error(`unknown role ${config.role}`);
 }

@@ -7,7 +7,10 @@
 // servers in bench/http-server.mjs, all threads; nginx with one worker); the load generator is
 // pinned to CPU 1: wrk when installed (one thread), otherwise autocannon in bench/http-load.mjs.
 // The origin and this script run unpinned and are idle while a case is measured (every request is
-// a cache hit). Keep-alive connections, 1 KiB and 100 KiB objects.
+// a cache hit). Keep-alive connections, 1 KiB and 100 KiB objects, over http and over https
+// (issue 11: every server also listens over TLS with one certificate from a test CA made here —
+// ECDSA P-256, HTTP/1.1 by ALPN; wrk resumes no sessions, so each connection's handshake is paid
+// once, during the warm-up, and the rows measure requests on established TLS connections).
 //
 // Saturation. Each run reports, over its middle (0.5 s after the start to 0.5 s before the end),
 // the server's CPU (utime + stime of its processes from /proc/<pid>/stat, % of one core), the
@@ -34,17 +37,19 @@
 // Options: --seconds N (per run, default 3), --warmup N (s per case before the rounds, default 2),
 // --rounds N (quiet pairs wanted per ratio, default 3), --max-rounds N (default 10),
 // --connections N (default 64), --threads N (wrk threads, default 1), --node-generator, --no-pin,
-// --no-nginx.
+// --no-nginx, --no-https.
 //
 // Prints a table per case and round, a summary, and ONE JSON line at the end.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { issueCert, makeTestCa } from '@coral/testkit';
 import { bodyFor } from './lib/bodies.mjs';
 import {
   canPin,
@@ -67,6 +72,7 @@ const { values: opt } = parseArgs({
     'node-generator': { type: 'boolean', default: false },
     'no-pin': { type: 'boolean', default: false },
     'no-nginx': { type: 'boolean', default: false },
+    'no-https': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(opt.seconds);
@@ -95,13 +101,13 @@ const GENERATOR = !opt['node-generator'] && installed('wrk', ['--version']) ? 'w
 /** Object sizes, by the name used in URLs, rows and JSON keys. */
 const SIZES = { '1k': 1024, '100k': 100 * 1024 };
 /**
- * Schemes measured, each with its JSON key prefix. Issue 11 adds `https: 'https'` here once the
- * servers have TLS listeners (each server's `ports` then has an `https` entry): rows and JSON keys
- * (httpsRatio1k, ...) follow from this table and from the servers' ports, nothing else changes.
- * (wrk does not verify certificates and sends the URL's host, here 127.0.0.1, as SNI: a server's
- * TLS listener needs a default certificate; the Host header still names the site.)
+ * Schemes measured, each with its JSON key prefix: rows and JSON keys (httpsRatio1k, ...) follow
+ * from this table and from the ports each server answers. (wrk does not verify certificates and
+ * names no server (the URL's host is 127.0.0.1): each TLS listener has one certificate; the Host
+ * header still names the site.)
  */
-const SCHEMES = { http: '' };
+const HTTPS = !opt['no-https'];
+const SCHEMES = HTTPS ? { http: '', https: 'https' } : { http: '' };
 
 const tmp = mkdtempSync(join(os.tmpdir(), 'coral-bench-http-'));
 const children = new Set();
@@ -144,13 +150,30 @@ const origin = createServer((req, res) => {
 await new Promise((r) => origin.listen(0, '127.0.0.1', r));
 const originPort = origin.address().port;
 
+/** Names the servers answer for (the proxy's Coralized name, the others' Host values). */
+const PROXY_HOST = `origin.test.${originPort}.nyud.net`;
+/** One certificate for every TLS listener, from a CA made for this run (the checks verify it). */
+const ca = HTTPS ? await makeTestCa({ name: 'Coral bench CA' }) : undefined;
+const leaf = ca
+  ? await issueCert(ca, {
+      dnsNames: [PROXY_HOST, '*.nyud.net', 'nyud.net', 'plain.test', 'nginx.test'],
+      ipAddresses: ['127.0.0.1'],
+    })
+  : undefined;
+const tls = leaf ? { cert: leaf.cert, key: leaf.key } : undefined;
+
 // ---------------------------------------------------------------------------------------------
 // Servers under test. Each: { name, key (JSON prefix), pids (for CPU accounting), ports
 // ({ scheme: port }), host (Host header), check(size) (throws unless the answer is a cache hit) }.
 
-function get(port, path, host) {
+function get(port, path, host, scheme = 'http') {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+    const options = { host: '127.0.0.1', port, path, headers: { host } };
+    const send =
+      scheme === 'https'
+        ? (cb) => httpsRequest({ ...options, ca: ca.cert, servername: host, agent: false }, cb)
+        : (cb) => request(options, cb);
+    const req = send((res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => resolve({ res, body: Buffer.concat(chunks) }));
@@ -183,13 +206,21 @@ function serverUnderTest({ name, key, pids, ports, host, isHit = () => true }) {
     pids,
     ports,
     host,
+    /** Over every scheme the server listens on (https: verified against the bench's CA). */
     async check(size) {
-      const { res, body } = await get(ports.http, `/${size}`, host);
-      if (res.statusCode !== 200 || !isHit(res) || !body.equals(bodies[size])) {
-        const status = JSON.stringify(res.headers['cache-status'] ?? res.headers['x-cache-status']);
-        throw new Error(`${name} /${size}: ${res.statusCode} ${status}, not a correct cache hit`);
+      let first;
+      for (const scheme of Object.keys(SCHEMES)) {
+        if (ports[scheme] === undefined) continue;
+        const { res, body } = await get(ports[scheme], `/${size}`, host, scheme);
+        if (res.statusCode !== 200 || !isHit(res) || !body.equals(bodies[size])) {
+          const s = JSON.stringify(res.headers['cache-status'] ?? res.headers['x-cache-status']);
+          throw new Error(
+            `${name} ${scheme} /${size}: ${res.statusCode} ${s}, not a correct cache hit`,
+          );
+        }
+        first ??= res;
       }
-      return res;
+      return first;
     },
   };
 }
@@ -199,13 +230,14 @@ async function startProxy() {
     role: 'proxy',
     originPort,
     dataDir: join(tmp, 'proxy'),
+    tls,
   });
   return serverUnderTest({
     name: 'proxy',
     key: 'hit',
     pids: [child.pid],
     ports,
-    host: `origin.test.${originPort}.nyud.net`,
+    host: PROXY_HOST,
     isHit: (res) => /; hit/.test(String(res.headers['cache-status'])),
   });
 }
@@ -220,7 +252,7 @@ async function startPlain(proxy) {
       return name !== 'connection' && name !== 'keep-alive' && name !== 'transfer-encoding';
     });
   }
-  const { child, ports } = await startNodeServer({ role: 'plain', sizes: SIZES, headers });
+  const { child, ports } = await startNodeServer({ role: 'plain', sizes: SIZES, headers, tls });
   return serverUnderTest({
     name: 'plain',
     key: 'plain',
@@ -277,6 +309,20 @@ async function waitForPort(port, deadlineMs) {
 async function startNginx() {
   const dir = join(tmp, 'nginx');
   const port = await freePort();
+  const sslPort = tls ? await freePort() : undefined;
+  mkdirSync(dir, { recursive: true });
+  if (tls) {
+    writeFileSync(join(dir, 'cert.pem'), tls.cert);
+    writeFileSync(join(dir, 'key.pem'), tls.key);
+  }
+  // As the Node servers: TLS 1.2 and 1.3, HTTP/1.1, one certificate, no session cache to warm.
+  const ssl = tls
+    ? `
+    listen 127.0.0.1:${sslPort} ssl;
+    ssl_certificate ${dir}/cert.pem;
+    ssl_certificate_key ${dir}/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;`
+    : '';
   const conf = `
 daemon off;
 master_process on;${process.getuid?.() === 0 ? '\nuser root;' : ''}
@@ -298,18 +344,20 @@ http {
   proxy_cache_path ${dir}/cache levels=1:2 keys_zone=coral:10m max_size=1g inactive=1h use_temp_path=off;
   upstream origin { server 127.0.0.1:${originPort}; keepalive 8; }
   server {
-    listen 127.0.0.1:${port};
+    listen 127.0.0.1:${port};${ssl}
     location / {
       proxy_pass http://origin;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_cache coral;
+      # One entry per URL whichever scheme the client used, as the proxy keeps it (the default
+      # key starts with $scheme).
+      proxy_cache_key $proxy_host$request_uri;
       add_header X-Cache-Status $upstream_cache_status always;
     }
   }
 }
 `;
-  mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'nginx.conf'), conf);
   const [cmd, args] = pinned(SERVER_CPU, 'nginx', [
     '-p',
@@ -332,7 +380,7 @@ http {
     name: 'nginx',
     key: 'nginx',
     pids: [child.pid],
-    ports: { http: port },
+    ports: sslPort ? { http: port, https: sslPort } : { http: port },
     host: 'nginx.test',
     isHit: (res) => res.headers['x-cache-status'] === 'HIT',
   });

@@ -13,12 +13,15 @@
 //       in dir, whose ContentIndex is the bench's shared index (over IPC): several such processes
 //       make a fleet whose peers find each other's announcements.
 //   fleet(members)   the fleet's proxies, for the peer-fetch adapter below
-//   measure()        full GC, then process.memoryUsage() and /proc/self/status's RSS parts
+//   measure(label)   full GC, then process.memoryUsage() and /proc/self/status's RSS parts; with
+//                    CORAL_BENCH_HEAP_SNAPSHOTS=<dir> in the environment (memory.mjs
+//                    --heap-snapshots <dir>) also a heap snapshot <dir>/<label>-<pid>.heapsnapshot
 //   usage()          the same without the GC (memory as it is at that moment)
 //   counts()         cached objects (the proxy's cache listing) and DSHT values held
 //   stop()           close the proxy (and the DSHT node), then exit
 import { join } from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { ipcPeer } from './lib/ipc.mjs';
 import { processMemory } from './lib/system.mjs';
 
@@ -41,12 +44,15 @@ const parent = ipcPeer(process, {
     fleet.clear();
     for (const m of members) fleet.set(m.nodeId, m);
   },
-  async measure() {
+  async measure(label = 'measure') {
     for (let i = 0; i < 3; i++) {
       globalThis.gc();
       await tick();
     }
-    return { ...process.memoryUsage(), ...processMemory(process.pid) };
+    const usage = { ...process.memoryUsage(), ...processMemory(process.pid), spaces: spaces() };
+    const snapshots = process.env.CORAL_BENCH_HEAP_SNAPSHOTS;
+    if (snapshots) writeHeapSnapshot(join(snapshots, `${label}-${process.pid}.heapsnapshot`));
+    return usage;
   },
   usage() {
     return { ...process.memoryUsage(), ...processMemory(process.pid) };
@@ -60,6 +66,18 @@ const parent = ipcPeer(process, {
     setTimeout(() => process.exit(0), 10);
   },
 });
+
+/** V8's heap by space: { name: [committed MB, used MB] } for the spaces holding ≥ 1 MB. */
+function spaces() {
+  const out = {};
+  for (const s of getHeapSpaceStatistics()) {
+    if (s.physical_space_size < 1e6) continue;
+    out[s.space_name.replace(/_space$/, '')] = [s.physical_space_size, s.space_used_size].map(
+      (n) => Math.round(n / 1e5) / 10,
+    );
+  }
+  return out;
+}
 
 async function startMetadataNode({ CoralProxy }, { dir, originPort, hotBudgetBytes, dshtPort }) {
   const { Dsht, toHex } = await import('@coral/dsht');

@@ -27,7 +27,9 @@
 //
 // MB are 10^6 bytes. Options: --phases a,b,c; --objects; --hot-budget-mb; --fill-connections (32);
 // --clients; --object-mb; --origin-mib-per-s; --reader-kib-per-s; --slow-seconds;
-// --read-timeout-s (time allowed for the full-speed reads, default 240).
+// --read-timeout-s (time allowed for the full-speed reads, default 240); --heap-snapshots DIR
+// (a V8 heap snapshot of the node at each measurement, for profiling: the snapshot itself costs
+// memory, so figures from such a run are not results).
 //
 // Prints a table and ends with ONE JSON line.
 import { spawn } from 'node:child_process';
@@ -56,6 +58,7 @@ const { values: opt } = parseArgs({
     'reader-kib-per-s': { type: 'string', default: '20' },
     'slow-seconds': { type: 'string', default: '15' },
     'read-timeout-s': { type: 'string', default: '240' },
+    'heap-snapshots': { type: 'string' },
   },
 });
 const PHASES = new Set(opt.phases.split(','));
@@ -133,7 +136,12 @@ async function startNode(config) {
   const child = spawn(
     process.execPath,
     ['--expose-gc', new URL('./memory-node.mjs', import.meta.url).pathname],
-    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: opt['heap-snapshots']
+        ? { ...process.env, CORAL_BENCH_HEAP_SNAPSHOTS: opt['heap-snapshots'] }
+        : process.env,
+    },
   );
   children.add(child);
   const peer = ipcPeer(child, {
@@ -203,7 +211,7 @@ async function metadataPhase() {
   let node = await startNode(config);
   // A restart keeps the DSHT node's address, hence its id (the publisher of its values).
   config.dshtPort = node.dshtPort;
-  const before = await node.call('measure');
+  const before = await node.call('measure', 'a-empty');
   const agent = new Agent({ keepAlive: true, maxSockets: FILL_CONNECTIONS });
   const t0 = performance.now();
   let next = 0;
@@ -236,13 +244,13 @@ async function metadataPhase() {
     2_000,
   );
   const settleS = (performance.now() - t1) / 1000;
-  const after = await node.call('measure');
+  const after = await node.call('measure', 'a-filled');
   await node.stop();
   const t2 = performance.now();
   node = await startNode(config);
   const restartS = (performance.now() - t2) / 1000;
   const reopenedCounts = await node.call('counts');
-  const reopened = await node.call('measure');
+  const reopened = await node.call('measure', 'a-restarted');
   await node.stop();
 
   const k = OBJECTS === 100_000 ? '100k' : `${OBJECTS}Objects`;
@@ -259,6 +267,12 @@ async function metadataPhase() {
   row(
     '    heap used (total) empty → filled',
     `${mb(before.heapUsed)} (${mb(before.heapTotal)}) → ${mb(after.heapUsed)} (${mb(after.heapTotal)}) MB`,
+  );
+  row(
+    '    heap spaces filled: committed (used) MB',
+    Object.entries(after.spaces)
+      .map(([name, [committed, used]]) => `${name} ${committed} (${used})`)
+      .join(', '),
   );
   row(
     '    external / array buffers filled',

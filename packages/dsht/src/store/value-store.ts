@@ -16,6 +16,12 @@
  *   `maxBytesPerSource` bytes, so one source holds at most a small share of the store.
  *
  * A refused store changes nothing: no slot, no counter, no bucket is created for it.
+ *
+ * Memory: a node may hold 100,000s of values, so each costs a few hundred bytes: one slot object
+ * per (level, key) under a binary string, its values in a small array (no Map, no string per
+ * value), the counters in the slot, and the key, publisher and value bytes copied into the
+ * store's own slabs (./bytes.ts) — a value never keeps alive the buffer it arrived in (a datagram,
+ * an encoder's shared output buffer), and each distinct publisher id is held once.
  */
 import type { Clock, Random } from '@coral/testkit';
 import {
@@ -29,8 +35,9 @@ import {
   MAX_VALUES_PER_SOURCE,
   STORE_ENTRY_OVERHEAD,
 } from '../constants.js';
-import { toHex, type Id } from '../id/id.js';
+import { fromHex, toHex, type Id } from '../id/id.js';
 import { StoreStatus, type WireValue } from '../wire/messages.js';
+import { ByteSlabs, IdTable } from './bytes.js';
 
 export interface StoredValue {
   level: number;
@@ -86,10 +93,43 @@ export interface StoreOrigin {
 interface KeySlot {
   level: number;
   key: Id;
-  values: Map<string, StoredValue>;
+  /** In insertion order; at most `maxValuesPerKey`. */
+  values: StoredValue[];
   /** Leaky bucket level and the time it was last drained. */
   bucket: number;
   bucketAt: number;
+  /** Accepted stores and store requests (accepted or refused) since the slot was created. */
+  accepted: number;
+  requests: number;
+}
+
+/** Read-only counters by public slot key (`ValueStore.slotKey`), as the benches read them. */
+export interface SlotCounters {
+  get(slotKey: string): number | undefined;
+  has(slotKey: string): boolean;
+  readonly size: number;
+}
+
+/** Same entry of a slot (see `entryKey`)? */
+function sameEntry(a: StoredValue, b: { publisher: Id; copy?: boolean; storedBy?: Id }): boolean {
+  if ((a.copy === true) !== (b.copy === true) || !bytesEqual(a.publisher, b.publisher))
+    return false;
+  return !a.copy || bytesEqual(a.storedBy ?? a.publisher, b.storedBy ?? b.publisher);
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Internal slot key: the level as one char, then the key's bytes as latin1 chars. */
+function binaryKey(level: number, key: Id): string {
+  return (
+    String.fromCharCode(level) +
+    Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1')
+  );
 }
 
 export interface StoreChange {
@@ -128,12 +168,15 @@ export class ValueStore {
   #bytes = 0;
   #count = 0;
   #sources = new Map<string, { values: number; bytes: number }>();
+  /** Store-owned copies of keys and values, and each distinct publisher/copier id once. */
+  #slabs = new ByteSlabs();
+  #ids = new IdTable();
   /** Called on every accepted store and every removal (persistence listens). */
   onChange: ((change: StoreChange) => void) | undefined;
   /** Accepted stores, by slot key `level:keyhex` (for the hot-key measurement). */
-  readonly accepted = new Map<string, number>();
+  readonly accepted: SlotCounters = this.#counters((s) => s.accepted);
   /** Store requests (accepted or refused) for keys that hold a slot here, by slot key. */
-  readonly requests = new Map<string, number>();
+  readonly requests: SlotCounters = this.#counters((s) => s.requests);
   /** Stores refused by a per-source quota. */
   quotaRefused = 0;
 
@@ -161,7 +204,7 @@ export class ValueStore {
   /** Number of distinct (level, key) slots holding values. */
   get keyCount(): number {
     let n = 0;
-    for (const s of this.#slots.values()) if (s.values.size > 0) n++;
+    for (const s of this.#slots.values()) if (s.values.length > 0) n++;
     return n;
   }
 
@@ -178,19 +221,53 @@ export class ValueStore {
       .sort((a, b) => b.bytes - a.bytes);
   }
 
+  /** Public name of a (level, key) slot: `level:keyhex`. */
   static slotKey(level: number, key: Id): string {
     return `${level}:${toHex(key)}`;
   }
 
+  #slot(level: number, key: Id): KeySlot | undefined {
+    return this.#slots.get(binaryKey(level, key));
+  }
+
+  #counters(pick: (s: KeySlot) => number): SlotCounters {
+    const find = (slotKey: string): KeySlot | undefined => {
+      const m = /^(\d+):([0-9a-f]+)$/.exec(slotKey);
+      if (!m || m[2]!.length % 2 !== 0) return undefined;
+      return this.#slot(Number(m[1]), fromHex(m[2]!));
+    };
+    const slots = this.#slots;
+    return {
+      get: (k) => {
+        const s = find(k);
+        return s && pick(s) > 0 ? pick(s) : undefined;
+      },
+      has: (k) => {
+        const s = find(k);
+        return s !== undefined && pick(s) > 0;
+      },
+      get size() {
+        let n = 0;
+        for (const s of slots.values()) if (pick(s) > 0) n++;
+        return n;
+      },
+    };
+  }
+
   /** Would a store of a value with `ttlSeconds` from `publisher` be refused as full? */
   isFull(level: number, key: Id, ttlSeconds: number, publisher?: Id, copy = false): boolean {
-    const slot = this.#slots.get(ValueStore.slotKey(level, key));
+    const slot = this.#slot(level, key);
     if (!slot) return false;
-    if (publisher && !copy && slot.values.has(toHex(publisher))) return false;
+    if (
+      publisher &&
+      !copy &&
+      slot.values.some((v) => !v.copy && bytesEqual(v.publisher, publisher))
+    )
+      return false;
     const now = this.#clock.now();
     const half = (ttlSeconds * 1000) / 2;
     let long = 0;
-    for (const v of slot.values.values()) {
+    for (const v of slot.values) {
       if (v.copy && !copy) continue;
       if (v.expiresAt - now >= half) long++;
     }
@@ -199,7 +276,7 @@ export class ValueStore {
 
   /** Is the key's leaky bucket full (more than β stores in the past window)? */
   isLoaded(level: number, key: Id): boolean {
-    const slot = this.#slots.get(ValueStore.slotKey(level, key));
+    const slot = this.#slot(level, key);
     if (!slot) return false;
     this.#drain(slot);
     return slot.bucket + this.#window > this.#beta * this.#window;
@@ -230,17 +307,17 @@ export class ValueStore {
     ttlSeconds: number,
     origin: StoreOrigin = {},
   ): StoreStatus {
-    const sk = ValueStore.slotKey(level, key);
+    const sk = binaryKey(level, key);
     const slot = this.#slots.get(sk);
     if (slot) {
-      this.requests.set(sk, (this.requests.get(sk) ?? 0) + 1);
+      slot.requests++;
       this.#drain(slot);
     }
     const copy = origin.copy === true;
-    const pub = toHex(publisher);
-    if (copy && slot?.values.get(pub)) return StoreStatus.EXISTS;
-    const ek = copy ? entryKey({ publisher, copy, storedBy: origin.storedBy }) : pub;
-    const old = slot?.values.get(ek);
+    if (copy && slot?.values.some((v) => !v.copy && bytesEqual(v.publisher, publisher)))
+      return StoreStatus.EXISTS;
+    const entry = { publisher, copy, storedBy: origin.storedBy };
+    const old = slot?.values.find((v) => sameEntry(v, entry));
     if (!old && this.isFull(level, key, ttlSeconds, undefined, copy)) return StoreStatus.FULL;
     if (slot && slot.bucket + this.#window > this.#beta * this.#window) return StoreStatus.LOADED;
     const size = value.length + STORE_ENTRY_OVERHEAD;
@@ -259,11 +336,11 @@ export class ValueStore {
       }
     }
     let victim: StoredValue | undefined;
-    if (!old && slot && slot.values.size >= this.#maxPerKey) {
+    if (!old && slot && slot.values.length >= this.#maxPerKey) {
       // Make room by dropping the value closest to expiry, if it expires sooner than the new one;
       // a copy only ever displaces another copy.
       const now = this.#clock.now();
-      for (const v of slot.values.values()) {
+      for (const v of slot.values) {
         if (copy && !v.copy) continue;
         if (!victim || v.expiresAt < victim.expiresAt) victim = v;
       }
@@ -272,31 +349,31 @@ export class ValueStore {
     // Accepted: only now is any state created.
     const now = this.#clock.now();
     const target = slot ?? this.#newSlot(sk, level, key);
-    if (!slot) this.requests.set(sk, (this.requests.get(sk) ?? 0) + 1);
+    if (!slot) target.requests++;
     if (victim) this.#delete(target, victim);
     const sv: StoredValue = {
       level,
-      key,
-      publisher,
-      value,
+      key: target.key,
+      publisher: this.#ids.acquire(publisher),
+      value: this.#slabs.copy(value),
       expiresAt: now + ttlSeconds * 1000,
       storedAt: now,
     };
     if (copy) {
       sv.copy = true;
-      if (origin.storedBy) sv.storedBy = origin.storedBy;
+      if (origin.storedBy) sv.storedBy = this.#ids.acquire(origin.storedBy);
     }
     if (source !== undefined) sv.source = source;
     if (old) this.#delete(target, old, false);
-    this.#insert(target, ek, sv);
+    this.#insert(target, sv);
     if (!copy) {
       // The original supersedes the copies of it.
-      for (const v of [...target.values.values()]) {
-        if (v.copy && toHex(v.publisher) === pub) this.#delete(target, v);
+      for (const v of target.values.slice()) {
+        if (v.copy && bytesEqual(v.publisher, publisher)) this.#delete(target, v);
       }
     }
     target.bucket += this.#window;
-    this.accepted.set(sk, (this.accepted.get(sk) ?? 0) + 1);
+    target.accepted++;
     this.onChange?.({ kind: 'put', value: sv });
     return StoreStatus.ACCEPTED;
   }
@@ -304,12 +381,12 @@ export class ValueStore {
   /** Put back a value loaded from disk (no rules applied except expiry, caps and quotas). */
   restore(v: StoredValue): boolean {
     if (v.expiresAt <= this.#clock.now()) return false;
-    const sk = ValueStore.slotKey(v.level, v.key);
+    const sk = binaryKey(v.level, v.key);
     const size = v.value.length + STORE_ENTRY_OVERHEAD;
     const slot = this.#slots.get(sk);
-    const ek = entryKey(v);
-    if (slot?.values.has(ek)) this.#delete(slot, slot.values.get(ek)!, false);
-    if ((slot?.values.size ?? 0) >= this.#maxPerKey || this.#bytes + size > this.#maxBytes)
+    const same = slot?.values.find((x) => sameEntry(x, v));
+    if (slot && same) this.#delete(slot, same, false);
+    if ((slot?.values.length ?? 0) >= this.#maxPerKey || this.#bytes + size > this.#maxBytes)
       return false;
     if (this.#count >= this.#maxValues) return false;
     if (v.source !== undefined) {
@@ -317,16 +394,24 @@ export class ValueStore {
       if (u.values + 1 > this.#maxPerSource || u.bytes + size > this.#maxBytesPerSource)
         return false;
     }
-    this.#insert(slot ?? this.#newSlot(sk, v.level, v.key), ek, v);
+    const target = slot ?? this.#newSlot(sk, v.level, v.key);
+    const own: StoredValue = {
+      ...v,
+      key: target.key,
+      publisher: this.#ids.acquire(v.publisher),
+      value: this.#slabs.copy(v.value),
+    };
+    if (v.storedBy) own.storedBy = this.#ids.acquire(v.storedBy);
+    this.#insert(target, own);
     return true;
   }
 
   /** Live values for a key at a level; a random subset of at most `max` when given. */
   get(level: number, key: Id, max?: number): StoredValue[] {
-    const slot = this.#slots.get(ValueStore.slotKey(level, key));
+    const slot = this.#slot(level, key);
     if (!slot) return [];
     const now = this.#clock.now();
-    const live = [...slot.values.values()].filter((v) => v.expiresAt > now);
+    const live = slot.values.filter((v) => v.expiresAt > now);
     if (max === undefined || live.length <= max) return live;
     // Partial Fisher-Yates for a random subset.
     const rnd = this.#random;
@@ -343,7 +428,7 @@ export class ValueStore {
     const now = this.#clock.now();
     const out: StoredValue[] = [];
     for (const s of this.#slots.values())
-      for (const v of s.values.values()) if (v.expiresAt > now) out.push(v);
+      for (const v of s.values) if (v.expiresAt > now) out.push(v);
     return out;
   }
 
@@ -352,31 +437,36 @@ export class ValueStore {
     const now = this.#clock.now();
     let removed = 0;
     for (const [sk, slot] of this.#slots) {
-      for (const v of [...slot.values.values()]) {
+      for (const v of slot.values.slice()) {
         if (v.expiresAt <= now) {
           this.#delete(slot, v);
           removed++;
         }
       }
       this.#drain(slot);
-      if (slot.values.size === 0 && slot.bucket <= 0) {
-        this.#slots.delete(sk);
-        this.accepted.delete(sk);
-        this.requests.delete(sk);
-      }
+      if (slot.values.length === 0 && slot.bucket <= 0) this.#slots.delete(sk);
     }
     return removed;
   }
 
   #newSlot(sk: string, level: number, key: Id): KeySlot {
-    const slot: KeySlot = { level, key, values: new Map(), bucket: 0, bucketAt: this.#clock.now() };
+    const slot: KeySlot = {
+      level,
+      key: this.#slabs.copy(key),
+      values: [],
+      bucket: 0,
+      bucketAt: this.#clock.now(),
+      accepted: 0,
+      requests: 0,
+    };
     this.#slots.set(sk, slot);
     return slot;
   }
 
-  #insert(slot: KeySlot, ek: string, v: StoredValue): void {
+  #insert(slot: KeySlot, v: StoredValue): void {
     const size = v.value.length + STORE_ENTRY_OVERHEAD;
-    slot.values.set(ek, v);
+    // An exact-length array (push would reserve room for 17 values; most keys hold one).
+    slot.values = slot.values.concat(v);
     this.#bytes += size;
     this.#count++;
     if (v.source !== undefined) {
@@ -396,9 +486,10 @@ export class ValueStore {
   }
 
   #delete(slot: KeySlot, v: StoredValue, notify = true): void {
-    const ek = entryKey(v);
-    if (slot.values.get(ek) !== v) return;
-    slot.values.delete(ek);
+    if (!slot.values.includes(v)) return;
+    slot.values = slot.values.filter((x) => x !== v);
+    this.#ids.release(v.publisher);
+    if (v.storedBy) this.#ids.release(v.storedBy);
     const size = v.value.length + STORE_ENTRY_OVERHEAD;
     this.#bytes -= size;
     this.#count--;

@@ -205,3 +205,57 @@ describe('ValueStore: sources, copies, quotas', () => {
     expect(n).toBe(2);
   });
 });
+
+describe('ValueStore: memory (values held in store-owned bytes)', () => {
+  it('keeps a copy of key and value, never a view into the buffer they came in', () => {
+    const { store } = setup();
+    // A datagram-like buffer: the key and value are views into it.
+    const datagram = new Uint8Array(1200);
+    const k = datagram.subarray(10, 30);
+    k.set(keyFromName('in-a-datagram'));
+    const v = datagram.subarray(100, 140);
+    v.fill(7);
+    expect(store.store(0, k, pub(1), v, 60)).toBe(StoreStatus.ACCEPTED);
+    const [stored] = store.get(0, k);
+    expect(stored!.value.buffer).not.toBe(datagram.buffer);
+    expect(stored!.key.buffer).not.toBe(datagram.buffer);
+    expect(stored!.publisher.buffer).not.toBe(pub(1).buffer);
+    datagram.fill(0); // the buffer is reused for the next datagram
+    expect([...stored!.value]).toEqual(Array.from({ length: 40 }, () => 7));
+    expect(store.get(0, keyFromName('in-a-datagram'))).toHaveLength(1);
+  });
+
+  it('holds each publisher id once, however many values it published', () => {
+    const { store } = setup();
+    for (let i = 0; i < 50; i++) store.store(0, keyFromName(`k${i}`), pub(1), val(`v${i}`), 60);
+    const ids = new Set(
+      Array.from({ length: 50 }, (_, i) => store.get(0, keyFromName(`k${i}`))[0]!.publisher),
+    );
+    expect(ids.size).toBe(1);
+    // A copy's copier is shared the same way, and replacing a value keeps one entry per publisher.
+    store.store(0, keyFromName('k0'), pub(1), val('v0b'), 60);
+    store.store(0, keyFromName('k0'), pub(2), val('c'), 60, { copy: true, storedBy: pub(3) });
+    store.store(0, keyFromName('k1'), pub(2), val('c'), 60, { copy: true, storedBy: pub(3) });
+    const copies = ['k0', 'k1'].map((n) => store.get(0, keyFromName(n)).find((x) => x.copy)!);
+    expect(copies[0]!.storedBy).toBe(copies[1]!.storedBy);
+    expect(store.get(0, keyFromName('k0'))).toHaveLength(2);
+    expect(store.size).toBe(52);
+  });
+
+  it('counts accepted stores and requests per public slot key, gone with the slot', async () => {
+    const { store, clock } = setup({ fullValues: 1 });
+    const hot = keyFromName('hot-key');
+    const name = ValueStore.slotKey(0, hot);
+    expect(store.accepted.get(name)).toBeUndefined();
+    store.store(0, hot, pub(1), val('a'), 60);
+    store.store(0, hot, pub(2), val('b'), 60); // full: refused, but a request
+    expect(store.accepted.get(name)).toBe(1);
+    expect(store.requests.get(name)).toBe(2);
+    expect(store.accepted.has(ValueStore.slotKey(1, hot))).toBe(false);
+    expect(store.requests.size).toBe(1);
+    await clock.advance(120_000);
+    store.sweep();
+    expect(store.accepted.get(name)).toBeUndefined();
+    expect(store.requests.size).toBe(0);
+  });
+});

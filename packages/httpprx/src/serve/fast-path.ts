@@ -3,39 +3,58 @@
  * (./hot-cache.ts) is answered from memory with the precomputed header block — no target parsing,
  * no URL hashing, no metadata lookup. Anything that could change the answer (conditionals, Range,
  * request cache directives, credentials, a peer marker, a Via, a repeated Host) takes the full
- * path instead.
+ * path instead. The request's fields are read from `rawHeaders` in one pass: `req.headers` is built
+ * by Node only when first read, and a hit need not pay for it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PEER_HEADER } from '../constants.js';
 import { currentAge } from '../cache/policy.js';
 import type { ProxyCore } from '../proxy/core.js';
-import { singleHost } from '../request/admission.js';
 import { HotCache } from './hot-cache.js';
 
 /** Store LRU refreshes from the fast path, at most one per object per this many ms. */
 const TOUCH_EVERY_MS = 1000;
 
+/** Request fields that could change the answer: such a request takes the full path. */
+const FULL_PATH_FIELDS = new Set([
+  'via',
+  'range',
+  'if-none-match',
+  'if-modified-since',
+  'cache-control',
+  'pragma',
+  'authorization',
+  PEER_HEADER,
+]);
+/** Lengths of 'host' and of those names: other names are skipped without lowercasing them. */
+const NAME_LENGTHS = new Set(['host', ...FULL_PATH_FIELDS].map((n) => n.length));
+
+/**
+ * The one Host value of a request the fast path may answer, from its raw field lines (names in
+ * any case); undefined when Host is missing or repeated or a field in FULL_PATH_FIELDS is present.
+ */
+export function fastPathHost(rawHeaders: readonly string[]): string | undefined {
+  let host: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const k = rawHeaders[i]!;
+    if (!NAME_LENGTHS.has(k.length)) continue;
+    const name = k.toLowerCase();
+    if (name === 'host') {
+      if (host !== undefined) return undefined;
+      host = rawHeaders[i + 1]!;
+    } else if (FULL_PATH_FIELDS.has(name)) return undefined;
+  }
+  return host;
+}
+
 /** Answered from a hot object? */
 export function fastHit(core: ProxyCore, req: IncomingMessage, res: ServerResponse): boolean {
   const method = req.method;
   if (method !== 'GET' && method !== 'HEAD') return false;
-  const h = req.headers;
-  const host = h.host;
-  if (
-    host === undefined ||
-    h.via !== undefined ||
-    h.range !== undefined ||
-    h['if-none-match'] !== undefined ||
-    h['if-modified-since'] !== undefined ||
-    h['cache-control'] !== undefined ||
-    h.pragma !== undefined ||
-    h.authorization !== undefined ||
-    h[PEER_HEADER] !== undefined
-  ) {
-    return false;
-  }
+  const host = fastPathHost(req.rawHeaders);
+  if (host === undefined) return false;
   const e = core.hot.route(host, req.url ?? '');
-  if (!e || !e.fast || !singleHost(req.rawHeaders)) return false;
+  if (!e || !e.fast) return false;
   const now = core.clock.now();
   const age = currentAge(e.meta.facts, now);
   if (age >= e.lifetime) return false;

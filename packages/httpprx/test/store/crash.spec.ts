@@ -3,6 +3,9 @@
  * objects, at a different point each round. After every kill, before anything cleans up, every
  * metadata record must point at a complete file with the recorded size and SHA-256; after every
  * restart, every object the proxy serves from its cache must be byte-identical to the origin's.
+ * Each object is asked for twice at once, so one client joins the fetch in flight and reads the
+ * body back through the disk (read-while-write) when the kill lands: what any client got by then
+ * is a prefix of the origin's bytes.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -139,6 +142,7 @@ describe('crash safety of the disk store (real process, SIGKILL)', () => {
     const host = `origin.test.${origin.port}.nyud.net`;
     let everServed = 0;
     let killedMidWrite = 0;
+    let joinedReaders = 0;
     for (let round = 0; round < ROUNDS; round++) {
       const { child, port } = await startChild(dataDir);
       // 1. Whatever it serves from its cache is byte-identical to the origin's.
@@ -159,13 +163,25 @@ describe('crash safety of the disk store (real process, SIGKILL)', () => {
       // moment each round: mid-transfer for some objects, during commit or just after for others).
       const killAt = (round + 1) * 4 * 1024 * 1024 + round * 333_333;
       let received = 0;
+      // Two clients per object: the second joins the fetch in flight and reads the body through
+      // the disk (read-while-write) while the first reads it too. Whatever either got before the
+      // kill must be a prefix of the origin's bytes.
+      const got: Array<{ i: number; chunks: Buffer[]; joined: boolean }> = [];
       const exited = new Promise<void>((r) => child.once('exit', () => r()));
       await new Promise<void>((resolveP) => {
-        for (let i = 0; i < OBJECTS; i++) {
+        for (let n = 0; n < 2 * OBJECTS; n++) {
+          const i = n % OBJECTS;
           const req = request(
             { host: '127.0.0.1', port, path: `/obj/${i}`, headers: { host }, agent: false },
             (res) => {
+              const mine = {
+                i,
+                chunks: [] as Buffer[],
+                joined: /collapsed/.test(String(res.headers['cache-status'])),
+              };
+              got.push(mine);
               res.on('data', (c: Buffer) => {
+                mine.chunks.push(c);
                 received += c.length;
                 if (received >= killAt && child.exitCode === null && !child.killed) {
                   child.kill('SIGKILL');
@@ -182,6 +198,11 @@ describe('crash safety of the disk store (real process, SIGKILL)', () => {
         child.once('exit', () => resolveP());
       });
       await exited;
+      for (const g of got) {
+        const b = Buffer.concat(g.chunks);
+        expect(b.equals(bodies[g.i]!.subarray(0, b.length))).toBe(true);
+      }
+      joinedReaders += got.filter((g) => g.joined).length;
       // 3. No record points at a missing, short or wrong file.
       expect(await checkMetadata(dataDir)).toBeGreaterThanOrEqual(round + 1);
       // The kill did land mid-store: partial bodies were left in tmp/ (removed on the next start).
@@ -204,6 +225,7 @@ describe('crash safety of the disk store (real process, SIGKILL)', () => {
     expect(await checkMetadata(dataDir)).toBe(OBJECTS);
     expect(everServed).toBeGreaterThan(0);
     expect(killedMidWrite).toBeGreaterThan(0);
+    expect(joinedReaders).toBeGreaterThan(0);
     expect(await readdir(join(dataDir, 'tmp'))).toEqual([]);
   }, 120_000);
 });

@@ -43,5 +43,11 @@ export async function runNode(
     };
     signals.on('SIGTERM', onSignal);
     signals.on('SIGINT', onSignal);
+    // SIGHUP: read the TLS certificate files again (after an ACME renewal); connections stay.
+    signals.on('SIGHUP', () => {
+      if (stopping) return;
+      logger.info({ signal: 'SIGHUP' }, 'reloading the TLS certificate');
+      void node.reloadTls();
+    });
   });
 }

@@ -12,7 +12,6 @@ import { CoralNode } from '../../src/compose/node.js';
 import { realServices } from '../../src/compose/services.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { SampleOrigin, fetchVia, resolveThrough } from '../../src/fleet/index.js';
-import { coralize } from '@coral/httpprx';
 import { randomSubnet, tmpDir, waitFor } from '../helpers.js';
 
 const token = 'test-admin-token-0123456789';
@@ -208,7 +207,6 @@ describe('coral-node client commands against the running node', () => {
     };
     const code = await run(['--admin', `http://${ipA}:8092`, ...args], io, {
       startNode: async () => 1,
-      coralize,
     });
     return { code, out, err };
   }
@@ -285,7 +283,7 @@ describe('coral-node client commands against the running node', () => {
         stderr: { write: (s: string) => (err += s) },
         env: {},
       },
-      { startNode: async () => 1, coralize },
+      { startNode: async () => 1 },
     );
     expect(code).toBe(1);
     expect(err).toMatch(/CORAL_ERR_CLIENT_UNREACHABLE/);
