@@ -37,8 +37,22 @@ const { values: args } = parseArgs({
     'cluster-minutes': { type: 'string', default: '5' },
     churn: { type: 'string', default: '0' },
     open: { type: 'boolean', default: false },
+    // Print join progress (nodes joined, wall seconds, RSS) to stderr every this many nodes; 0 = off.
+    progress: { type: 'string', default: '0' },
   },
 });
+const progressEvery = Number(args.progress);
+let reported = 0;
+const onJoin =
+  progressEvery > 0
+    ? (joined) => {
+        if (Math.floor(joined / progressEvery) === Math.floor(reported / progressEvery)) return;
+        reported = joined;
+        const rss = Math.round(process.memoryUsage.rss() / 2 ** 20);
+        const wall = ((performance.now() - wallStart) / 1000).toFixed(1);
+        console.error(`bench:dsht: joined ${joined}/${nodes}, ${wall} s, rss ${rss} MB`);
+      }
+    : undefined;
 if (args.topology !== 'uniform' && args.topology !== 'geo') {
   console.error(`bench:dsht: unknown --topology ${args.topology} (uniform | geo)`);
   process.exit(2);
@@ -105,7 +119,7 @@ if (args.topology === 'geo') {
 
 const fleet = new SimFleet({ nodes, seed, lossRate: 0, keys });
 fleet.setLoss(loss);
-await fleet.start();
+await fleet.start({ onProgress: onJoin });
 const joinWall = (performance.now() - wallStart) / 1000;
 progress(`${nodes} nodes joined`);
 const sizes = fleet.nodes.map((n) => n.table(0).size).sort((a, b) => a - b);

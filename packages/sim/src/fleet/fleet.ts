@@ -104,8 +104,11 @@ export class SimFleet {
     return value as T;
   }
 
-  /** Start every node: the first alone, the rest bootstrapped from it (in batches). */
-  async start(): Promise<void> {
+  /**
+   * Start every node: the first alone, the rest bootstrapped from it (in batches). `onProgress`
+   * is called with the number of nodes running after each batch.
+   */
+  async start(opts: { onProgress?: (joined: number) => void } = {}): Promise<void> {
     const first = this.nodes[0];
     if (!first) return;
     await this.run(first.start());
@@ -117,6 +120,7 @@ export class SimFleet {
       const group = this.nodes.slice(i, i + n);
       await this.run(Promise.all(group.map((node) => node.start({ bootstrap: boot }))));
       i += n;
+      opts.onProgress?.(Math.min(i, this.nodes.length));
     }
   }
 
