@@ -2,6 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor as poll } from '@coral/testkit';
+import { coralize } from '@coral/httpprx';
+import { run, type CliIo } from '../src/cli/program.js';
 
 /** A third octet for 127.0.B.x addresses no other concurrently running test is likely to use. */
 export function randomSubnet(): number {
@@ -19,4 +21,23 @@ export function waitFor<T>(
   what = 'condition',
 ): Promise<T> {
   return poll(fn, { what, limitMs: timeoutMs, everyMs: 50 });
+}
+
+/** Run a `coral-node` client command against the admin API at `adminUrl`, capturing its output. */
+export async function cliAt(
+  adminUrl: string,
+  ...args: string[]
+): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const io: CliIo = {
+    stdout: { write: (s: string) => (out += s) },
+    stderr: { write: (s: string) => (err += s) },
+    env: {},
+  };
+  const code = await run(['--admin', adminUrl, ...args], io, {
+    startNode: async () => 1,
+    coralize,
+  });
+  return { code, out, err };
 }

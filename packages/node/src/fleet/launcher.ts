@@ -3,12 +3,14 @@
  * (127.0.B.11, 127.0.B.12, ...) with the standard ports, all bootstrapping from the first. Used by
  * `npm run fleet`, the end-to-end tests and the benchmarks. Every node runs the real
  * `coral-node start` (packages/node/dist/cli.js, so build first) configured through `CORAL_*`
- * environment variables, as a container would be.
+ * environment variables, as a container would be. The fleet is keyed: one key generated for it
+ * (or `keys`) goes to every node as `CORAL_FLEET_KEYS`; `open: true` runs it in open mode.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Keyring } from '@coral/keyring';
 import { AdminClient } from '../cli/client.js';
 
 /** packages/node/dist/cli.js (the same path from src/fleet under vitest and from dist/fleet). */
@@ -33,6 +35,10 @@ export interface FleetOptions {
   /** Bound on the wait for the fleet to form (default 60 s). */
   readyTimeoutMs?: number;
   logLevel?: string;
+  /** The fleet keys every node gets (first signs); default one generated for this fleet. */
+  keys?: string[];
+  /** Run the fleet in open mode (no keys). Default false. */
+  open?: boolean;
 }
 
 export interface FleetNode {
@@ -57,11 +63,14 @@ function sleep(ms: number): Promise<void> {
 export class Fleet {
   readonly nodes: FleetNode[] = [];
   readonly subnet: number;
+  /** The keys given to every node (empty in open mode). */
+  readonly keys: readonly string[];
   readonly #options: FleetOptions;
 
   constructor(options: FleetOptions) {
     this.#options = options;
     this.subnet = options.subnet ?? 100 + Math.floor(Math.random() * 150);
+    this.keys = options.open ? [] : (options.keys ?? [Keyring.generateKey()]);
   }
 
   /** Start every node and wait until each is ready and knows every other node. */
@@ -84,6 +93,7 @@ export class Fleet {
         CORAL_ADMIN_PORT: String(ports.admin),
         CORAL_DATA_DIR: join(dataDir, 'data'),
         CORAL_LOG_LEVEL: o.logLevel ?? 'warn',
+        ...(o.open ? { CORAL_FLEET_OPEN: 'true' } : { CORAL_FLEET_KEYS: this.keys.join(',') }),
         ...(i > 0 ? { CORAL_BOOTSTRAP: `${firstIp}:${ports.dsht}` } : {}),
         ...o.env,
         ...o.nodeEnv?.(i),
