@@ -98,5 +98,9 @@ export interface AdminBackend {
   /** Trust mode, drop counters, isolation and the verified members. */
   fleetAuth(): unknown;
   /** A DSHT PING to `address`: RTT in ms (rejects when it does not answer). */
-  ping(address: { ip: string; port: number }, signal: AbortSignal): Promise<number>;
+  ping(
+    address: { ip: string; port: number },
+    signal: AbortSignal,
+    retries?: number,
+  ): Promise<number>;
 }

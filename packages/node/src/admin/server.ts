@@ -76,6 +76,8 @@ const pingBody = z.strictObject({
   address: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[0-9.]+):\d{1,5}$/, {
     message: 'must be ip:port (IPv6 as [addr]:port)',
   }),
+  /** Resends after a timeout (default the DSHT's: 2, waiting 1 + 2 + 4 s in all). */
+  retries: z.number().int().min(0).max(5).optional(),
 });
 /** A key id as the keyring shows it. */
 const KEY_ID = /^[0-9a-f]{8}$/;
@@ -273,14 +275,14 @@ export class AdminApi {
         'POST',
         /^\/v1\/dsht\/ping$/,
         async (req) => {
-          const { address } = parseBody(pingBody, req);
+          const { address, retries } = parseBody(pingBody, req);
           const colon = address.lastIndexOf(':');
           const to = {
             ip: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'),
             port: Number(address.slice(colon + 1)),
           };
           try {
-            const rttMs = await b.ping(to, AbortSignal.timeout(this.#opTimeoutMs));
+            const rttMs = await b.ping(to, AbortSignal.timeout(this.#opTimeoutMs), retries);
             return json(200, { address, answered: true, rttMs });
           } catch (err) {
             return json(200, { address, answered: false, error: (err as Error).message });

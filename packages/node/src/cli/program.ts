@@ -179,8 +179,12 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
   dsht
     .command('ping <address>')
     .description('one DSHT PING to ADDRESS (ip:port): its round-trip time')
-    .action(async (address: string) => {
-      const r = await client().json<{ answered: boolean }>('POST', '/v1/dsht/ping', { address });
+    .option('--retries <n>', 'resends after a timeout (default 2)', intArg('--retries', 0, 5))
+    .action(async (address: string, opts: { retries?: number }) => {
+      const r = await client().json<{ answered: boolean }>('POST', '/v1/dsht/ping', {
+        address,
+        ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
+      });
       print(r);
       if (!r.answered) exitCode = EXIT_FAILURE;
     });

@@ -557,8 +557,12 @@ export class CoralNode implements AdminBackend {
   }
 
   /** One DSHT PING to `address` (ip:port): its RTT in ms. */
-  ping(address: { ip: string; port: number }, signal: AbortSignal): Promise<number> {
-    return this.dsht.ping(address, { signal });
+  ping(
+    address: { ip: string; port: number },
+    signal: AbortSignal,
+    retries?: number,
+  ): Promise<number> {
+    return this.dsht.ping(address, { signal, ...(retries !== undefined ? { retries } : {}) });
   }
 
   // ---- AdminBackend -------------------------------------------------------------------------

@@ -15,7 +15,10 @@ import type { CoralMetrics } from '../metrics/metrics.js';
 export interface DshtPort extends DshtValueStore {
   readonly levels: number;
   routes(level?: number): { id: Uint8Array; ip: string; port: number }[];
-  ping(to: { ip: string; port: number }, opts?: { signal?: AbortSignal }): Promise<number>;
+  ping(
+    to: { ip: string; port: number },
+    opts?: { signal?: AbortSignal; retries?: number },
+  ): Promise<number>;
   start(opts: { bootstrap?: string[]; signal?: AbortSignal }): Promise<void>;
   join(opts?: { signal?: AbortSignal }): Promise<void>;
   stop(): Promise<void>;

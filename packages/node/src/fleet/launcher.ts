@@ -76,32 +76,45 @@ export class Fleet {
   /** Start every node and wait until each is ready and knows every other node. */
   async start(): Promise<this> {
     const o = this.#options;
+    for (let i = 0; i < o.nodes; i++) this.#launch(i, o.nodeEnv?.(i) ?? {});
+    await this.waitFormed(o.readyTimeoutMs ?? 60_000);
+    return this;
+  }
+
+  /**
+   * One more node, the next address, bootstrapping from the first like the others, its
+   * environment changed by `env`. Does not wait for it to be ready.
+   */
+  addNode(env: Record<string, string> = {}): FleetNode {
+    return this.#launch(this.nodes.length, env);
+  }
+
+  #launch(i: number, extra: Record<string, string>): FleetNode {
+    const o = this.#options;
     const first = o.firstHost ?? 11;
     const ports = { proxy: 8090, dsht: 8091, dns: 5353, admin: 8092, ...o.ports };
     const firstIp = `127.0.${this.subnet}.${first}`;
-    for (let i = 0; i < o.nodes; i++) {
-      const ip = `127.0.${this.subnet}.${first + i}`;
-      const dataDir = join(o.dataRoot, `node${i + 1}`);
-      mkdirSync(dataDir, { recursive: true });
-      const env: Record<string, string> = {
-        CORAL_HOST: ip,
-        CORAL_DNS_HOST: ip,
-        CORAL_ADMIN_HOST: ip,
-        CORAL_PROXY_PORT: String(ports.proxy),
-        CORAL_DSHT_PORT: String(ports.dsht),
-        CORAL_DNS_PORT: String(ports.dns),
-        CORAL_ADMIN_PORT: String(ports.admin),
-        CORAL_DATA_DIR: join(dataDir, 'data'),
-        CORAL_LOG_LEVEL: o.logLevel ?? 'warn',
-        ...(o.open ? { CORAL_FLEET_OPEN: 'true' } : { CORAL_FLEET_KEYS: this.keys.join(',') }),
-        ...(i > 0 ? { CORAL_BOOTSTRAP: `${firstIp}:${ports.dsht}` } : {}),
-        ...o.env,
-        ...o.nodeEnv?.(i),
-      };
-      this.nodes.push(this.#spawn(i, ip, ports, dataDir, env));
-    }
-    await this.waitFormed(o.readyTimeoutMs ?? 60_000);
-    return this;
+    const ip = `127.0.${this.subnet}.${first + i}`;
+    const dataDir = join(o.dataRoot, `node${i + 1}`);
+    mkdirSync(dataDir, { recursive: true });
+    const env: Record<string, string> = {
+      CORAL_HOST: ip,
+      CORAL_DNS_HOST: ip,
+      CORAL_ADMIN_HOST: ip,
+      CORAL_PROXY_PORT: String(ports.proxy),
+      CORAL_DSHT_PORT: String(ports.dsht),
+      CORAL_DNS_PORT: String(ports.dns),
+      CORAL_ADMIN_PORT: String(ports.admin),
+      CORAL_DATA_DIR: join(dataDir, 'data'),
+      CORAL_LOG_LEVEL: o.logLevel ?? 'warn',
+      ...(o.open ? { CORAL_FLEET_OPEN: 'true' } : { CORAL_FLEET_KEYS: this.keys.join(',') }),
+      ...(i > 0 ? { CORAL_BOOTSTRAP: `${firstIp}:${ports.dsht}` } : {}),
+      ...o.env,
+      ...extra,
+    };
+    const node = this.#spawn(i, ip, ports, dataDir, env);
+    this.nodes[i] = node;
+    return node;
   }
 
   #spawn(
