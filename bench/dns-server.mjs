@@ -3,7 +3,8 @@
 //   { kind: 'dns', cache: true|false, directory }  a DnsServer (RRL off: one source) locating
 //     proxies through directory 'memory' (an InMemoryNodeDirectory of 20) or 'dsht' (a
 //     DshtDirectory over node 0 of a 200-node simulated fleet, as a real coral-node does)
-//   { kind: 'echo' }                    a UDP echo server: the same sockets, no DNS work at all
+//   { kind: 'echo' }                    a UDP echo server: the same sockets and the same batched
+//     sends as the DNS server, no DNS work at all
 // It answers { port } once bound. Then 'mark' starts a measurement window and 'report' ends it with
 // what the server spent in it: CPU time per answer, GC pauses (from perf_hooks 'gc' entries) and
 // the answer cache's counters. 'stats' answers { stats: server.stats() }. 'exit' closes the server and ends the process. (No timers run in
@@ -73,9 +74,18 @@ if (config.kind === 'dns') {
 } else {
   const echo = dgram.createSocket('udp4');
   let n = 0;
+  // Sent as the DNS server sends its answers (packages/dnssrv/src/server/udp.ts): queued, then
+  // together after the datagrams read in this turn of the event loop.
+  const queue = [];
+  const flush = () => {
+    for (let i = 0; i < queue.length; i += 2) {
+      echo.send(queue[i], queue[i + 1].port, queue[i + 1].address);
+    }
+    queue.length = 0;
+  };
   echo.on('message', (m, r) => {
     n++;
-    echo.send(m, r.port, r.address);
+    if (queue.push(m, r) === 2) setImmediate(flush);
   });
   await new Promise((r) => echo.bind(0, '127.0.0.1', r));
   answered = () => n;

@@ -10,13 +10,24 @@
 //     each followed by the same load against a UDP echo server (no DNS work: the floor of this
 //     machine and this generator). One split-core trial (server CPU 0, generator CPU 1) follows.
 //
-// Steal time. On this VM the hypervisor at times takes a vCPU away for milliseconds (steal, read
-// from /proc/stat for the CPUs a phase uses, the higher of the two counts): the p99 of any process,
-// the echo server's too, then follows the steal, not the work done per query. Each trial records
-// its steal; a trial is "quiet" when steal stayed under 0.5 % (at most one 10 ms tick in 3 s).
-// Trials run until --trials quiet ones are in, at most --max-trials in all. The headline 5,000
-// q/s figures are the median over the quiet trials; the median over all trials is reported beside
-// them, and every trial is printed.
+// Quiet trials. This VM is shared: the hypervisor at times takes a vCPU away (steal, from
+// /proc/stat), and other jobs on the same two CPUs (other builds and tests) take the server's and
+// the generator's turns. Either sets the p99 of any process, the echo server's too, whatever the
+// work per query. Every phase records the steal on the CPUs it used and the CPU time of every
+// other process on the machine ("others", own and reaped children, from /proc: bench/lib/system.mjs);
+// a phase is quiet when steal stayed under 0.5 % (at most one 10 ms tick in 3 s) and the others
+// under 5 % of one core. Each 5,000 q/s trial is followed by the same load on the UDP echo
+// server; the two make a pair, and the pair is quiet when both are. Trials run until --trials
+// quiet pairs are in, at most --max-trials in all. The headline 5,000 q/s figures are the median
+// over the quiet pairs' DNS trials (beside them the echo trials' median: the floor in the same
+// minutes), the median over all trials is reported too, and every trial is printed.
+//
+// Saturation. At maximum rate the server's CPU (its process, all threads) and the generator's
+// (its own and its children's ticks) are printed as % of one core: a server near 100 % is
+// saturated; a generator near 100 % with the server below is the generator's limit. The same
+// maximum-rate load on the echo server follows ("max rate, echo"): what a Node UDP server that
+// does no DNS work at all reaches on this machine with this generator, the ceiling for the row
+// above it.
 //
 // The load comes from dnsperf when it is installed (per-query latencies from its -v output),
 // otherwise from the Node generator in bench/dns-load.mjs. Prints a table and ends with ONE JSON
@@ -27,8 +38,9 @@
 // default 1,000) as a second row, with its own maximum-rate attempt and 5,000 q/s trials
 // (--small-trials quiet ones wanted, default 3; 0 skips the row).
 //
-// Options: --seconds N (per measured phase, default 3), --trials N (quiet trials wanted, default
-// 5), --max-trials N (default 15), --window N (Node
+// Options: --seconds N (per measured phase, default 3), --trials N (quiet pairs wanted, default
+// 5), --max-trials N (default 15), --clients N (dnsperf sockets at maximum rate, default 1),
+// --outstanding N (queries in flight at maximum rate, default 128), --window N (Node
 // generator: queries in flight per socket at maximum rate, 4 sockets, default 32),
 // --dist PATH (measure another build of dnssrv: its dist/index.js, for an A/B),
 // --node-generator (even when dnsperf is installed), --no-pin (no taskset), --directory dsht (the
@@ -37,8 +49,9 @@
 import os from 'node:os';
 import { fork, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { cpuWindow, processTicks, CLK_TCK } from './lib/system.mjs';
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -53,11 +66,15 @@ const maxTrials = Math.max(trials, arg('max-trials', 15));
  * (1 % of 3 s) can decide its p99 by themselves: quiet means at most one tick per CPU.
  */
 const QUIET_STEAL_PCT = 0.5;
+/** ... and the other processes on the machine used less than this share of one core. */
+const QUIET_OTHERS_PCT = 5;
 const MAX_RATE_ATTEMPTS = 5;
 const nNames = arg('names', 10000);
 const nSmall = arg('small-names', 1000);
 const smallTrials = arg('small-trials', 3);
 const window = arg('window', 32);
+const clients = arg('clients', 1);
+const outstanding = arg('outstanding', 128);
 const nameList = (n) => Array.from({ length: n }, (_, i) => `www.site${i}.example.com.nyud.net`);
 /** The names the load generators ask for (switched between the two sets). */
 let names = nameList(nNames);
@@ -137,6 +154,7 @@ async function startServer(config, cpu) {
   };
   return {
     port,
+    pid: child.pid,
     mark: () => ask('mark'),
     report: () => ask('report'),
     async stop() {
@@ -159,7 +177,11 @@ function loadDnsperf(port, mode, durationMs, cpu) {
   writeFileSync(file, names.map((n) => `${n} A\n`).join(''));
   const args = ['-s', '127.0.0.1', '-p', String(port), '-d', file];
   args.push('-l', String(Math.max(1, Math.round(durationMs / 1000))), '-e', '-v', '-t', '2');
-  args.push(...(mode === 'max' ? ['-q', '128'] : ['-q', '100', '-Q', '5000']));
+  args.push(
+    ...(mode === 'max'
+      ? ['-q', String(outstanding), '-c', String(clients)]
+      : ['-q', '100', '-Q', '5000']),
+  );
   const [cmd, argv] = pin
     ? ['taskset', ['-c', String(cpu), 'dnsperf', ...args]]
     : ['dnsperf', args];
@@ -262,13 +284,53 @@ function stealPct(before, after, cpus) {
   return worst;
 }
 
-/** One measured phase: the server's own figures for the same window ride along. */
+/**
+ * The kernel's softirq threads: loopback packets are processed there when softirqs pile up, which
+ * is this bench's own traffic, not a neighbour's: they are kept out of "others".
+ */
+const softirqPids = (() => {
+  try {
+    return readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((d) => {
+        try {
+          return readFileSync(`/proc/${d}/comm`, 'utf8').startsWith('ksoftirqd/');
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+  } catch {
+    return [];
+  }
+})();
+
+/**
+ * One measured phase: the server's own figures for the same window ride along, and the CPU of the
+ * server, the generator (this process's reaped children: dnsperf or the Node generator ends in
+ * the window) and everything else on the machine, with the steal on the CPUs the phase used.
+ */
 async function measure(server, mode, cpu) {
   await server.mark();
   const t0 = cpuTimes();
+  const w = cpuWindow();
+  const reaped0 = processTicks(process.pid)?.reaped;
   const client = await load(server.port, mode, seconds * 1000, cpu);
   const steal = stealPct(t0, cpuTimes(), pin ? [...new Set([SERVER_CPU, cpu])] : ['all']);
-  return { ...client, steal, server: await server.report() };
+  const win = w.end({ server: server.pid, bench: process.pid, softirq: softirqPids });
+  const reaped1 = processTicks(process.pid)?.reaped;
+  const genPct =
+    win && reaped0 !== undefined && reaped1 !== undefined
+      ? (100 * (reaped1 - reaped0)) / CLK_TCK / win.wallS
+      : null;
+  return {
+    ...client,
+    steal,
+    others: win ? win.othersPct : null,
+    serverPct: win ? win.processes.server : null,
+    genPct,
+    server: await server.report(),
+  };
 }
 
 const load0 = os.loadavg();
@@ -284,12 +346,14 @@ const sharedCpu = pin ? SERVER_CPU : undefined;
 
 const server = await startServer({ kind: 'dns', cache: true, directory }, SERVER_CPU);
 const echo = await startServer({ kind: 'echo' }, SERVER_CPU);
-const isQuiet = (r) => r.steal === null || r.steal < QUIET_STEAL_PCT;
+const isQuiet = (r) =>
+  (r.steal === null || r.steal < QUIET_STEAL_PCT) &&
+  (r.others === null || r.others < QUIET_OTHERS_PCT);
 
 /**
  * The cached-server phases for the current name set: maximum rate (the first quiet attempt of at
- * most MAX_RATE_ATTEMPTS, else the last), then 5,000 q/s trials (each followed by the echo
- * server) until `wanted` are quiet, at most `most`.
+ * most MAX_RATE_ATTEMPTS, else the last) and the same on the echo server, then 5,000 q/s trials
+ * (each followed by the echo server) until `wanted` pairs are quiet, at most `most`.
  */
 async function nameSet(label, wanted, most) {
   await load(server.port, 'max', 1000, OTHER_CPU); // warm up: every name asked once
@@ -301,22 +365,27 @@ async function nameSet(label, wanted, most) {
     };
     rows.push(max);
   }
+  await load(echo.port, 'max', 1000, OTHER_CPU);
+  const echoMax = { phase: `max rate${label}, echo`, ...(await measure(echo, 'max', OTHER_CPU)) };
+  rows.push(echoMax);
   await load(echo.port, 'rate', 1000, sharedCpu);
   const dnsTrials = [];
   const echoTrials = [];
-  for (let t = 1; t <= most && dnsTrials.filter(isQuiet).length < wanted; t++) {
+  const pairs = [];
+  for (let t = 1; t <= most && pairs.filter((p) => p.quiet).length < wanted; t++) {
     const d = await measure(server, 'rate', sharedCpu);
     const e = await measure(echo, 'rate', sharedCpu);
     dnsTrials.push(d);
     echoTrials.push(e);
+    pairs.push({ dns: d, echo: e, quiet: isQuiet(d) && isQuiet(e) });
     rows.push({ phase: `5,000 q/s${label}, trial ${t}`, ...d });
     rows.push({ phase: `5,000 q/s${label}, trial ${t}, echo`, ...e });
   }
-  return { max, dnsTrials, echoTrials };
+  return { max, echoMax, dnsTrials, echoTrials, pairs };
 }
 
 const main = await nameSet('', trials, maxTrials);
-const { max, dnsTrials, echoTrials } = main;
+const { max, echoMax, dnsTrials, echoTrials, pairs } = main;
 let split;
 let splitEcho;
 if (pin) {
@@ -345,34 +414,38 @@ console.log(
   `DNS redirector load (${generator} generator, ${directory} directory) — ${os.cpus().length} CPUs, ${layout}; loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}; ${nNames} names (then ${smallTrials > 0 ? nSmall : 'no'} names), ${seconds}s per phase`,
 );
 console.log(
-  'phase                                   |      q/s |   sent | lost | p50 ms | p90 ms | p99 ms | p99.9 ms | srv µs/q | scavenges (max ms) | major GCs | steal %',
+  'phase                                   |      q/s |   sent | lost | p50 ms | p90 ms | p99 ms | p99.9 ms | srv µs/q | srv CPU % | gen CPU % | scavenges (max ms) | major GCs | steal % | others % | quiet',
 );
 console.log(
-  '----------------------------------------+----------+--------+------+--------+--------+--------+----------+----------+--------------------+-----------+--------',
+  '----------------------------------------+----------+--------+------+--------+--------+--------+----------+----------+-----------+-----------+--------------------+-----------+---------+----------+------',
 );
 for (const r of rows) {
   const s = r.server;
   console.log(
-    `${r.phase.padEnd(40)}| ${f(r.qps, 0).padStart(8)} | ${String(r.sent).padStart(6)} | ${String(r.lost).padStart(4)} | ${f(r.p50Ms).padStart(6)} | ${f(r.p90Ms).padStart(6)} | ${f(r.p99Ms).padStart(6)} | ${f(r.p999Ms).padStart(8)} | ${f(s.cpuUsPerAnswer, 1).padStart(8)} | ${`${s.gcMinor.count} (${f(s.gcMinor.maxMs, 2)})`.padStart(18)} | ${String(s.gcMajor.count).padStart(9)} | ${f(r.steal, 1).padStart(6)}`,
+    `${r.phase.padEnd(40)}| ${f(r.qps, 0).padStart(8)} | ${String(r.sent).padStart(6)} | ${String(r.lost).padStart(4)} | ${f(r.p50Ms).padStart(6)} | ${f(r.p90Ms).padStart(6)} | ${f(r.p99Ms).padStart(6)} | ${f(r.p999Ms).padStart(8)} | ${f(s.cpuUsPerAnswer, 1).padStart(8)} | ${f(r.serverPct, 0).padStart(9)} | ${f(r.genPct, 0).padStart(9)} | ${`${s.gcMinor.count} (${f(s.gcMinor.maxMs, 2)})`.padStart(18)} | ${String(s.gcMajor.count).padStart(9)} | ${f(r.steal, 1).padStart(7)} | ${f(r.others, 1).padStart(8)} | ${isQuiet(r) ? 'yes' : 'NO'}`,
   );
 }
-const quiet = dnsTrials.filter(isQuiet);
-const quietEcho = echoTrials.filter(isQuiet);
+/** The DNS and echo trials of the quiet pairs (both quiet). */
+const quietPairs = (ps) => ps.filter((p) => p.quiet);
+const quiet = quietPairs(pairs).map((p) => p.dns);
+const quietEcho = quietPairs(pairs).map((p) => p.echo);
 const list = (rs, key, d = 3) => rs.map((r) => f(r[key], d)).join(' / ');
 const med = (rs, key) => (rs.length ? median(rs.map((r) => r[key])) : NaN);
+const quietRule = `steal < ${QUIET_STEAL_PCT} % and others < ${QUIET_OTHERS_PCT} % in both`;
 console.log(
-  `5,000 q/s, ${dnsTrials.length} trials: p99 ${list(dnsTrials, 'p99Ms')} ms with steal ${list(dnsTrials, 'steal', 1)} %`,
+  `max rate: ${f(max.qps, 0)} q/s (server ${f(max.serverPct, 0)} % of a core, generator ${f(max.genPct, 0)} %); echo server, same load: ${f(echoMax.qps, 0)} q/s (server ${f(echoMax.serverPct, 0)} %, generator ${f(echoMax.genPct, 0)} %)`,
 );
 console.log(
-  `  ${quiet.length} quiet (steal < ${QUIET_STEAL_PCT} %): p99 median ${f(med(quiet, 'p99Ms'))} ms, p50 median ${f(med(quiet, 'p50Ms'))} ms; all trials: p99 median ${f(med(dnsTrials, 'p99Ms'))} ms`,
+  `5,000 q/s, ${dnsTrials.length} trials: p99 ${list(dnsTrials, 'p99Ms')} ms with steal ${list(dnsTrials, 'steal', 1)} % and others ${list(dnsTrials, 'others', 1)} %`,
 );
 console.log(
-  `  UDP echo, same load: p99 ${list(echoTrials, 'p99Ms')} ms; quiet median ${f(med(quietEcho, 'p99Ms'))} ms`,
+  `  ${quiet.length} quiet pairs (${quietRule}): p99 median ${f(med(quiet, 'p99Ms'))} ms, p50 median ${f(med(quiet, 'p50Ms'))} ms, echo p99 median ${f(med(quietEcho, 'p99Ms'))} ms; all trials: p99 median ${f(med(dnsTrials, 'p99Ms'))} ms`,
 );
-const smallQuiet = small ? small.dnsTrials.filter(isQuiet) : [];
+console.log(`  UDP echo, same load: p99 ${list(echoTrials, 'p99Ms')} ms`);
+const smallQuiet = small ? quietPairs(small.pairs).map((p) => p.dns) : [];
 if (small) {
   console.log(
-    `${nSmall} names: max ${f(small.max.qps, 0)} q/s; 5,000 q/s, ${small.dnsTrials.length} trials: p99 ${list(small.dnsTrials, 'p99Ms')} ms with steal ${list(small.dnsTrials, 'steal', 1)} %; ${smallQuiet.length} quiet: p99 median ${f(med(smallQuiet, 'p99Ms'))} ms`,
+    `${nSmall} names: max ${f(small.max.qps, 0)} q/s (echo ${f(small.echoMax.qps, 0)}); 5,000 q/s, ${small.dnsTrials.length} trials: p99 ${list(small.dnsTrials, 'p99Ms')} ms; ${smallQuiet.length} quiet pairs: p99 median ${f(med(smallQuiet, 'p99Ms'))} ms`,
   );
 }
 const cacheHits = rows.reduce((n, r) => n + (r.server.cacheHits ?? 0), 0);
@@ -396,12 +469,19 @@ console.log(
     qps: Math.round(max.qps),
     p50Ms: round(max.p50Ms),
     p99Ms: round(max.p99Ms),
+    serverCpuPctMax: max.serverPct === null ? null : Number(f(max.serverPct, 0)),
+    generatorCpuPctMax: max.genPct === null ? null : Number(f(max.genPct, 0)),
+    othersPctMax: max.others === null ? null : Number(f(max.others, 1)),
+    maxQuiet: isQuiet(max),
+    echoQps: Math.round(echoMax.qps),
+    echoServerCpuPctMax: echoMax.serverPct === null ? null : Number(f(echoMax.serverPct, 0)),
     p99MsAt5k: quiet.length ? round(med(quiet, 'p99Ms')) : null,
     p50MsAt5k: quiet.length ? round(med(quiet, 'p50Ms')) : null,
-    quietTrials: quiet.length,
+    quietPairs: quiet.length,
     p99MsAt5kAllTrials: round(med(dnsTrials, 'p99Ms')),
     p99MsAt5kTrials: dnsTrials.map((r) => round(r.p99Ms)),
     stealPctAt5kTrials: dnsTrials.map((r) => (r.steal === null ? null : Number(f(r.steal, 1)))),
+    othersPctAt5kTrials: dnsTrials.map((r) => (r.others === null ? null : Number(f(r.others, 1)))),
     qpsAt5k: Math.round(med(dnsTrials, 'qps')),
     lost: max.lost + dnsTrials.reduce((n, r) => n + r.lost, 0),
     echoP99MsAt5k: quietEcho.length ? round(med(quietEcho, 'p99Ms')) : null,
@@ -421,8 +501,9 @@ console.log(
       ? {
           names: nSmall,
           qps: Math.round(small.max.qps),
+          echoQps: Math.round(small.echoMax.qps),
           p99MsAt5k: smallQuiet.length ? round(med(smallQuiet, 'p99Ms')) : null,
-          quietTrials: smallQuiet.length,
+          quietPairs: smallQuiet.length,
           p99MsAt5kAllTrials: round(med(small.dnsTrials, 'p99Ms')),
           p99MsAt5kTrials: small.dnsTrials.map((r) => round(r.p99Ms)),
         }

@@ -43,8 +43,9 @@ export type { Built } from './kit.js';
 export type { AnswerMeta, Peer } from './meta.js';
 
 /**
- * Types whose answer depends on the proxies: A, AAAA, ANY (answered as A) and CNAME (present
- * only when no proxy is live).
+ * Types whose answer depends on where the client is: A, AAAA, ANY (answered as A) and CNAME
+ * (present only when no proxy is live; for a short name with delegation on, the alias with the
+ * NS records of the resolver's level).
  */
 const LOCATED_TYPES = new Set<number>([TYPE.A, TYPE.AAAA, TYPE.ANY, TYPE.CNAME]);
 
@@ -157,7 +158,7 @@ export class AnswerBuilder {
   needsLocation(q: Query, c: NameClass): boolean {
     switch (c.kind) {
       case 'origin':
-        return this.#origins.isAlias(c) || LOCATED_TYPES.has(q.qtype);
+        return LOCATED_TYPES.has(q.qtype);
       case 'apex':
         if (c.level >= 0) return this.#delegation.enabled && isNsQuestion(q);
         return this.#kit.nameservers.length > 1 && isNsQuestion(q);
@@ -218,7 +219,7 @@ export class AnswerBuilder {
   ): Promise<Built> {
     switch (c.kind) {
       case 'origin':
-        if (this.#origins.isAlias(c)) return this.#origins.alias(q, c, ctx!);
+        if (this.#origins.isAlias(c)) return this.#origins.alias(q, c, ctx);
         return LOCATED_TYPES.has(q.qtype)
           ? this.#origins.located(q, c, ctx!)
           : this.#origins.nodata(q, c);

@@ -16,6 +16,19 @@ import { answerMeta } from './meta.js';
 
 type Origin = Extract<NameClass, { kind: 'origin' }>;
 
+/** The alias of a short name with delegation on: into the deepest sub-zone. */
+interface AliasSpec {
+  ttl: number;
+  /** Labels of the sub-zone (`['l2', 'l1', 'l0']`), written before the zone in the target. */
+  sub: readonly string[];
+  /** Level of that sub-zone. */
+  level: number;
+  detail: string;
+}
+
+/** Types whose answer holds the proxies (ANY is answered as A; CNAME carries the NS records). */
+const LOCATED_TYPES = new Set<number>([TYPE.A, TYPE.AAAA, TYPE.ANY, TYPE.CNAME]);
+
 export class OriginAnswers {
   readonly #kit: AnswerKit;
   readonly #locator: Locator;
@@ -24,8 +37,8 @@ export class OriginAnswers {
   readonly #ttl: number;
   readonly #localTtl: number;
   readonly #cnameTtl: number;
-  /** The alias of a short name with delegation on: labels of the deepest sub-zone, and its TTL. */
-  readonly #aliasSpec: { ttl: number; sub: readonly string[] } | undefined;
+  /** The alias of a short name with delegation on (undefined: off). */
+  readonly #aliasSpec: AliasSpec | undefined;
 
   constructor(
     components: { kit: AnswerKit; locator: Locator; delegation: Delegation },
@@ -40,7 +53,12 @@ export class OriginAnswers {
     this.#cnameTtl = options.cnameTtl;
     const d = this.#delegation;
     this.#aliasSpec = d.enabled
-      ? { ttl: d.ttl, sub: Array.from({ length: d.levels }, (_, i) => `l${d.levels - 1 - i}`) }
+      ? {
+          ttl: d.ttl,
+          sub: Array.from({ length: d.levels }, (_, i) => `l${d.levels - 1 - i}`),
+          level: d.levels - 1,
+          detail: `alias into the level-${d.levels - 1} sub-zone`,
+        }
       : undefined;
   }
 
@@ -49,11 +67,29 @@ export class OriginAnswers {
     return c.level < 0 && this.#aliasSpec !== undefined;
   }
 
+  /**
+   * A, AAAA, ANY or CNAME for an origin name: its proxies near the client. A short name with
+   * delegation on is answered as its alias's target (see {@link alias}).
+   */
   async located(q: Query, c: Origin, ctx: LocationContext): Promise<Built> {
+    return this.#located(q, c, ctx, undefined);
+  }
+
+  /**
+   * The proxies for `c` (owned by the answer name: the question, or the alias's target), with the
+   * NS records of the resolver's level in authority when delegation is on; NODATA with the SOA
+   * when there is no address of the type asked; the no-proxy answer when nothing is live.
+   */
+  async #located(
+    q: Query,
+    c: Origin,
+    ctx: LocationContext,
+    alias: AliasSpec | undefined,
+  ): Promise<Built> {
     const loc = await this.#locator.locate(ctx, this.#answerCount);
     if (loc.method === 'no-proxy') return this.noProxy(q, c, loc);
     const d = this.#delegation;
-    const level = c.level;
+    const level = alias ? alias.level : c.level;
     const ns = d.enabled && level >= 0 ? await d.forResolver(ctx, level, this.#locator) : undefined;
     const opt = this.#kit.responseOpt(q, loc.scope);
     const v6 = q.qtype === TYPE.AAAA;
@@ -70,14 +106,17 @@ export class OriginAnswers {
         used.push(n.id);
       }
     }
-    let detail = loc.detail;
+    let detail = alias ? `${alias.detail}; ${loc.detail}` : loc.detail;
     if (used.length === 0 && q.qtype !== TYPE.CNAME) {
       detail = `${detail}; no ${v6 ? 'IPv6' : 'IPv4'} address`;
     }
     if (used.length > 0 && ns) {
       this.#kit.nsRecords(w, c.zone, ns);
       detail = `${detail}; NS level ${ns.level} (${ns.nodes.length})`;
+    } else if (used.length > 0 && d.enabled && level >= 0) {
+      detail = `${detail}; no nameserver member`;
     } else if (used.length === 0) {
+      // NODATA (after the alias, if any): the SOA of the zone the answer name is in.
       this.#kit.soaRecord(w, 'ns', c.zone, level, true);
     }
     if (opt) w.opt(opt, RCODE.NOERROR);
@@ -94,12 +133,12 @@ export class OriginAnswers {
       opt,
       // Every name under the zone is synthesized (like a wildcard): rate limited as one name per
       // zone, whatever the name and type, so rotating names does not reset a client's budget.
-      rrlKind: answered ? 'answer' : 'nodata',
-      rrlName: answered ? wildcardOf(c.zone.name) : c.zone.name,
+      rrlKind: answered || alias ? 'answer' : 'nodata',
+      rrlName: answered || alias ? wildcardOf(c.zone.name) : c.zone.name,
     });
     const liveIds = [...new Set([...used, ...(ns?.nodes.map((n) => n.id) ?? [])])];
     return {
-      template: w.finish(true, RCODE.NOERROR),
+      template: w.finish(true, RCODE.NOERROR, alias),
       meta,
       cacheMs: ttl * 1000,
       located: true,
@@ -108,16 +147,27 @@ export class OriginAnswers {
   }
 
   /**
-   * A short name with delegation on: only the CNAME to the same name in the deepest sub-zone
-   * (as Coral's DNAME did), whatever the type, with the NS records of the resolver's level in
-   * authority. The target's records are left out on purpose: the resolver asks for them the
-   * deepest sub-zone's nameservers it knows — a nearby one once it has been told of one — not
-   * whichever nameserver of the zone it met first.
+   * A short name with delegation on is an alias: a CNAME to the same name in the deepest
+   * sub-zone (as Coral's DNAME did), TTL `delegation.ttl`. This server is authoritative for that
+   * sub-zone too, so, as RFC 1034 §4.3.2 (step 3a) asks and as BIND, NSD and PowerDNS do, the
+   * answer goes on with the target's records: its proxies near the client (A, AAAA) with the NS
+   * records of the resolver's level in authority and their glue, or the sub-zone's NODATA for
+   * other types. A CNAME or ANY question gets the CNAME alone (with those NS records).
+   *
+   * A stub resolver gets its addresses in one round trip. A recursive resolver caches the alias
+   * for a day and the NS records of the nearest sub-zone it was told of; when the proxies' short
+   * TTL runs out it asks for the target, which it sends to those nameservers — a nearby one once
+   * it has been told of one — not to whichever nameserver of the zone it met first.
    */
-  async alias(q: Query, c: Origin, ctx: LocationContext): Promise<Built> {
+  async alias(q: Query, c: Origin, ctx: LocationContext | undefined): Promise<Built> {
     const d = this.#delegation;
     const alias = this.#aliasSpec!;
-    const ns = await d.forResolver(ctx, d.levels - 1, this.#locator);
+    // A CNAME question is answered by the alias itself, and so is ANY (it matches the CNAME,
+    // RFC 1034 §4.3.2 step 3a; BIND answers ANY at an alias the same way).
+    if (q.qtype !== TYPE.CNAME && q.qtype !== TYPE.ANY) {
+      return LOCATED_TYPES.has(q.qtype) ? this.#located(q, c, ctx!, alias) : this.nodata(q, c);
+    }
+    const ns = await d.forResolver(ctx!, alias.level, this.#locator);
     const w = this.#kit.writer(c.zone);
     if (ns) this.#kit.nsRecords(w, c.zone, ns);
     const opt = this.#kit.responseOpt(q, 0);
@@ -128,7 +178,7 @@ export class OriginAnswers {
         rcode: RCODE.NOERROR,
         aa: true,
         method: 'none',
-        detail: `alias into ${c.zone.subZones[d.levels - 1]}; ${
+        detail: `${alias.detail}; ${
           ns ? `NS level ${ns.level} (${ns.nodes.length})` : 'no nameserver member'
         }`,
         nodes: [],
@@ -145,20 +195,19 @@ export class OriginAnswers {
     };
   }
 
+  /** NODATA for a type not served (after the alias, for a short name with delegation on). */
   nodata(q: Query, c: Origin): Built {
+    const alias = this.isAlias(c) ? this.#aliasSpec : undefined;
     const w = this.#kit.writer(c.zone);
-    this.#kit.soaRecord(w, 'ns', c.zone, c.level, true);
+    this.#kit.soaRecord(w, 'ns', c.zone, alias ? alias.level : c.level, true);
     const opt = this.#kit.responseOpt(q, 0);
     if (opt) w.opt(opt, RCODE.NOERROR);
+    const base = alias
+      ? this.#kit.static(`${alias.detail}; type not served`, 'answer', wildcardOf(c.zone.name))
+      : this.#kit.static('origin: type not served', 'nodata', c.zone.name);
     return {
-      template: w.finish(true, RCODE.NOERROR),
-      meta: answerMeta({
-        ...this.#kit.static('origin: type not served', 'nodata', c.zone.name),
-        rcode: RCODE.NOERROR,
-        aa: true,
-        ecs: ecsSubnet(q),
-        opt,
-      }),
+      template: w.finish(true, RCODE.NOERROR, alias),
+      meta: answerMeta({ ...base, rcode: RCODE.NOERROR, aa: true, ecs: ecsSubnet(q), opt }),
       cacheMs: this.#kit.negTtl() * 1000,
       located: false,
       liveIds: [],
@@ -172,7 +221,9 @@ export class OriginAnswers {
   noProxy(q: Query, c: Origin, loc: Location): Built {
     const opt = this.#kit.responseOpt(q, loc.scope);
     const w = this.#kit.writer(c.zone);
-    const level = c.level;
+    // A short name with delegation on: its alias, then what the target gets (a CNAME chain).
+    const alias = this.isAlias(c) ? this.#aliasSpec : undefined;
+    const level = alias ? alias.level : c.level;
     let rcode: number = RCODE.NOERROR;
     let detail: string;
     let rrlKind: RrlKind = 'answer';
@@ -203,17 +254,23 @@ export class OriginAnswers {
     if (rcode === RCODE.SERVFAIL) {
       rrlKind = 'error';
     } else if (!answered) {
-      rrlKind = 'nodata';
+      // NODATA (after the alias it is an answer: synthesized, counted with them by RRL).
+      if (!alias) rrlKind = 'nodata';
       this.#kit.soaRecord(w, 'ns', c.zone, level, true);
     }
     if (opt) w.opt(opt, rcode);
     return {
-      template: w.finish(rcode !== RCODE.SERVFAIL, rcode),
+      // SERVFAIL carries no records, the alias neither.
+      template: w.finish(
+        rcode !== RCODE.SERVFAIL,
+        rcode,
+        rcode === RCODE.SERVFAIL ? undefined : alias,
+      ),
       meta: answerMeta({
         rcode,
         aa: rcode !== RCODE.SERVFAIL,
         method: 'no-proxy',
-        detail: `${loc.detail}: ${detail}`,
+        detail: `${alias && rcode !== RCODE.SERVFAIL ? `${alias.detail}; ` : ''}${loc.detail}: ${detail}`,
         nodes: [],
         ttl: answered ? this.#cnameTtl : undefined,
         ecs: ecsSubnet(q),

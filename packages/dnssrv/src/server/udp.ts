@@ -46,14 +46,39 @@ export class UdpListener {
     return sock.address().port;
   }
 
+  /**
+   * Queue an answer; the queue is sent once the datagrams already read in this turn of the event
+   * loop have been answered (setImmediate runs right after the poll phase). Under load libuv reads
+   * up to 32 datagrams per turn, and their answers then go out back to back: a client blocked in
+   * its receive call is woken once for the batch, not once per answer (on loopback the sender's
+   * send call does the receiver's wake-up, which is most of its cost). A lone query waits for
+   * nothing but that hop.
+   */
   send(b: Buffer, rinfo: dgram.RemoteInfo): void {
-    try {
-      // A forged source (port 0, ...) makes send() throw synchronously: never out of the loop.
-      this.#sock?.send(b, rinfo.port, rinfo.address);
-    } catch (err) {
-      this.#logger.debug({ component: 'dnssrv', err, peer: rinfo.address }, 'udp send failed');
+    this.#queue.push(b, rinfo);
+    if (!this.#flushing) {
+      this.#flushing = true;
+      setImmediate(this.#flush);
     }
   }
+
+  readonly #queue: (Buffer | dgram.RemoteInfo)[] = [];
+  #flushing = false;
+  readonly #flush = (): void => {
+    this.#flushing = false;
+    const q = this.#queue;
+    const sock = this.#sock;
+    for (let i = 0; i < q.length; i += 2) {
+      const rinfo = q[i + 1] as dgram.RemoteInfo;
+      try {
+        // A forged source (port 0, ...) makes send() throw synchronously: never out of the loop.
+        sock?.send(q[i] as Buffer, rinfo.port, rinfo.address);
+      } catch (err) {
+        this.#logger.debug({ component: 'dnssrv', err, peer: rinfo.address }, 'udp send failed');
+      }
+    }
+    q.length = 0;
+  };
 
   async close(): Promise<void> {
     const sock = this.#sock;

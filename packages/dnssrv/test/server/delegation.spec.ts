@@ -158,20 +158,29 @@ function nsAddresses(p: Parsed, section: 'authorities' | 'answers' = 'authoritie
 }
 
 /**
- * An iterative resolver as a recursive one works (RFC 1034 §5.3.3, trimmed): it asks the
+ * An iterative, caching resolver as a recursive one works (RFC 1034 §5.3.3, trimmed): it asks the
  * nameservers of the deepest zone it knows a delegation for — among them, the one with the
  * lowest round-trip time, as BIND and Unbound choose (`rtts`: what it would measure) —, learns
- * NS records and glue from authority sections (a newer set replaces an older one), and follows
- * CNAMEs. `asked` records which server each query went to.
+ * NS records and glue from authority sections (a newer set replaces an older one), follows
+ * CNAMEs, and keeps CNAME and A records for their TTL on its own clock (`advance`). `asked`
+ * records which server each query went to.
  */
 class IterativeResolver {
   readonly delegations = new Map<string, { addresses: string[]; ttl: number }>();
   readonly asked: { server: string; name: string }[] = [];
+  readonly #cnames = new Map<string, { target: string; until: number }>();
+  readonly #addresses = new Map<string, { addresses: string[]; until: number }>();
+  #now = 0;
   constructor(
     readonly from: string,
     readonly roots: string[],
     readonly rtts: Record<string, number>,
   ) {}
+
+  /** Time passes for the resolver's cache (seconds). */
+  advance(seconds: number): void {
+    this.#now += seconds;
+  }
 
   #serverFor(name: string): string {
     let best: { zone: string; addresses: string[] } | undefined;
@@ -187,9 +196,19 @@ class IterativeResolver {
     return [...(best?.addresses ?? this.roots)].sort((a, b) => rtt(a) - rtt(b))[0]!;
   }
 
+  /** Follow cached CNAMEs from `name`. */
+  #follow(name: string): string {
+    for (let c = this.#cnames.get(name); c && c.until > this.#now; c = this.#cnames.get(name)) {
+      name = c.target;
+    }
+    return name;
+  }
+
   async resolve(qname: string): Promise<string[]> {
-    let name = qname.toLowerCase();
+    let name = this.#follow(qname.toLowerCase());
     for (let hops = 0; hops < 8; hops++) {
+      const cached = this.#addresses.get(name);
+      if (cached && cached.until > this.#now) return cached.addresses;
       const server = this.#serverFor(name);
       this.asked.push({ server, name });
       const r = parse(
@@ -212,12 +231,20 @@ class IterativeResolver {
       for (const [zone, d] of learned) this.delegations.set(zone, d);
       let cur = name;
       for (const rr of r.answers) {
-        if (rr.type === TYPE.CNAME && rr.name.toLowerCase() === cur) cur = rr.domain!.toLowerCase();
+        if (rr.type === TYPE.CNAME && rr.name.toLowerCase() === cur) {
+          this.#cnames.set(cur, { target: rr.domain!.toLowerCase(), until: this.#now + rr.ttl });
+          cur = rr.domain!.toLowerCase();
+        }
       }
-      const addresses = r.answers
-        .filter((rr) => rr.type === TYPE.A && rr.name.toLowerCase() === cur)
-        .map((rr) => rr.address!);
-      if (addresses.length > 0) return addresses;
+      const a = r.answers.filter((rr) => rr.type === TYPE.A && rr.name.toLowerCase() === cur);
+      if (a.length > 0) {
+        const addresses = a.map((rr) => rr.address!);
+        this.#addresses.set(cur, {
+          addresses,
+          until: this.#now + Math.min(...a.map((x) => x.ttl)),
+        });
+        return addresses;
+      }
       if (cur === name) throw new Error(`no answer for ${name} from ${server}`);
       name = cur;
     }
@@ -228,15 +255,24 @@ class IterativeResolver {
 describe('delegation of sub-zones per cluster level', () => {
   it('a resolver close to a node gets the NS records of its level-2 sub-zone: long TTL, glue', async () => {
     const r = parse(await ask(1, 'WWW.example.com.nyud.net', NEAR));
-    // The short name is an alias into the deepest sub-zone, and only that.
-    expect(r.answers).toEqual([
-      expect.objectContaining({
-        type: TYPE.CNAME,
-        name: 'WWW.example.com.nyud.net',
-        domain: `WWW.example.com.${L2}`,
-        ttl: 86400,
-      }),
-    ]);
+    // The short name is an alias into the deepest sub-zone, followed by the target's proxies
+    // (RFC 1034 §4.3.2 step 3a: this server is authoritative for the sub-zone too).
+    const target = `WWW.example.com.${L2}`;
+    expect(r.answers[0]).toMatchObject({
+      type: TYPE.CNAME,
+      name: 'WWW.example.com.nyud.net',
+      domain: target,
+      ttl: 86400,
+    });
+    expect(r.answers.slice(1)).toHaveLength(2);
+    expect(r.answers.slice(1).every((a) => a.type === TYPE.A && a.name === target)).toBe(true);
+    // Node 1 measured the resolver at 5 ms: its level-2 cluster's proxies, TTL 60 s.
+    expect(r.answers.slice(1).every((a) => a.ttl === 60)).toBe(true);
+    expect(header(await ask(1, 'WWW.example.com.nyud.net', NEAR))).toMatchObject({
+      aa: true,
+      rcode: 0,
+      an: 3,
+    });
     const nsRecords = nsOf(r);
     expect(new Set(nsRecords.map((n) => n.name.toLowerCase()))).toEqual(new Set([L2]));
     expect(nsRecords.every((n) => n.ttl === 86400)).toBe(true);
@@ -282,26 +318,42 @@ describe('delegation of sub-zones per cluster level', () => {
     // cluster. Nodes 1, 2 and 4 are 5 ms away.
     const rtts = { [ip(1)]: 5, [ip(2)]: 5, [ip(3)]: 40, [ip(4)]: 5 };
     const resolver = new IterativeResolver(NEAR, [ip(3)], rtts);
-    expect(await resolver.resolve('www.one.com.nyud.net')).toHaveLength(2);
+    const name = 'www.one.com.nyud.net';
+    const target = `www.one.com.${L2}`;
+    // Node 3 answers the alias and its target's proxies at once, with its level-1 sub-zone's NS
+    // (the resolver is within 60 ms of it).
+    expect(await resolver.resolve(name)).toHaveLength(2);
+    expect(resolver.asked).toEqual([{ server: ip(3), name }]);
+    expect(resolver.delegations.get(L1)?.ttl).toBe(86400);
+    // The proxies' TTL runs out, the alias (a day) does not: the resolver asks for the target,
+    // of the closest level-1 nameserver it was told of (one of 1, 2, 4), which gives its level-2
+    // sub-zone's NS.
+    resolver.advance(61);
+    resolver.asked.length = 0;
+    expect(await resolver.resolve(name)).toHaveLength(2);
+    expect(resolver.asked).toHaveLength(1);
+    expect(resolver.asked[0]!.name).toBe(target);
+    expect([1, 2, 4].map(ip)).toContain(resolver.asked[0]!.server);
     expect(resolver.delegations.get(L2)?.ttl).toBe(86400);
     const nearby = resolver.delegations.get(L2)!.addresses;
     expect([...nearby].sort()).toEqual([1, 2, 4].map(ip));
-    // How it got there: node 3 gave its level-1 sub-zone; the level-1 node the resolver found
-    // closest, one of 1, 2, 4, gave its level-2 one.
-    expect(resolver.asked).toHaveLength(2);
-    expect(resolver.asked[0]!.server).toBe(ip(3));
-    expect([1, 2, 4].map(ip)).toContain(resolver.asked[1]!.server);
-    for (const name of [
-      'www.two.com.nyud.net',
-      'www-three-com.nyud.net',
-      'four.org.8080.nyud.net',
-    ]) {
+    // From then on every target goes to the level-2 cluster. A name never asked before is
+    // answered whole by whoever serves the zone (node 3 here); its next resolution, nearby.
+    for (const next of ['www.one.com.nyud.net', 'www.two.com.nyud.net', 'www-three-com.nyud.net']) {
+      resolver.advance(61);
       resolver.asked.length = 0;
-      expect(await resolver.resolve(name)).toHaveLength(2);
-      // The alias comes from whoever serves the zone; the records from the nearby cluster.
-      const target = resolver.asked.filter((a) => a.name.endsWith(L2));
-      expect(target).toHaveLength(1);
-      expect(nearby).toContain(target[0]!.server);
+      expect(await resolver.resolve(next)).toHaveLength(2);
+      const targets = resolver.asked.filter((a) => a.name.endsWith(L2));
+      if (resolver.asked.length > 0 && targets.length === 0) {
+        // First time: the alias and its target's records came from the zone's nameserver.
+        expect(resolver.asked).toEqual([{ server: ip(3), name: next }]);
+        resolver.advance(61);
+        resolver.asked.length = 0;
+        expect(await resolver.resolve(next)).toHaveLength(2);
+      }
+      expect(resolver.asked).toHaveLength(1);
+      expect(resolver.asked[0]!.name.endsWith(L2)).toBe(true);
+      expect(nearby).toContain(resolver.asked[0]!.server);
     }
     // Node's own resolver, sent to a nearby node named by the glue, from the same address.
     const node = new dns.promises.Resolver({ timeout: 3000, tries: 2 });
@@ -310,6 +362,46 @@ describe('delegation of sub-zones per cluster level', () => {
     expect(await node.resolve4(`www.five.com.${L2}`)).toHaveLength(2);
     const last = fleet.servers.get(2)!.recentDecisions().at(-1)!;
     expect(last).toMatchObject({ client: NEAR, name: `www.five.com.${L2}`, rcode: 'NOERROR' });
+  });
+
+  it("a stub resolver (Node's) gets the addresses of a short name: the CNAME is chased", async () => {
+    const stub = (node: number, from: string) => {
+      const r = new dns.promises.Resolver({ timeout: 3000, tries: 2 });
+      r.setLocalAddress(from);
+      r.setServers([`${ip(node)}:${fleet.port}`]);
+      return r;
+    };
+    const near = stub(1, NEAR);
+    // Node 1's level-2 cluster, the resolver being 5 ms away: proxies 1, 2, 4 or 5 (not 6: the
+    // address of 2), TTL 60 s.
+    const got = await near.resolve4('www.example.com.nyud.net', { ttl: true });
+    expect(got).toHaveLength(2);
+    expect(got.every((a) => a.ttl === 60)).toBe(true);
+    expect(new Set(got.map((a) => a.address)).size).toBe(2);
+    for (const a of got) expect([1, 2, 4, 5].map(ip)).toContain(a.address);
+    expect(fleet.servers.get(1)!.recentDecisions().at(-1)!.detail).toMatch(
+      /^alias into the level-2 sub-zone; .*NS level 2 \(3\)$/,
+    );
+    // One-label names too, and a far resolver (level-0 NS, proxies by the locator): TTL 30 s.
+    expect(await near.resolve4('www-example-com.nyud.net')).toHaveLength(2);
+    const far = await stub(1, FAR).resolve4('www.example.com.8080.nyud.net', { ttl: true });
+    expect(far).toHaveLength(2);
+    expect(far.every((a) => a.ttl === 30)).toBe(true);
+    // The CNAME question gets the alias alone.
+    expect(await near.resolveCname('www.example.com.nyud.net')).toEqual([`www.example.com.${L2}`]);
+    // ANY matches the CNAME: the alias alone, with the NS records (RFC 1034 §4.3.2, as BIND).
+    const any = parse(await ask(1, 'www.example.com.nyud.net', NEAR, TYPE.ANY));
+    expect(any.answers.map((a) => a.type)).toEqual([TYPE.CNAME]);
+    expect(nsAddresses(any)).toEqual([1, 2, 4].map(ip));
+    // No IPv6 proxy: the alias, then NODATA with the sub-zone's SOA.
+    expect(await near.resolve6('www.example.com.nyud.net')).toEqual([]); // c-ares: no AAAA
+    const v6 = parse(await ask(1, 'www.example.com.nyud.net', NEAR, TYPE.AAAA));
+    expect(v6.answers.map((a) => a.type)).toEqual([TYPE.CNAME]);
+    expect(v6.authorities).toEqual([expect.objectContaining({ type: TYPE.SOA, name: L2 })]);
+    // A type not served: the alias, then NODATA with the sub-zone's SOA.
+    const mx = parse(await ask(1, 'www.example.com.nyud.net', NEAR, 15)); // MX
+    expect(mx.answers.map((a) => a.type)).toEqual([TYPE.CNAME]);
+    expect(mx.authorities).toEqual([expect.objectContaining({ type: TYPE.SOA, name: L2 })]);
   });
 
   it('dead members never appear in NS or glue, also once an answer naming them was cached', async () => {

@@ -130,6 +130,44 @@ describe('answers over UDP with raw packets', () => {
     expect(p.answers.every((a) => a.ttl === 30)).toBe(true);
   });
 
+  it('a burst from several sources is answered whole: every query once, to its own sender', async () => {
+    // Answers read in one turn of the event loop are sent together after it (udp.ts): none may be
+    // lost, duplicated or sent to another client, whether cached, built or malformed.
+    s = await start({}, fleet().add(node(2)));
+    const socks = await Promise.all(
+      ['127.0.0.1', '127.0.0.2', '127.0.0.3'].map(async (from) => {
+        const sock = dgram.createSocket('udp4');
+        await new Promise<void>((r) => sock.bind(0, from, () => r()));
+        const got: Buffer[] = [];
+        sock.on('message', (m) => got.push(m));
+        return { sock, got };
+      }),
+    );
+    const perSocket = 40;
+    for (let i = 0; i < perSocket; i++) {
+      for (const [k, { sock }] of socks.entries()) {
+        const id = k * 1000 + i;
+        // Every fifth query is malformed (FORMERR, the id kept); new names miss the cache.
+        const q =
+          i % 5 === 4
+            ? encodeQuery({ name: NAME, id }).subarray(0, 20)
+            : encodeQuery({ name: `www.n${i}.example.com.nyud.net`, id });
+        sock.send(q, s.port, '127.0.0.1');
+      }
+    }
+    await waitFor(() => socks.every((x) => x.got.length >= perSocket));
+    for (const [k, { sock, got }] of socks.entries()) {
+      expect(got.map((m) => header(m).id).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: perSocket }, (_, i) => k * 1000 + i),
+      );
+      for (const m of got) {
+        const h = header(m);
+        expect(h.rcode, String(h.id)).toBe(h.id % 5 === 4 ? 1 : 0);
+      }
+      sock.close();
+    }
+  });
+
   it('0x20: the question is echoed exactly as sent, also when served from the cache', async () => {
     s = await start({}, fleet().add(node(2)));
     const a = await udpAsk(s.port, encodeQuery({ name: 'wWw.ExAmPlE.cOm.NyUd.NeT', id: 1 }));

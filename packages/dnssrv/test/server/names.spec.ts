@@ -134,16 +134,61 @@ describe('no live proxy', () => {
 });
 
 describe('delegation on, no member runs DNS on the port', () => {
-  it('short names are still aliases (no NS records); the long names answer', async () => {
+  it('short names are still aliases, chased (no NS records); the long names answer', async () => {
     s = await start({ delegation: { enabled: true } }, live());
     const r = parse(await udpAsk(s.port, encodeQuery({ name: 'www.example.com.nyud.net' })));
+    const target = 'www.example.com.l2.l1.l0.nyud.net';
     expect(r.answers).toEqual([
-      expect.objectContaining({ type: TYPE.CNAME, domain: 'www.example.com.l2.l1.l0.nyud.net' }),
+      expect.objectContaining({ type: TYPE.CNAME, domain: target }),
+      expect.objectContaining({ type: TYPE.A, name: target }),
+      expect.objectContaining({ type: TYPE.A, name: target }),
     ]);
     expect(r.authorities).toEqual([]);
     expect(lastDecision(s.server).detail).toContain('no nameserver member');
     expect(await resolver(s.port).resolve4('www.example.com.l2.l1.l0.nyud.net')).toHaveLength(2);
     // The sub-zones' NS fall back to the configured nameservers.
     expect(await resolver(s.port).resolveNs('l2.l1.l0.nyud.net')).toEqual(['ns1.nyud.net']);
+  });
+});
+
+describe('delegation on, no live proxy: the alias, then what its target gets', () => {
+  it('a CNAME chain to a legacy origin host, the origin address, SERVFAIL without records', async () => {
+    s = await start({ delegation: { enabled: true } }, fleet().add(node(2), { live: false }));
+    s.dir.setLive(node(1).id, false);
+    const sub = 'l2.l1.l0.nyud.net';
+    const chain = parse(
+      await udpAsk(s.port, encodeQuery({ name: 'www.example.com.8080.nyud.net' })),
+    );
+    expect(chain.answers).toEqual([
+      expect.objectContaining({
+        type: TYPE.CNAME,
+        name: 'www.example.com.8080.nyud.net',
+        domain: `www.example.com.8080.${sub}`,
+        ttl: 86400,
+      }),
+      expect.objectContaining({
+        type: TYPE.CNAME,
+        name: `www.example.com.8080.${sub}`,
+        domain: 'www.example.com',
+        ttl: 10,
+      }),
+    ]);
+    expect(lastDecision(s.server)).toMatchObject({ method: 'no-proxy', cached: false });
+    // Node's resolver follows the chain to the origin's address (an A for an IPv4 origin).
+    expect(await resolver(s.port).resolve4('93.184.216.34.nyud.net')).toEqual(['93.184.216.34']);
+    const ip = parse(await udpAsk(s.port, encodeQuery({ name: '93.184.216.34.nyud.net' })));
+    expect(ip.answers.map((a) => [a.type, a.name])).toEqual([
+      [TYPE.CNAME, '93.184.216.34.nyud.net'],
+      [TYPE.A, `93.184.216.34.${sub}`],
+    ]);
+    // No AAAA for it: the alias and NODATA, with the sub-zone's SOA.
+    const v6 = parse(
+      await udpAsk(s.port, encodeQuery({ name: '93.184.216.34.nyud.net', type: 28 })),
+    );
+    expect(v6.answers.map((a) => a.type)).toEqual([TYPE.CNAME]);
+    expect(v6.authorities).toEqual([expect.objectContaining({ type: TYPE.SOA, name: sub })]);
+    // One-label names: SERVFAIL, and no alias either (a SERVFAIL carries no records).
+    const one = await udpAsk(s.port, encodeQuery({ name: 'www-example-com.nyud.net' }));
+    expect(header(one)).toMatchObject({ rcode: 2, aa: false, an: 0, ns: 0 });
   });
 });
