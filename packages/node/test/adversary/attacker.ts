@@ -22,6 +22,11 @@ import {
 } from '@coral/dsht';
 import { Keyring } from '@coral/keyring';
 import { systemClock } from '@coral/testkit';
+import { loadConfig } from '../../src/config/index.js';
+import { CoralNode } from '../../src/compose/node.js';
+import { realServices } from '../../src/compose/services.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { waitFor } from '../helpers.js';
 
 export type Mode = 'keyed' | 'open';
 
@@ -173,4 +178,26 @@ export function nodeEnv(ip: string, dataDir: string, mode: Mode): Record<string,
 export function metric(text: string, name: string, labels = ''): number {
   const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
+/**
+ * Two running nodes in this process on `ips` (the second bootstraps from the first), keyed or
+ * open, once each holds the other as a verified member.
+ */
+export async function startPair(
+  ips: [string, string],
+  dir: string,
+  mode: Mode,
+): Promise<CoralNode[]> {
+  const logger = createLogger({ level: 'silent' });
+  const nodes: CoralNode[] = [];
+  for (const [i, ip] of ips.entries()) {
+    const env = {
+      ...nodeEnv(ip, `${dir}/${i}`, mode),
+      ...(i > 0 ? { CORAL_BOOTSTRAP: `${ips[0]}:8091` } : {}),
+    };
+    nodes.push(await CoralNode.start(loadConfig({ env }), { services: realServices, logger }));
+  }
+  await waitFor(() => nodes.every((n) => n.dsht.members().length === 1), 20_000, 'members');
+  return nodes;
 }

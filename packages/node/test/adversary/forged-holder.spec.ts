@@ -17,13 +17,10 @@ import { urlKey } from '@coral/httpprx';
 import { Keyring } from '@coral/keyring';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeHolder } from '../../src/adapters/holder-codec.js';
-import { loadConfig } from '../../src/config/index.js';
-import { CoralNode } from '../../src/compose/node.js';
-import { realServices } from '../../src/compose/services.js';
+import type { CoralNode } from '../../src/compose/node.js';
 import { SampleOrigin, fetchVia } from '../../src/fleet/index.js';
-import { createLogger } from '../../src/logging/logger.js';
 import { randomSubnet, tmpDir, waitFor } from '../helpers.js';
-import { Attacker, nodeEnv, type Mode } from './attacker.js';
+import { Attacker, startPair, type Mode } from './attacker.js';
 
 const FORGED = Buffer.from('<h1>forged page: not the origin</h1>');
 
@@ -45,15 +42,7 @@ describe.each(['keyed', 'open'] as Mode[])('a forged holder record (%s mode)', (
     internal.on('connection', () => internalConnections++);
     await new Promise<void>((r) => internal.listen(0, ip(66), r));
     internalPort = (internal.address() as AddressInfo).port;
-    const logger = createLogger({ level: 'silent' });
-    for (const [h, extra] of [
-      [21, {}],
-      [22, { CORAL_BOOTSTRAP: `${ip(21)}:8091` }],
-    ] as const) {
-      const env = { ...nodeEnv(ip(h), `${dir}/${h}`, mode), ...extra };
-      nodes.push(await CoralNode.start(loadConfig({ env }), { services: realServices, logger }));
-    }
-    await waitFor(() => nodes.every((n) => n.dsht.members().length === 1), 20_000, 'members');
+    nodes.push(...(await startPair([ip(21), ip(22)], dir, mode)));
     // Keyed: an outsider without the key (open frames) and one with a key of its own.
     const keys = mode === 'keyed' ? [undefined, [Keyring.generateKey()]] : [undefined];
     for (const k of keys) attackers.push(await new Attacker(ip(77 + attackers.length), k).bind());
