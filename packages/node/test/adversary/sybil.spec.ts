@@ -60,9 +60,11 @@ describe.each(['keyed', 'open'] as Mode[])('100 identities from one IP (%s mode)
       const n = answer.filter((a) => a === SYBIL_IP).length;
       expect(n, `${name}: ${answer.join(', ')}`).toBeLessThanOrEqual(1);
       sybilAnswers += n;
-      // Between queries the sybils keep trying to get in.
-      await Promise.all(sybils.map((s) => s.roundTrip(to)));
-      expect(fromSybilIp().length).toBeLessThanOrEqual(1);
+      // Halfway, the sybils all try to get in again.
+      if (name === names[names.length / 2]) {
+        await Promise.all(sybils.map((s) => s.roundTrip(to)));
+        expect(fromSybilIp().length).toBeLessThanOrEqual(1);
+      }
     }
     // The admin view agrees (what operators and the dashboard see).
     const members = JSON.parse(
