@@ -23,6 +23,7 @@ COPY packages/testkit/package.json packages/testkit/
 COPY packages/keyring/package.json packages/keyring/
 COPY packages/names/package.json packages/names/
 COPY packages/dsht/package.json packages/dsht/
+COPY packages/sim/package.json packages/sim/
 COPY packages/dnssrv/package.json packages/dnssrv/
 COPY packages/httpprx/package.json packages/httpprx/
 COPY packages/node/package.json packages/node/

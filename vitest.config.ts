@@ -14,6 +14,7 @@ export default defineConfig({
       '@coral/keyring': pkg('keyring'),
       '@coral/names': pkg('names'),
       '@coral/dsht': pkg('dsht'),
+      '@coral/sim': pkg('sim'),
       '@coral/dnssrv': pkg('dnssrv'),
       '@coral/httpprx': pkg('httpprx'),
       '@coral/node': pkg('node'),

@@ -14,16 +14,14 @@ import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { SeededRandom } from '../packages/testkit/dist/index.js';
 import {
-  SimFleet,
   keyFromName,
   toHex,
   compareDistance,
   LOADED_STORES,
   DshtClusterBinding,
-  geoTopology,
-  purityReport,
   DEFAULT_LEVEL_THRESHOLDS_MS,
 } from '../packages/dsht/dist/index.js';
+import { SimFleet, geoTopology, purityReport } from '../packages/sim/dist/index.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -89,6 +87,13 @@ function trustOf(fleet) {
 }
 
 const wallStart = performance.now();
+/** Peak resident set size of this process so far, in MB (the kernel's high-water mark). */
+const peakRssMB = () => Math.round(process.resourceUsage().maxRSS / 1024);
+/** A progress line on stderr (phase, wall seconds, peak RSS): a long run stopped early still says how far it got. */
+const progress = (phase) =>
+  console.error(
+    `bench:dsht: ${phase} after ${((performance.now() - wallStart) / 1000).toFixed(1)} s wall, peak RSS ${peakRssMB()} MB`,
+  );
 const enc = (s) => new TextEncoder().encode(s);
 const pct = (sorted, p) =>
   sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0;
@@ -102,6 +107,7 @@ const fleet = new SimFleet({ nodes, seed, lossRate: 0, keys });
 fleet.setLoss(loss);
 await fleet.start();
 const joinWall = (performance.now() - wallStart) / 1000;
+progress(`${nodes} nodes joined`);
 const sizes = fleet.nodes.map((n) => n.table(0).size).sort((a, b) => a - b);
 
 /** Run async jobs with bounded concurrency, all under the simulated clock. */
@@ -126,6 +132,7 @@ const putResults = await batched(puts, 250, (p) =>
   ),
 );
 const putOk = putResults.filter(Boolean).length;
+progress(`${lookups} puts`);
 
 // Random gets: each put key fetched by a different random node.
 const gets = puts.map((p) => {
@@ -143,6 +150,7 @@ const getResults = await batched(gets, 250, (g) =>
   ),
 );
 const found = getResults.filter((r) => r.ok);
+progress(`${lookups} gets`);
 const hops = found.map((r) => r.stats.hops).sort((a, b) => a - b);
 const lat = found.map((r) => r.stats.latencyMs).sort((a, b) => a - b);
 const msgs = getResults.reduce((s, r) => s + r.stats.messages, 0) / Math.max(1, getResults.length);
@@ -180,6 +188,7 @@ for (let m = 0; m < hotMinutes; m++) {
   if (left > 0) await fleet.run(new Promise((r) => fleet.clock.setTimeout(r, left)));
   perMinute.push((root.store.accepted.get(slot) ?? 0) - before);
   requestsPerMinute.push((root.store.requests.get(slot) ?? 0) - requestsBefore);
+  progress(`hot key minute ${m + 1}`);
 }
 const hotHolders = fleet.nodes.filter((n) => n.localGet(hot).length > 0).length;
 const hotGets = await batched(
@@ -226,6 +235,7 @@ const result = {
   simulatedSeconds: Math.round((fleet.clock.now() - 1_700_000_000_000) / 1000),
   joinWallSeconds: Number(joinWall.toFixed(1)),
   wallSeconds: Number(((performance.now() - wallStart) / 1000).toFixed(1)),
+  peakRssMB: peakRssMB(),
 };
 
 const rows = [
@@ -251,6 +261,7 @@ const rows = [
   ['datagrams (lost)', `${result.datagrams} (${result.datagramsLost})`],
   ['simulated time', `${result.simulatedSeconds} s`],
   ['wall time (join)', `${result.wallSeconds} s (${result.joinWallSeconds} s)`],
+  ['peak RSS', `${result.peakRssMB} MB`],
 ];
 const w = Math.max(...rows.map((r) => r[0].length));
 for (const [k, v] of rows) console.log(`${k.padEnd(w)}  ${v}`);
@@ -462,6 +473,7 @@ async function runGeo() {
     authBytesPerDatagram: trustOf(h.fleet).authBytesPerDatagram,
     datagrams: h.fleet.network.stats.sent + (f?.fleet.network.stats.sent ?? 0),
     wallSeconds: Number(((performance.now() - wallStart) / 1000).toFixed(1)),
+    peakRssMB: peakRssMB(),
   };
   const rows = [
     ['mode', mode],
@@ -493,6 +505,7 @@ async function runGeo() {
       `${result.amplificationMax} / ${result.authBytesPerDatagram}`,
     ],
     ['wall time', `${result.wallSeconds} s (clusters formed after ${h.clusterWall.toFixed(1)} s)`],
+    ['peak RSS', `${result.peakRssMB} MB`],
   ];
   const w = Math.max(...rows.map((r) => r[0].length));
   for (const [k, v] of rows) console.log(`${k.padEnd(w)}  ${v}`);

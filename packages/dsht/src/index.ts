@@ -2,8 +2,9 @@
  * @coral/dsht — Coral's distributed sloppy hash table.
  *
  * Kademlia-style routing per cluster level, Coral's sloppy put (forward probe, reverse store) and
- * get (stop at the first holder), rate limits that keep hot keys from melting one node, UDP or
- * simulated transport, LevelDB persistence. See docs/dsht.md.
+ * get (stop at the first holder), rate limits that keep hot keys from melting one node, any
+ * `Transport` (UDP here; the simulated network, topologies and fleet launcher are `@coral/sim`, which
+ * no shipped package uses), LevelDB persistence. See docs/dsht.md.
  *
  * ```ts
  * import { Dsht, keyFromName } from '@coral/dsht';
@@ -22,18 +23,18 @@
  * await node.stop();
  * ```
  */
-export {
-  Dsht,
-  type DshtComponents,
-  type DshtOptions,
-  type DshtSnapshot,
-  type GetResult,
-  type PutResult,
-  type LookupStats,
-  type ClusterPolicy,
-  type DshtMember,
-  type DshtAuthState,
-} from './dsht.js';
+export { Dsht } from './dsht.js';
+export type {
+  DshtComponents,
+  DshtOptions,
+  DshtSnapshot,
+  GetResult,
+  PutResult,
+  LookupStats,
+  ClusterPolicy,
+  DshtMember,
+  DshtAuthState,
+} from './types.js';
 export type { Contact, ClusterAdvert, ServiceInfo, Address } from './contact.js';
 export { mergeContact } from './contact.js';
 export {
@@ -99,18 +100,8 @@ export type { Message, Envelope, Request, Response, WireValue } from './wire/mes
 export { StoreStatus, WireErrorCode } from './wire/messages.js';
 export { Rpc, RttTable, type DshtMetrics, type Logger, type RpcCounters } from './rpc/index.js';
 export { lookup, type LookupEvent, type LookupOptions, type Visit } from './lookup/lookup.js';
-export {
-  type Transport,
-  type DatagramHandler,
-  UdpTransport,
-  SimNetwork,
-  SimTransport,
-  uniformRttLatency,
-  type LatencyModel,
-  type SimStats,
-} from './transport/index.js';
+export { type Transport, type DatagramHandler, UdpTransport } from './transport/index.js';
 export { Persistence, LEGACY_SOURCE, type KeyValueDb } from './persistence/persistence.js';
-export { SimFleet, defaultIp, type SimFleetOptions } from './sim/fleet.js';
 export {
   DshtDirectory,
   toNodeInfo,
@@ -127,7 +118,7 @@ export {
   decodeNodeRecord,
   type HintKey,
 } from './directory/hints.js';
-// Clustering (levels 1 and 2) and simulated topologies: see docs/dsht-clustering.md.
+// Clustering (levels 1 and 2): see docs/dsht-clustering.md.
 export {
   ClusterManager,
   DshtClusterBinding,
@@ -138,16 +129,3 @@ export {
   type ClusterManagerOptions,
   type DshtClusterBindingOptions,
 } from './cluster/index.js';
-export {
-  geoTopology,
-  matrixTopology,
-  parseRttMatrix,
-  purityReport,
-  clusterPurity,
-  type GeoTopology,
-  type GeoTopologyOptions,
-  type MatrixTopology,
-  type Topology,
-  type PurityReport,
-  type ClusterAssignment,
-} from './topology/index.js';

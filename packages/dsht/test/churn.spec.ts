@@ -9,8 +9,7 @@ import { SeededRandom, shuffle } from '@coral/testkit';
 import { DshtClusterBinding } from '../src/cluster/index.js';
 import { DEFAULT_LEVEL_THRESHOLDS_MS } from '../src/constants.js';
 import { keyFromName } from '../src/id/id.js';
-import { SimFleet } from '../src/sim/fleet.js';
-import { geoTopology, purityReport, type GeoTopology } from '../src/topology/index.js';
+import { SimFleet, geoTopology, purityReport, type GeoTopology } from '@coral/sim';
 
 const MINUTE = 60_000;
 const NODES = 300;

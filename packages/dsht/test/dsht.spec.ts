@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
-import { Dsht, type DshtOptions } from '../src/dsht.js';
+import { Dsht } from '../src/dsht.js';
+import type { DshtOptions } from '../src/types.js';
 import { compareDistance, keyFromName, toHex } from '../src/id/id.js';
-import { SimFleet } from '../src/sim/fleet.js';
-import { SimNetwork } from '../src/transport/sim-network.js';
+import { SimFleet, SimNetwork } from '@coral/sim';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const dec = (b: Uint8Array): string => new TextDecoder().decode(b);

@@ -5,10 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Contact } from '../src/contact.js';
-import type { ClusterPolicy } from '../src/dsht.js';
+import type { ClusterPolicy } from '../src/types.js';
 import { keyFromName, toHex } from '../src/id/id.js';
 import type { LookupEvent } from '../src/lookup/lookup.js';
-import { SimFleet } from '../src/sim/fleet.js';
+import { SimFleet } from '@coral/sim';
 import { DshtDirectory } from '../src/directory/node-directory.js';
 
 const REGIONS = 3;

@@ -5,9 +5,9 @@
  */
 import { Keyring } from '@coral/keyring';
 import { describe, expect, it } from 'vitest';
-import type { DshtAuthState } from '../src/dsht.js';
+import type { DshtAuthState } from '../src/types.js';
 import { keyFromName, toHex } from '../src/id/id.js';
-import { SimFleet } from '../src/sim/fleet.js';
+import { SimFleet } from '@coral/sim';
 
 const A = 'a'.repeat(64);
 const B = Buffer.alloc(32, 0xbb).toString('base64');

@@ -1,6 +1,10 @@
 /** Defaults for every proxy option, exported so callers and docs can refer to them. */
 
 /** Zones whose subdomains are Coralized names. */
+/** Follow a same-URL http → https redirect inside the proxy when TLS is off (`followHttpsUpgrade`). */
+export const FOLLOW_HTTPS_UPGRADE = true;
+/** Bound on a client's TLS handshake on the https listener (ms). */
+export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 export const DEFAULT_ZONES: readonly string[] = ['nyud.net'];
 /** Largest object the proxy fetches and stores (bytes). */
 export const MAX_OBJECT_BYTES = 50 * 1024 * 1024;

@@ -39,6 +39,14 @@ export const ERROR_CODES = {
   CORAL_ORIGIN_FORBIDDEN: 403,
   /** The origin failed recently and the failure is still negatively cached. */
   CORAL_ORIGIN_NEGATIVE_CACHED: 502,
+  /**
+   * An https origin's certificate failed verification (unknown CA, expired or not yet valid,
+   * not for the origin's name...): nothing from it is served or stored. The TLS library's code
+   * (`CERT_HAS_EXPIRED`, `ERR_TLS_CERT_ALTNAME_INVALID`, ...) is in `x-coral-cause`.
+   */
+  CORAL_ORIGIN_CERT_INVALID: 502,
+  /** The TLS handshake with an https origin failed for another reason (protocol, alert). */
+  CORAL_ORIGIN_TLS_FAILED: 502,
   /** The origin did not answer in time. */
   CORAL_ORIGIN_TIMEOUT: 504,
   /** `only-if-cached` (or a peer request) for an object this proxy does not hold. */

@@ -1,8 +1,9 @@
 /**
  * @coral/httpprx — Coral's cooperative caching HTTP proxy.
  *
- * Clients ask for `http://www.example.com.nyud.net/a.jpg`; the proxy maps the name to the origin
- * `http://www.example.com/a.jpg`, serves it from its RFC 9111 cache, from another proxy of the
+ * Clients ask for `https://www-example-com.nyud.net/a.jpg` (or the legacy http form
+ * `http://www.example.com.nyud.net/a.jpg`); the proxy maps the name to the origin
+ * (`https://www.example.com/a.jpg`), serves it from its RFC 9111 cache, from another proxy of the
  * fleet that holds it (found through a `ContentIndex`), or from the origin — about once for the
  * whole fleet — streaming to every waiting client while it stores.
  *
@@ -16,6 +17,8 @@
  *   { zones: ['nyud.net'], dataDir: './data/http', self: { nodeId: 'ab'.repeat(20), ip: '127.0.0.1', httpPort: 8090 } },
  * );
  * await proxy.listen(8090);
+ * await proxy.listenTls({ port: 8443, cert: wildcardChainPem, key: keyPem }); // *.nyud.net
+ * proxy.setTlsCertificate({ cert: renewedChainPem, key: renewedKeyPem });     // on SIGHUP
  * // curl -H 'Host: www.example.com.nyud.net' http://127.0.0.1:8090/
  * ```
  */
@@ -32,7 +35,16 @@ export type {
   ProxyMetrics,
   ProxyOptions,
   Resolver,
+  TlsCertificate,
+  TlsListenOptions,
 } from './proxy/types.js';
+export {
+  ORIGIN_BOUND_FIELDS,
+  coralLink,
+  cookieForClient,
+  sameUrlUpgrade,
+} from './mapping/links.js';
+export type { LinkContext } from './mapping/links.js';
 export { coralize, normalizeUrl, originUrl, parseCoralHost, urlKey } from './mapping/coral-name.js';
 export type { CoralTarget } from './mapping/coral-name.js';
 export { ERROR_CODES, ProxyError, isProxyError } from './errors.js';

@@ -17,6 +17,16 @@ describe('error codes', () => {
     expect(listed.sort()).toEqual(Object.keys(ERROR_CODES).sort());
   });
 
+  it('every code is in the docs/errors.md index with its status', () => {
+    const index = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8').replace(
+      /\s+/g,
+      ' ',
+    );
+    for (const [code, status] of Object.entries(ERROR_CODES)) {
+      expect(index, code).toContain(`\`${code}\` (${status})`);
+    }
+  });
+
   it('a ProxyError carries its code and status', () => {
     const e = new ProxyError('CORAL_RATE_LIMITED', 'slow down');
     expect(e.code).toBe('CORAL_RATE_LIMITED');

@@ -145,6 +145,29 @@ export class FleetKeyError extends CoralNodeError {
   }
 }
 
+/**
+ * A certificate or key cannot be used: a PEM file that cannot be read or parsed, a key that does
+ * not match its certificate, a local CA that is incomplete or expired.
+ */
+export class TlsError extends CoralNodeError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CORAL_ERR_TLS', message, 500, options);
+  }
+}
+
+/**
+ * A node-to-node request (`/v1/peer/...`) that does not authenticate with the fleet's keys
+ * (`Coral-Peer-Auth`: missing, unknown key, bad MAC, stale, replayed), or a node without fleet
+ * keys, which takes no peer requests.
+ */
+export class PeerAuthError extends CoralNodeError {
+  readonly reason: string;
+  constructor(reason: string, message: string) {
+    super('CORAL_ERR_PEER_UNAUTHORIZED', message, 403);
+    this.reason = reason;
+  }
+}
+
 /** Every code this package can produce, for the docs test. */
 export const ERROR_CODES = [
   'CORAL_ERR_CONFIG_INVALID',
@@ -163,4 +186,6 @@ export const ERROR_CODES = [
   'CORAL_ERR_FLEET_KEY_REQUIRED',
   'CORAL_ERR_FLEET_KEY_REFUSED',
   'CORAL_ERR_FLEET_OPEN',
+  'CORAL_ERR_TLS',
+  'CORAL_ERR_PEER_UNAUTHORIZED',
 ] as const;

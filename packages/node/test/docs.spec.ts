@@ -10,7 +10,7 @@ import { CONNECT_ERROR_CODES } from '../../httpprx/src/connect/index.js';
 import { DNS_ERROR_CODES } from '../../dnssrv/src/errors.js';
 import { ERROR_CODES as DSHT_ERROR_CODES } from '../../dsht/src/errors.js';
 import { CLUSTER_ERROR_CODES } from '../../dsht/src/cluster/errors.js';
-import { TOPOLOGY_ERROR_CODES } from '../../dsht/src/topology/errors.js';
+import { TOPOLOGY_ERROR_CODES } from '../../sim/src/topology/errors.js';
 
 const doc = (name: string) =>
   readFileSync(new URL(`../../../docs/${name}`, import.meta.url), 'utf8');

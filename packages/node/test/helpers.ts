@@ -1,8 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
 import { waitFor as poll } from '@coral/testkit';
-import { coralize } from '@coral/httpprx';
 import { run, type CliIo } from '../src/cli/program.js';
 
 /** A third octet for 127.0.B.x addresses no other concurrently running test is likely to use. */
@@ -35,9 +35,50 @@ export async function cliAt(
     stderr: { write: (s: string) => (err += s) },
     env: {},
   };
-  const code = await run(['--admin', adminUrl, ...args], io, {
-    startNode: async () => 1,
-    coralize,
-  });
+  const code = await run(['--admin', adminUrl, ...args], io, { startNode: async () => 1 });
   return { code, out, err };
+}
+/** Run the `coral-node` CLI in-process (no node is started): exit code and what it printed. */
+export async function runCli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ code: number; out: string; err: string }> {
+  const { run } = await import('../src/cli/program.js');
+  let out = '';
+  let err = '';
+  const code = await run(
+    args,
+    {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: (s: string) => (err += s) },
+      env,
+    },
+    { startNode: async () => 1 },
+  );
+  return { code, out, err };
+}
+
+/** Debian's Chromium, which the browser tests drive through playwright-core. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Headless Chromium with the flags every browser test uses (no sandbox in containers, no GPU,
+ * no QUIC, no background traffic), plus `extraArgs`. Rejects when it does not start; callers
+ * turn a missing Chromium into a failing test, never a skipped one.
+ */
+export function launchChromium(extraArgs: string[]): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      ...extraArgs,
+    ],
+  });
 }

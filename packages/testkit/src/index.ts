@@ -19,3 +19,12 @@ export {
 } from './clock.js';
 export { type Random, SeededRandom, systemRandom, shuffle } from './random.js';
 export { waitFor, type WaitForOptions } from './wait.js';
+export {
+  type CaOptions,
+  type IssueOptions,
+  type IssuedCert,
+  type TestCa,
+  issueCert,
+  loadCa,
+  makeTestCa,
+} from './tls.js';

@@ -99,7 +99,8 @@ export function emptyAuthCounters(): AuthCounters {
   };
 }
 
-const NONCE_POOL_BYTES = 4096;
+/** Random bytes drawn at once for nonces (128 datagrams' worth; made on first use, keyed mode only). */
+const NONCE_POOL_BYTES = 1024;
 const UNKNOWN_IDS_KEPT = 16;
 
 export class DatagramAuth {
@@ -116,7 +117,7 @@ export class DatagramAuth {
   #keys = new Map<number, Buffer>();
   #signId = 0;
   #signKey: Buffer | undefined;
-  #pool = Buffer.alloc(NONCE_POOL_BYTES);
+  #pool: Buffer | undefined;
   #poolAt = NONCE_POOL_BYTES;
   #isolationAfter: number;
   #isolationMin: number;
@@ -305,11 +306,13 @@ export class DatagramAuth {
 
   /** 8 random bytes into `out` at `at`, from a pool refilled from the OS CSPRNG. */
   #nonce(out: Buffer, at: number): void {
-    if (this.#poolAt + 8 > NONCE_POOL_BYTES) {
-      randomFillSync(this.#pool);
+    let pool = this.#pool;
+    if (!pool || this.#poolAt + 8 > NONCE_POOL_BYTES) {
+      pool = this.#pool ??= Buffer.allocUnsafe(NONCE_POOL_BYTES);
+      randomFillSync(pool);
       this.#poolAt = 0;
     }
-    this.#pool.copy(out, at, this.#poolAt, this.#poolAt + 8);
+    pool.copy(out, at, this.#poolAt, this.#poolAt + 8);
     this.#poolAt += 8;
   }
 }

@@ -22,7 +22,8 @@ import type { TimerHandle } from '@coral/testkit';
 import { shuffle } from '@coral/testkit';
 import { ID_BYTES } from '../constants.js';
 import type { Contact } from '../contact.js';
-import type { ClusterPolicy, Dsht } from '../dsht.js';
+import type { Dsht } from '../dsht.js';
+import type { ClusterPolicy } from '../types.js';
 import {
   ClusterManager,
   CLUSTER_MAX_PEERS,

@@ -43,7 +43,8 @@ export class PeerRegistry {
   #capacity: number;
   /** hex → record, least recently heard first. */
   #byId = new Map<string, MemberRecord>();
-  #byHost = new Map<string, Set<string>>();
+  /** host → ids (hex) admitted from it; a short list (at most maxIdsPerIp). */
+  #byHost = new Map<string, string[]>();
   /** Called for every member dropped (replaced at its IP, or beyond capacity). */
   onEvict: ((rec: MemberRecord) => void) | undefined;
   /** Newcomers refused because their IP already holds `maxIdsPerIp` live members. */
@@ -110,7 +111,7 @@ export class PeerRegistry {
     }
     const host = hostKey(sourceIp);
     let ids = this.#byHost.get(host);
-    if (ids && ids.size >= this.maxIdsPerIp) {
+    if (ids && ids.length >= this.maxIdsPerIp) {
       let victim: MemberRecord | undefined;
       for (const h of ids) {
         const r = this.#byId.get(h)!;
@@ -125,8 +126,8 @@ export class PeerRegistry {
     }
     const fresh: MemberRecord = { hex, host, contact, verifiedAt: now, lastHeard: now };
     this.#byId.set(hex, fresh);
-    if (!ids) this.#byHost.set(host, (ids = new Set()));
-    ids.add(hex);
+    if (!ids) this.#byHost.set(host, (ids = []));
+    ids.push(hex);
     while (this.#byId.size > this.#capacity) {
       this.#evict(this.#byId.values().next().value as MemberRecord);
     }
@@ -155,7 +156,9 @@ export class PeerRegistry {
   #unlink(rec: MemberRecord): void {
     this.#byId.delete(rec.hex);
     const ids = this.#byHost.get(rec.host);
-    ids?.delete(rec.hex);
-    if (ids && ids.size === 0) this.#byHost.delete(rec.host);
+    if (!ids) return;
+    const i = ids.indexOf(rec.hex);
+    if (i >= 0) ids.splice(i, 1);
+    if (ids.length === 0) this.#byHost.delete(rec.host);
   }
 }

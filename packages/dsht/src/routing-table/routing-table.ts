@@ -64,6 +64,8 @@ export interface RoutingTableOptions {
   maxIdsPerIp?: number;
 }
 
+const NONE: readonly RoutingEntry[] = [];
+
 /** `refused`: the contact's IP already has `maxIdsPerIp` contacts here. */
 export type AddOutcome = 'added' | 'updated' | 'pending' | 'self' | 'refused';
 
@@ -76,7 +78,10 @@ export class RoutingTable {
   #maxFailures: number;
   #refreshMs: number;
   #pingStaleMs: number;
-  #buckets: Bucket[];
+  /** Buckets by index, made when first used (a table of n contacts uses about log2(n) + 1). */
+  #buckets: Array<Bucket | undefined> = [];
+  /** When the table was made: the `lastChanged` of a bucket never used. */
+  #createdAt: number;
   #index = new Map<string, RoutingEntry>();
   #deep = -1;
   #maxPerIp: number;
@@ -93,13 +98,7 @@ export class RoutingTable {
     this.#refreshMs = options.refreshMs ?? BUCKET_REFRESH_MS;
     this.#pingStaleMs = options.pingStaleMs ?? PING_STALE_MS;
     this.#maxPerIp = options.maxIdsPerIp ?? Infinity;
-    const now = this.#clock.now();
-    this.#buckets = Array.from({ length: ID_BYTES * 8 }, () => ({
-      entries: [],
-      replacements: [],
-      lastChanged: now,
-      pinging: false,
-    }));
+    this.#createdAt = this.#clock.now();
   }
 
   get size(): number {
@@ -115,7 +114,7 @@ export class RoutingTable {
   shape(): Record<number, number> {
     const out: Record<number, number> = {};
     this.#buckets.forEach((b, i) => {
-      if (b.entries.length > 0) out[i] = b.entries.length;
+      if (b && b.entries.length > 0) out[i] = b.entries.length;
     });
     return out;
   }
@@ -146,7 +145,7 @@ export class RoutingTable {
   add(contact: Contact, hex = toHex(contact.id)): AddOutcome {
     if (idEquals(contact.id, this.selfId)) return 'self';
     const now = this.#clock.now();
-    const bucket = this.#buckets[this.bucketIndex(contact.id)]!;
+    const bucket = this.#bucket(this.bucketIndex(contact.id));
     const existing = this.#index.get(hex);
     if (existing) {
       const old = existing.contact;
@@ -205,7 +204,8 @@ export class RoutingTable {
   remove(id: Id): boolean {
     const hex = toHex(id);
     const entry = this.#index.get(hex);
-    const bucket = this.#buckets[this.bucketIndex(id)]!;
+    const bucket = this.#buckets[this.bucketIndex(id)];
+    if (!bucket) return false;
     if (!entry) {
       const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, id));
       if (i < 0) return false;
@@ -221,7 +221,7 @@ export class RoutingTable {
       this.#index.set(toHex(repl.contact.id), repl);
     }
     bucket.lastChanged = this.#clock.now();
-    while (this.#deep >= 0 && this.#buckets[this.#deep]!.entries.length === 0) this.#deep--;
+    while (this.#deep >= 0 && (this.#buckets[this.#deep]?.entries.length ?? 0) === 0) this.#deep--;
     return true;
   }
 
@@ -236,15 +236,15 @@ export class RoutingTable {
     const picked: Contact[] = [];
     // Contacts of the start bucket are closer to the target than every other contact (they share
     // more leading bits with it), so when that bucket has enough, nothing else is needed.
-    for (const e of buckets[start]!.entries)
+    for (const e of buckets[start]?.entries ?? NONE)
       if (!exclude || !exclude(e.contact)) picked.push(e.contact);
     if (picked.length >= count) return sortByDistance(picked, target).slice(0, count);
     for (let i = start + 1; i <= deepest; i++) {
-      for (const e of buckets[i]!.entries)
+      for (const e of buckets[i]?.entries ?? NONE)
         if (!exclude || !exclude(e.contact)) picked.push(e.contact);
     }
     for (let i = start - 1; i >= 0 && picked.length < count; i--) {
-      for (const e of buckets[i]!.entries)
+      for (const e of buckets[i]?.entries ?? NONE)
         if (!exclude || !exclude(e.contact)) picked.push(e.contact);
     }
     return sortByDistance(picked, target).slice(0, count);
@@ -257,7 +257,7 @@ export class RoutingTable {
 
   /** Every contact, bucket by bucket. */
   all(): RoutingEntry[] {
-    return this.#buckets.flatMap((b) => b.entries);
+    return this.#buckets.flatMap((b) => b?.entries ?? NONE);
   }
 
   /** Bucket indexes, up to the deepest non-empty one, not changed for the refresh interval. */
@@ -265,19 +265,31 @@ export class RoutingTable {
     const now = this.#clock.now();
     let deepest = -1;
     this.#buckets.forEach((b, i) => {
-      if (b.entries.length > 0) deepest = i;
+      if (b && b.entries.length > 0) deepest = i;
     });
     const out: number[] = [];
     for (let i = 0; i <= deepest; i++) {
-      if (now - this.#buckets[i]!.lastChanged >= this.#refreshMs) out.push(i);
+      const changed = this.#buckets[i]?.lastChanged ?? this.#createdAt;
+      if (now - changed >= this.#refreshMs) out.push(i);
     }
     return out;
   }
 
   /** Mark a bucket refreshed (a lookup into its range was started). */
   touchBucket(index: number): void {
-    const b = this.#buckets[index];
-    if (b) b.lastChanged = this.#clock.now();
+    if (!Number.isInteger(index) || index < 0 || index >= ID_BYTES * 8) return;
+    this.#bucket(index).lastChanged = this.#clock.now();
+  }
+
+  /** Bucket `index`, made on first use. */
+  #bucket(index: number): Bucket {
+    let b = this.#buckets[index];
+    if (!b) {
+      // Buckets never used stay holes in the array (most of the 160 are never used).
+      b = { entries: [], replacements: [], lastChanged: this.#createdAt, pinging: false };
+      this.#buckets[index] = b;
+    }
+    return b;
   }
 
   #addReplacement(bucket: Bucket, entry: RoutingEntry): void {

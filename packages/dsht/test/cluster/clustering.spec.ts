@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ClusterSim, type LoggedChange } from './sim.js';
-import { geoTopology, matrixTopology, purityReport } from '../../src/topology/index.js';
+import { geoTopology, matrixTopology, purityReport } from '@coral/sim';
 
 const MINUTE = 60_000;
 

@@ -6,8 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DshtClusterBinding, peerKey } from '../../src/cluster/index.js';
 import { keyFromName } from '../../src/id/id.js';
-import { SimFleet } from '../../src/sim/fleet.js';
-import { geoTopology, purityReport, type GeoTopology } from '../../src/topology/index.js';
+import { SimFleet, geoTopology, purityReport, type GeoTopology } from '@coral/sim';
 
 const MINUTE = 60_000;
 

@@ -11,7 +11,7 @@ import {
   type ClusterChange,
   type ClusterManagerOptions,
 } from '../../src/cluster/index.js';
-import type { Topology } from '../../src/topology/index.js';
+import type { Topology } from '@coral/sim';
 
 export interface SimOptions {
   seed: number;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeNodeRecord, encodeNodeRecord, networkHintKeys } from '../../src/directory/hints.js';
 import { DshtDirectory } from '../../src/directory/node-directory.js';
 import { keyFromName, nodeIdFor, toHex } from '../../src/id/id.js';
-import { SimFleet } from '../../src/sim/fleet.js';
+import { SimFleet } from '@coral/sim';
 
 const ipOf = (i: number): string =>
   i < 10 ? `10.1.1.${i + 1}` : i < 20 ? `10.1.2.${i - 9}` : `10.2.1.${i - 19}`;

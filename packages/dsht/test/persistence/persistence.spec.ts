@@ -7,7 +7,7 @@ import { ManualClock, SeededRandom } from '@coral/testkit';
 import { Dsht } from '../../src/dsht.js';
 import { compareDistance, keyFromName, toHex } from '../../src/id/id.js';
 import { LEGACY_SOURCE, Persistence, type KeyValueDb } from '../../src/persistence/persistence.js';
-import { SimNetwork } from '../../src/transport/sim-network.js';
+import { SimNetwork } from '@coral/sim';
 
 const dirs: string[] = [];
 afterAll(() => {

@@ -3,7 +3,7 @@ import { ManualClock, SeededRandom } from '@coral/testkit';
 import type { Contact } from '../../src/contact.js';
 import { nodeIdFor } from '../../src/id/id.js';
 import { Rpc } from '../../src/rpc/rpc.js';
-import { SimNetwork } from '../../src/transport/sim-network.js';
+import { SimNetwork } from '@coral/sim';
 import { encode } from '../../src/wire/codec.js';
 import type { Message } from '../../src/wire/messages.js';
 

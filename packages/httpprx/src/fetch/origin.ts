@@ -10,6 +10,7 @@ import { ageFacts, mergeNotModified, responseRules } from '../cache/policy.js';
 import { announceComplete } from '../commit/announce.js';
 import { freshUntil } from '../commit/commit.js';
 import { ProxyError } from '../errors.js';
+import { sameUrlUpgrade } from '../mapping/links.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { NOT_STORED, toRecord } from '../proxy/headers.js';
@@ -18,6 +19,30 @@ import type { Transfer } from '../transfer/transfer.js';
 import { discard, streamResponse } from './response.js';
 
 const SERVER_ERRORS = new Set([500, 502, 503, 504]);
+
+/** Certificate verification failures as Node's TLS reports them (OpenSSL X509_V_ERR_* names). */
+const CERT_ERRORS = new Set([
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'ERR_TLS_CERT_ALTNAME_FORMAT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_CHAIN_TOO_LONG',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'INVALID_CA',
+  'INVALID_PURPOSE',
+  'PATH_LENGTH_EXCEEDED',
+  'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_SIGNATURE_ALGORITHM_UNSUPPORTED',
+]);
 
 /** Map a connector/undici failure to the proxy's error codes. */
 export function originError(e: unknown): ProxyError {
@@ -28,6 +53,22 @@ export function originError(e: unknown): ProxyError {
     return new ProxyError('CORAL_ORIGIN_FORBIDDEN', msg, { cause: e });
   if (code === 'CORAL_ORIGIN_NEGATIVE_CACHED')
     return new ProxyError('CORAL_ORIGIN_NEGATIVE_CACHED', msg, { cause: e });
+  if (typeof code === 'string' && CERT_ERRORS.has(code)) {
+    return new ProxyError(
+      'CORAL_ORIGIN_CERT_INVALID',
+      `origin certificate not accepted (${code}): ${msg}`,
+      { cause: e },
+    );
+  }
+  if (typeof code === 'string' && (code.startsWith('ERR_SSL_') || code === 'EPROTO')) {
+    return new ProxyError(
+      'CORAL_ORIGIN_TLS_FAILED',
+      `TLS with the origin failed (${code}): ${msg}`,
+      {
+        cause: e,
+      },
+    );
+  }
   if (
     code === 'ETIMEDOUT' ||
     code === 'UND_ERR_CONNECT_TIMEOUT' ||
@@ -47,6 +88,15 @@ function otherRepresentation(stale: StoredMeta, fresh: Record<string, string>): 
   const etag = fresh['etag'];
   if (etag === undefined || etag.startsWith('W/')) return false;
   return stale.headers['etag'] !== undefined && stale.headers['etag'] !== etag;
+}
+
+/** Is a same-URL http → https redirect followed for this request (TLS off, Coralized name)? */
+function followsUpgrade(core: ProxyCore, ctx: RequestCtx): boolean {
+  return ctx.mode === 'coral' && core.links.followHttpsUpgrade && core.links.tlsPort === undefined;
+}
+
+function single(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? (v.length === 1 ? v[0] : undefined) : v;
 }
 
 export interface OriginPlan {
@@ -74,12 +124,24 @@ export async function fetchFromOrigin(
     const requestTime = core.clock.now();
     let res: UpstreamResponse;
     try {
-      res = await core.origin.request({
-        url: ctx.url,
-        method: ctx.method,
-        headers,
-        onInfo: (status, h) => t.info(status, h),
-      });
+      const ask = (url: string) =>
+        core.origin.request({
+          url,
+          method: ctx.method,
+          headers,
+          onInfo: (status, h) => t.info(status, h),
+        });
+      res = await ask(ctx.url);
+      const upgrade = followsUpgrade(core, ctx)
+        ? sameUrlUpgrade(ctx.url, res.status, single(res.headers['location']))
+        : undefined;
+      if (upgrade !== undefined) {
+        // TLS off: an https-only site answers its http URL with a redirect to the same URL over
+        // https; fetch that here and serve (and store) it under the http name.
+        discard(res);
+        core.log.debug({ url: ctx.url, to: upgrade }, 'following the origin to https');
+        res = await ask(upgrade);
+      }
     } catch (e) {
       const err = originError(e);
       core.metrics?.originFetch(0, false);

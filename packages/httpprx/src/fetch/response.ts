@@ -10,6 +10,8 @@ import { varyNames, varyValues } from '../cache/vary.js';
 import { commitTransfer } from '../commit/commit.js';
 import type { Fwd } from '../cache/decide.js';
 import { ProxyError } from '../errors.js';
+import { ORIGIN_BOUND_FIELDS, cookiesForClient } from '../mapping/links.js';
+import { splitHostHeader } from '../request/host.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { NOT_STORED, toRecord } from '../proxy/headers.js';
@@ -70,7 +72,13 @@ export async function streamResponse(
   const all = toRecord(res.headers);
   const headers = toRecord(res.headers, NOT_STORED);
   const raw = res.headers['set-cookie'];
-  const setCookie = raw === undefined ? undefined : Array.isArray(raw) ? raw : [raw];
+  // Coralized names: no cookie ever reaches a client, and fields bound to the origin's own
+  // endpoints or keys are not kept; site mode: cookies the site may set (../mapping/links.ts).
+  const setCookie =
+    ctx.mode === 'site'
+      ? cookiesForClient(raw, splitHostHeader(ctx.host).name, core.zones)
+      : undefined;
+  if (ctx.mode === 'coral') for (const f of ORIGIN_BOUND_FIELDS) delete headers[f];
   const declared = contentLength(headers);
   delete headers['content-length'];
   // RFC 9110 §6.6.1: a response without a (valid) Date gets the time it was received.
@@ -92,7 +100,7 @@ export async function streamResponse(
     ctx.method === 'GET'
       ? storable(ctx.reqHeaders, res.status, headers, core.policy, o.responseTime)
       : { store: false };
-  const cookieBlocked = ctx.mode === 'site' && setCookie !== undefined;
+  const cookieBlocked = ctx.mode === 'site' && raw !== undefined;
   const unverifiedPeer = o.source === 'peer' && o.peerVerified !== true;
   const shareable = decision.store && !cookieBlocked;
   const storing = shareable && !unverifiedPeer;

@@ -1,15 +1,18 @@
 /**
- * Coralized names — a pure codec between origin URLs and names inside a Coral zone.
+ * The proxy's side of Coralized names. The codec itself is `@coral/names` (shared with the DNS
+ * server and `coral-node coralize`); this module adapts it to the request path:
  *
- *   http://www.example.com/a.jpg        ⇄  http://www.example.com.nyud.net/a.jpg
- *   http://www.example.com:8080/a.jpg   ⇄  http://www.example.com.8080.nyud.net/a.jpg
+ *   www-example-com.nyud.net          → https://www.example.com      (one-label)
+ *   www-example-com---8443.nyud.net   → https://www.example.com:8443
+ *   www-example-com---h.nyud.net      → http://www.example.com
+ *   www.example.com.8080.nyud.net     → http://www.example.com:8080  (legacy)
  *
- * A numeric label right before the zone is the origin port (top-level domains are never
- * all-numeric, so this is unambiguous), except that a name whose labels form exactly an IPv4
- * address keeps them as the address: `10.1.2.3.nyud.net` is port 80 of 10.1.2.3, and
- * `10.1.2.3.8080.nyud.net` port 8080.
+ * and owns what the codec does not: the cache and index key of an origin URL (`urlKey`), whose
+ * scheme is part of it, so `http://` and `https://` of one host are different objects.
  */
 import { createHash } from 'node:crypto';
+import { coralizeUrl, isNamesError, parseCoralName } from '@coral/names';
+import type { Form, Scheme } from '@coral/names';
 import { ProxyError } from '../errors.js';
 import { splitHostHeader } from '../request/host.js';
 import { canonicalPath, upstreamUrl } from '../request/target.js';
@@ -17,70 +20,44 @@ import { canonicalPath, upstreamUrl } from '../request/target.js';
 export { splitHostHeader };
 
 export interface CoralTarget {
-  /** Origin host name (lowercase, no trailing dot). */
+  /** Origin scheme: one-label names say it; legacy names are always http. */
+  scheme: Scheme;
+  /** Origin host name (canonical: lowercase, A-labels, no trailing dot). */
   originHost: string;
   /** Origin TCP port. */
   originPort: number;
   /** The zone the name was found in. */
   zone: string;
-}
-
-const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
-const NUMERIC = /^[0-9]{1,5}$/;
-
-function normalizeZone(zone: string): string {
-  let z = zone.trim().toLowerCase();
-  if (z.startsWith('.')) z = z.slice(1);
-  if (z.endsWith('.')) z = z.slice(0, -1);
-  return z;
-}
-
-function isPort(label: string): boolean {
-  if (!NUMERIC.test(label)) return false;
-  const n = Number(label);
-  return n >= 1 && n <= 65535 && String(n) === label;
-}
-
-function isIPv4Labels(labels: readonly string[]): boolean {
-  return (
-    labels.length === 4 &&
-    labels.every((l) => /^[0-9]{1,3}$/.test(l) && Number(l) <= 255 && String(Number(l)) === l)
-  );
+  /** Which spelling named it. */
+  form: Form;
 }
 
 /**
- * Map a Host header to its origin. Returns `undefined` when the name is not inside any zone;
- * throws `CORAL_BAD_HOST` when it is inside a zone but malformed (bad label, bad port, empty).
+ * Map a Host header to its origin. Returns `undefined` when the name is not a Coralized origin
+ * name (outside every zone, the zone apex, `_acme-challenge`); throws `CORAL_BAD_HOST` when it is
+ * inside a zone but names no origin (the `@coral/names` code and reason are in the message).
  */
 export function parseCoralHost(host: string, zones: readonly string[]): CoralTarget | undefined {
   const { name } = splitHostHeader(host);
-  let zone: string | undefined;
-  for (const z of zones) {
-    const nz = normalizeZone(z);
-    if (name.endsWith('.' + nz) && (zone === undefined || nz.length > zone.length)) zone = nz;
+  const r = parseCoralName(name, zones);
+  switch (r.kind) {
+    case 'origin':
+      return {
+        scheme: r.scheme,
+        originHost: r.host,
+        originPort: r.port,
+        zone: r.zone,
+        form: r.form,
+      };
+    case 'invalid':
+      throw new ProxyError('CORAL_BAD_HOST', `${name} names no origin: ${r.code}: ${r.reason}`);
+    default:
+      return undefined;
   }
-  if (zone === undefined) return undefined;
-  const labels = name.slice(0, name.length - zone.length - 1).split('.');
-  for (const l of labels) {
-    if (!LABEL.test(l)) {
-      throw new ProxyError('CORAL_BAD_HOST', `malformed label ${JSON.stringify(l)} in ${name}`);
-    }
-  }
-  let port = 80;
-  let hostLabels = labels;
-  if (!isIPv4Labels(labels) && labels.length > 1 && NUMERIC.test(labels[labels.length - 1]!)) {
-    const last = labels[labels.length - 1]!;
-    if (!isPort(last)) throw new ProxyError('CORAL_BAD_HOST', `bad port label ${last} in ${name}`);
-    port = Number(last);
-    hostLabels = labels.slice(0, -1);
-  } else if (labels.length === 1 && NUMERIC.test(labels[0]!)) {
-    throw new ProxyError('CORAL_BAD_HOST', `no origin host in ${name}`);
-  }
-  return { originHost: hostLabels.join('.'), originPort: port, zone };
 }
 
 /**
- * Normalize an absolute http URL for keying: lowercase scheme and host, default port dropped,
+ * Normalize an absolute http(s) URL for keying: lowercase scheme and host, default port dropped,
  * empty path as `/`, fragment removed. Throws `CORAL_BAD_URL` for anything but http(s).
  */
 export function normalizeUrl(url: string): string {
@@ -97,7 +74,10 @@ export function normalizeUrl(url: string): string {
   return u.href;
 }
 
-/** The index key of a URL: SHA-1 of `"url:" + normalizeUrl(url)` (20 bytes). */
+/**
+ * The index and cache key of a URL: SHA-1 of `"url:" + normalizeUrl(url)` (20 bytes). The scheme
+ * is part of the URL, so `http://a.com/x` and `https://a.com/x` never share a key.
+ */
 export function urlKey(url: string): Uint8Array {
   return new Uint8Array(
     createHash('sha1')
@@ -107,23 +87,21 @@ export function urlKey(url: string): Uint8Array {
 }
 
 /**
- * The Coralized form of an http URL: `http://www.example.com:8080/x` → `http://www.example.com.8080.nyud.net/x`.
- * `proxyPort`, when given, is appended as the port clients use to reach the proxy (e.g. 8090).
+ * The Coralized form of an http(s) URL (`@coral/names` `coralizeUrl`): an http URL gets the
+ * legacy name (`http://www.example.com.8080.nyud.net/x`), an https URL the one-label name served
+ * over TLS (`https://www-example-com.nyud.net/x`). `proxyPort`, when given, is the port clients
+ * use to reach the proxy for that scheme (80 / 443 are left out; default: none written).
+ * Throws `CORAL_BAD_URL` with the names code for URLs that have no Coralized form.
  */
 export function coralize(url: string, zone: string, proxyPort?: number): string {
-  const u = new URL(normalizeUrl(url));
-  if (u.protocol !== 'http:') {
-    throw new ProxyError('CORAL_BAD_URL', `only http URLs can be coralized: ${url}`);
+  try {
+    return coralizeUrl(url, zone, { httpPort: proxyPort ?? 80, tlsPort: proxyPort ?? 443 });
+  } catch (e) {
+    if (isNamesError(e)) {
+      throw new ProxyError('CORAL_BAD_URL', `${url} cannot be Coralized: ${e.code}: ${e.message}`);
+    }
+    throw e;
   }
-  if (u.username || u.password) {
-    throw new ProxyError('CORAL_BAD_URL', `URLs with credentials cannot be coralized: ${url}`);
-  }
-  const host = u.hostname;
-  if (host.startsWith('['))
-    throw new ProxyError('CORAL_BAD_URL', `IPv6 origins cannot be coralized: ${url}`);
-  const port = u.port === '' ? '' : `.${u.port}`;
-  const suffix = proxyPort === undefined || proxyPort === 80 ? '' : `:${proxyPort}`;
-  return `http://${host}${port}.${normalizeZone(zone)}${suffix}${u.pathname}${u.search}`;
 }
 
 /**
@@ -134,7 +112,7 @@ export function coralize(url: string, zone: string, proxyPort?: number): string 
 export function originUrl(target: CoralTarget, pathAndQuery: string): string {
   const path = pathAndQuery.startsWith('/') ? pathAndQuery : '/' + pathAndQuery;
   return upstreamUrl(
-    { protocol: 'http:', hostname: target.originHost, port: target.originPort },
+    { protocol: `${target.scheme}:`, hostname: target.originHost, port: target.originPort },
     canonicalPath(path),
   );
 }

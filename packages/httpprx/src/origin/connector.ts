@@ -3,6 +3,7 @@
  * address policy (loopback/private/link-local origins refused unless allowed), the hosts map and
  * the negative cache of connect failures, handed to undici as its `connect`.
  */
+import tls from 'node:tls';
 import type { Clock } from '@coral/testkit';
 import { SmartConnector } from '../connect/index.js';
 import type { Dial, Resolver, UndiciConnector } from '../connect/index.js';
@@ -18,6 +19,22 @@ export interface OriginConnectorOptions {
   timeoutMs: number;
   /** Connect failures are remembered this long (ms); 0 = off. */
   negativeTtlMs: number;
+  /**
+   * Extra CAs (PEM) trusted for https origins, on top of Node's root store (private CAs, test
+   * CAs). Absent: the root store alone (plus `NODE_EXTRA_CA_CERTS`).
+   */
+  originCa?: readonly string[];
+}
+
+/**
+ * TLS options for https origins: certificates are always verified (`rejectUnauthorized`), against
+ * Node's root store plus `originCa`. SNI (the origin's name) and ALPN `http/1.1` are set per
+ * connection by SmartConnect's `undiciConnect`.
+ */
+export function originTlsOptions(originCa: readonly string[] | undefined): tls.ConnectionOptions {
+  if (originCa === undefined || originCa.length === 0) return { rejectUnauthorized: true };
+  // An explicit `ca` replaces the default store, so the roots are listed with the extra CAs.
+  return { rejectUnauthorized: true, ca: [...tls.rootCertificates, ...originCa] };
 }
 
 export function createOriginConnector(
@@ -38,5 +55,9 @@ export function createOriginConnector(
       ...(options.hosts ? { hosts: options.hosts } : {}),
     },
   );
-  return { connect: connector.undiciConnect(), connector, close() {} };
+  return {
+    connect: connector.undiciConnect({ tls: originTlsOptions(options.originCa) }),
+    connector,
+    close() {},
+  };
 }

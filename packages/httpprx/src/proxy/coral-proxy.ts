@@ -15,6 +15,8 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { Server as TlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { systemClock } from '@coral/testkit';
 import type { TimerHandle } from '@coral/testkit';
@@ -24,6 +26,7 @@ import {
   CLOSE_TIMEOUT_MS,
   DEFAULT_ZONES,
   DISK_BUDGET_BYTES,
+  FOLLOW_HTTPS_UPGRADE,
   HOT_OBJECT_MAX_BYTES,
   INDEX_TIMEOUT_MS,
   MAX_OBJECT_BYTES,
@@ -38,6 +41,7 @@ import {
   RATE_LIMIT_PER_SECOND,
   REANNOUNCE_INTERVAL_MS,
   STALE_IF_ERROR_SECONDS,
+  TLS_HANDSHAKE_TIMEOUT_MS,
 } from '../constants.js';
 import { reannounceAll, withdraw } from '../commit/announce.js';
 import { ProxyError } from '../errors.js';
@@ -61,7 +65,14 @@ import type { StoredMeta } from '../store/types.js';
 import type { ProxyCore } from './core.js';
 import { lookup } from './lookup.js';
 import { sendError } from './respond.js';
-import type { CacheListEntry, Logger, ProxyComponents, ProxyOptions } from './types.js';
+import type {
+  CacheListEntry,
+  Logger,
+  ProxyComponents,
+  ProxyOptions,
+  TlsCertificate,
+  TlsListenOptions,
+} from './types.js';
 
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -74,6 +85,7 @@ export class CoralProxy {
   readonly #closeTimeout: number;
   readonly #reannounceMs: number;
   #server: Server | undefined;
+  #tlsServer: TlsServer | undefined;
   #opened: Promise<void> | undefined;
   #closing = false;
   #active = 0;
@@ -140,6 +152,7 @@ export class CoralProxy {
         ...(options.hosts ? { hosts: options.hosts } : {}),
         timeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
         negativeTtlMs: options.negativeTtlMs ?? NEGATIVE_TTL_MS,
+        ...(options.originCa ? { originCa: options.originCa } : {}),
       },
     );
     this.#connector = connector;
@@ -165,6 +178,11 @@ export class CoralProxy {
       },
       via: `1.1 coral-${options.self.nodeId.slice(0, 12)}`,
       self: { ...options.self },
+      zones: this.#route.zones,
+      links: {
+        tlsPort: undefined,
+        followHttpsUpgrade: options.followHttpsUpgrade ?? FOLLOW_HTTPS_UPGRADE,
+      },
       members: components.members,
       peerAuth: components.peerAuth,
       origin: new Upstream(
@@ -202,13 +220,75 @@ export class CoralProxy {
 
   async listen(port: number, host?: string): Promise<{ address: string; port: number }> {
     await this.open();
-    const via = this.#core.via;
     // Host is checked by the handler (admission), which answers with the proxy's own error page.
     const server = createServer(
       { keepAliveTimeout: 5_000, requireHostHeader: false },
       this.handler,
     );
+    this.#server = server;
+    const a = await this.#start(server, port, host);
+    if (this.#core.self.httpPort === 0) this.#core.self.httpPort = a.port;
+    // Objects kept on disk from a previous run are announced again right away.
+    this.reannounce();
+    return { address: a.address, port: a.port };
+  }
+
+  /**
+   * Start the TLS listener (HTTP/1.1 over TLS, ALPN `http/1.1`) with a certificate for
+   * `*.<zone>` and the zone apex. Requests over it are routed like plain ones (the name says
+   * which origin); links are rewritten to the one-label https names on `publicPort` (default:
+   * the port listened on), and a same-URL http → https redirect is no longer followed inside the
+   * proxy but passed on, rewritten. Call `listen` for the plain listener as well (it owns the
+   * announced `httpPort`).
+   */
+  async listenTls(options: TlsListenOptions): Promise<{ address: string; port: number }> {
+    if (this.#tlsServer) throw new Error('the TLS listener is already started');
+    await this.open();
+    const server = createTlsServer(
+      {
+        cert: options.cert,
+        key: options.key,
+        ALPNProtocols: ['http/1.1'],
+        handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
+        keepAliveTimeout: 5_000,
+        requireHostHeader: false,
+      },
+      this.handler,
+    );
+    server.on('tlsClientError', (err: Error & { code?: string }) => {
+      this.#core.log.debug({ err: err.message, code: err.code }, 'TLS handshake failed');
+    });
+    this.#tlsServer = server;
+    const a = await this.#start(server, options.port, options.host);
+    this.#core.links.tlsPort = options.publicPort ?? a.port;
+    return { address: a.address, port: a.port };
+  }
+
+  /**
+   * Replace the TLS listener's certificate and key (SIGHUP reload): new handshakes use them,
+   * connections already open keep theirs and are not dropped. Throws when the PEM does not parse
+   * or the key does not match, and then the old certificate stays in use.
+   */
+  setTlsCertificate(cert: TlsCertificate): void {
+    if (!this.#tlsServer) throw new Error('the TLS listener is not started');
+    this.#tlsServer.setSecureContext({ cert: cert.cert, key: cert.key });
+  }
+
+  /** The TLS listener's public port (links point there), or undefined while TLS is off. */
+  get tlsPort(): number | undefined {
+    return this.#core.links.tlsPort;
+  }
+
+  /** The error pages, CONNECT refusal and connection tracking every listener shares. */
+  async #start(server: Server | TlsServer, port: number, host?: string): Promise<AddressInfo> {
+    const via = this.#core.via;
     server.on('clientError', (err: Error & { code?: string }, socket) => {
+      // A failed TLS handshake (https listener): there is no channel to answer on; with a
+      // clientError listener Node leaves closing the socket to us.
+      if (/^ERR_(SSL|TLS)_/.test(err.code ?? '')) {
+        socket.destroy();
+        return;
+      }
       const answered = answerClientError(err, socket, via);
       if (answered) this.#core.metrics?.clientError?.(answered.code);
     });
@@ -217,15 +297,10 @@ export class CoralProxy {
       this.#sockets.add(s);
       s.on('close', () => this.#sockets.delete(s));
     });
-    this.#server = server;
     const listening = once(server, 'listening'); // rejects with the listen error
     server.listen(port, host);
     await listening;
-    const a = server.address() as AddressInfo;
-    if (this.#core.self.httpPort === 0) this.#core.self.httpPort = a.port;
-    // Objects kept on disk from a previous run are announced again right away.
-    this.reannounce();
-    return { address: a.address, port: a.port };
+    return server.address() as AddressInfo;
   }
 
   /** Stop accepting, let in-flight responses finish (bounded), then release everything. */
@@ -234,15 +309,18 @@ export class CoralProxy {
     this.#closing = true;
     this.#reannounceTimer?.cancel();
     const deadline = Date.now() + this.#closeTimeout;
-    const server = this.#server;
-    if (server) {
-      const closed = new Promise<void>((r) => server.close(() => r()));
-      server.closeIdleConnections();
+    const servers = [this.#server, this.#tlsServer].filter((s) => s !== undefined);
+    if (servers.length > 0) {
+      const closed = Promise.all(
+        servers.map((server) => new Promise<void>((r) => server.close(() => r()))),
+      );
+      const idle = () => servers.forEach((s) => s.closeIdleConnections());
+      idle();
       while (this.#active > 0 && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 20));
-        server.closeIdleConnections();
+        idle();
       }
-      server.closeAllConnections();
+      servers.forEach((s) => s.closeAllConnections());
       for (const s of this.#sockets) s.destroy();
       await closed;
     }

@@ -37,6 +37,13 @@ export interface ProxyCore {
   via: string;
   /** This node as announced (httpPort filled in once listening). */
   self: { nodeId: string; ip: string; httpPort: number };
+  /** The Coral zones (normalized as configured). */
+  zones: readonly string[];
+  /**
+   * Staying on the CDN: the public port of the TLS listener (undefined while TLS is off) and
+   * whether a same-URL http → https redirect is followed inside the proxy when TLS is off.
+   */
+  links: { tlsPort: number | undefined; followHttpsUpgrade: boolean };
   members: FleetMembers | undefined;
   peerAuth: PeerAuth | undefined;
   /** undici agents for origins and for peers, and the peer socket policy. */
@@ -58,6 +65,11 @@ export interface RequestCtx {
   zone?: string;
   /** The port the client used, when its Host named one. */
   clientPort?: number;
+  /** The client reached us over TLS (the https listener). */
+  tls: boolean;
+  /** The proxy's public TLS port when TLS is on, and its plain-http port (for links). */
+  tlsPort?: number;
+  httpPort: number;
   /** Host header value as sent. */
   host: string;
   /** Normalized upstream URL. */

@@ -89,6 +89,19 @@ export interface ProxyOptions {
    * addresses. Default false. Verified fleet members are reached at their address either way.
    */
   allowPrivateOrigins?: boolean;
+  /**
+   * Extra certificate authorities (PEM strings) trusted for https origins, on top of Node's root
+   * store: for origins behind a private CA. Certificates are always verified; one that fails is
+   * a 502 `CORAL_ORIGIN_CERT_INVALID`.
+   */
+  originCa?: string[];
+  /**
+   * With no TLS listener, follow an origin's redirect from an http URL to the same URL over https
+   * inside the proxy, and serve the https answer under the http name, so a Coralized http URL of
+   * an https-only site serves the site. Default `FOLLOW_HTTPS_UPGRADE` (true). With a TLS
+   * listener the redirect is passed on, rewritten to the Coralized https URL.
+   */
+  followHttpsUpgrade?: boolean;
   /** Hosts-file style overrides for origin names. */
   hosts?: Record<string, string[]>;
   /** This node, as announced to the index. `httpPort` 0 is replaced by the listening port. */
@@ -113,6 +126,25 @@ export interface ProxyOptions {
   closeTimeoutMs?: number;
   /** Re-announcement sweep interval (ms). Default `REANNOUNCE_INTERVAL_MS` (src/constants.ts). */
   reannounceIntervalMs?: number;
+}
+
+/** A certificate chain and its private key, PEM (leaf first, then intermediates). */
+export interface TlsCertificate {
+  cert: string | Buffer;
+  key: string | Buffer;
+}
+
+/** `CoralProxy.listenTls` options. */
+export interface TlsListenOptions extends TlsCertificate {
+  port: number;
+  host?: string;
+  /**
+   * The port clients use for https links (rewritten Locations), when it differs from the port
+   * listened on (a port mapping). Default: the port listened on.
+   */
+  publicPort?: number;
+  /** Bound on a client's TLS handshake (ms). Default `TLS_HANDSHAKE_TIMEOUT_MS`. */
+  handshakeTimeoutMs?: number;
 }
 
 export interface CacheListEntry {

@@ -4,6 +4,7 @@
  * Host (a configured site, else a Coralized name) and the methods allowed on it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import { PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
 import { cacheRequest } from '../cache/decide.js';
 import { ProxyError } from '../errors.js';
@@ -86,13 +87,13 @@ export function route(
         throw new ProxyError(
           'CORAL_NOT_CORALIZED',
           `${authority.name} is not a Coralized name: this proxy serves only *.${zones.join(', *.')}` +
-            ` (for example http://www.example.com.${zones[0] ?? 'nyud.net'}/)`,
+            ` (for example https://www-example-com.${zones[0] ?? 'nyud.net'}/ for https://www.example.com/)`,
         );
       }
       mode = 'coral';
       zone = target.zone;
       url = upstreamUrl(
-        { protocol: 'http:', hostname: target.originHost, port: target.originPort },
+        { protocol: `${target.scheme}:`, hostname: target.originHost, port: target.originPort },
         path,
       );
     }
@@ -119,6 +120,9 @@ export function route(
     mode,
     ...(zone !== undefined ? { zone } : {}),
     ...(authority.port !== undefined ? { clientPort: authority.port } : {}),
+    tls: (req.socket as TLSSocket).encrypted === true,
+    ...(core.links.tlsPort !== undefined ? { tlsPort: core.links.tlsPort } : {}),
+    httpPort: core.self.httpPort,
     host,
     url,
     path: u.pathname + u.search,

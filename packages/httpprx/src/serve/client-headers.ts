@@ -6,7 +6,7 @@
  */
 import { TARGETED_FIELDS } from '../constants.js';
 import type { HeaderRecord } from '../cache/policy.js';
-import { coralize } from '../mapping/coral-name.js';
+import { rewriteLinks } from '../mapping/links.js';
 import type { RequestCtx } from '../proxy/core.js';
 import { appendVia } from '../proxy/headers.js';
 
@@ -19,29 +19,20 @@ export function forClient(h: HeaderRecord, peer: boolean): HeaderRecord {
   return out;
 }
 
-/** The stored fields as a client sees them, with our Via and the Location rewritten. */
+/**
+ * The stored fields as a client sees them, with our Via and Location / Content-Location
+ * rewritten for this client (../mapping/links.ts; peers rewrite for their own clients).
+ */
 export function clientHeaders(
-  ctx: Pick<RequestCtx, 'mode' | 'zone' | 'clientPort' | 'peer'> | undefined,
+  ctx:
+    | Pick<RequestCtx, 'mode' | 'zone' | 'clientPort' | 'peer' | 'tls' | 'tlsPort' | 'httpPort'>
+    | undefined,
   stored: HeaderRecord,
   via: string,
 ): HeaderRecord {
   const out = forClient(stored, ctx?.peer ?? false);
   delete out['transfer-encoding'];
   out['via'] = appendVia(stored['via'], via);
-  if (ctx) rewriteLocation(ctx, out);
+  if (ctx && !ctx.peer) rewriteLinks(ctx, out);
   return out;
-}
-
-/** An absolute http Location becomes its Coralized form, with the port the client used. */
-export function rewriteLocation(
-  ctx: Pick<RequestCtx, 'mode' | 'zone' | 'clientPort'>,
-  h: HeaderRecord,
-): void {
-  const loc = h['location'];
-  if (ctx.mode !== 'coral' || !loc || !/^http:\/\//i.test(loc) || !ctx.zone) return;
-  try {
-    h['location'] = coralize(loc, ctx.zone, ctx.clientPort);
-  } catch {
-    /* leave unrewritable locations alone */
-  }
 }

@@ -26,7 +26,11 @@ export function makeHot(core: ProxyCore, meta: StoredMeta, body: Buffer): HotEnt
   const headers = clientHeaders(undefined, meta.headers, core.via);
   headers['content-length'] = String(meta.size);
   if (meta.status === 200) headers['accept-ranges'] = 'bytes';
-  const fast = meta.vary.length === 0 && meta.headers['location'] === undefined && !r.noCache;
+  const fast =
+    meta.vary.length === 0 &&
+    meta.headers['location'] === undefined &&
+    meta.headers['content-location'] === undefined &&
+    !r.noCache;
   return core.hot.put(meta, body, { lifetime: r.lifetime, fast, headers: flatten(headers) });
 }
 

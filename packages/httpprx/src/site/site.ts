@@ -7,6 +7,8 @@ import { CACHE_NAME } from '../constants.js';
 import { originError } from '../fetch/origin.js';
 import { forwardHeaders } from '../fetch/fetcher.js';
 import { urlKey } from '../mapping/coral-name.js';
+import { cookiesForClient } from '../mapping/links.js';
+import { splitHostHeader } from '../request/host.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { cacheStatus, flatten, toRecord } from '../proxy/headers.js';
@@ -53,8 +55,10 @@ export async function forwardUnsafe(core: ProxyCore, ctx: RequestCtx): Promise<v
     }
   }
   const out = flatten(toRecord(res.headers, new Set(['set-cookie'])));
-  const sc = res.headers['set-cookie'];
-  if (sc !== undefined) for (const c of Array.isArray(sc) ? sc : [sc]) out.push('set-cookie', c);
+  const name = splitHostHeader(ctx.host).name;
+  for (const c of cookiesForClient(res.headers['set-cookie'], name, core.zones) ?? []) {
+    out.push('set-cookie', c);
+  }
   out.push(
     'via',
     core.via,

@@ -1,15 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import type tls from 'node:tls';
 
-import { ManualClock } from '@coral/testkit';
+import { ManualClock, issueCert, makeTestCa } from '@coral/testkit';
+import type { IssuedCert, TestCa } from '@coral/testkit';
 import { Agent, request } from 'undici';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { SmartConnector } from '../../src/connect/index.js';
 import { TableResolver, until } from './helpers.js';
@@ -116,58 +113,36 @@ describe('SmartConnector as undici connect', () => {
   );
 
   describe('https origins', () => {
-    let dir: string | undefined;
-    let cert: Buffer | undefined;
-    let key: Buffer | undefined;
-    beforeAll(() => {
-      try {
-        dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coral-connect-tls-'));
-        execFileSync(
-          'openssl',
-          [
-            'req',
-            '-x509',
-            '-newkey',
-            'rsa:2048',
-            '-nodes',
-            '-days',
-            '1',
-            '-keyout',
-            path.join(dir, 'key.pem'),
-            '-out',
-            path.join(dir, 'cert.pem'),
-            '-subj',
-            '/CN=origin.test',
-            '-addext',
-            'subjectAltName=DNS:origin.test',
-          ],
-          { stdio: 'ignore' },
-        );
-        cert = fs.readFileSync(path.join(dir, 'cert.pem'));
-        key = fs.readFileSync(path.join(dir, 'key.pem'));
-      } catch {
-        cert = undefined; // no openssl: the https test is skipped below
-      }
-    });
-    afterAll(() => {
-      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    let ca: TestCa;
+    let leaf: IssuedCert;
+    beforeAll(async () => {
+      ca = await makeTestCa();
+      leaf = await issueCert(ca, { dnsNames: ['origin.test'] });
     });
 
-    it('speaks TLS over the won socket with SNI set to the origin name', async (ctx) => {
-      if (!cert || !key) ctx.skip();
-      const server = https.createServer({ key, cert }, (req, res) => {
-        res.end(`secure ${(req.socket as tls.TLSSocket).servername}`);
+    /** An https server on `ip` counting TCP connections and completed handshakes. */
+    async function secureOrigin(ip: string, port = 0) {
+      const counts = { tls: 0 };
+      const server = https.createServer({ key: leaf.key, cert: leaf.chain }, (req, res) => {
+        const s = req.socket as tls.TLSSocket;
+        res.end(`secure ${String(s.servername)} ${String(s.alpnProtocol)} ${ip}`);
       });
-      const port = await listen(server, '127.0.0.2');
+      server.on('secureConnection', () => counts.tls++);
+      const p = await listen(server, ip, port);
       cleanup.push(() => close(server));
+      return { port: p, counts };
+    }
+
+    it('speaks TLS over the won socket with SNI set to the origin name and ALPN http/1.1', async () => {
+      const { port } = await secureOrigin('127.0.0.2');
       const connector = new SmartConnector(
         { resolver: noDns },
         { allowPrivate: true, hosts: { 'origin.test': ['127.0.0.2'] } },
       );
-      const agent = new Agent({ connect: connector.undiciConnect({ tls: { ca: cert } }) });
+      const agent = new Agent({ connect: connector.undiciConnect({ tls: { ca: ca.cert } }) });
       cleanup.push(() => agent.close());
       const res = await request(`https://origin.test:${port}/`, { dispatcher: agent });
-      expect(await res.body.text()).toBe('secure origin.test');
+      expect(await res.body.text()).toBe('secure origin.test http/1.1 127.0.0.2');
 
       // Certificate checks stay on: a connector that does not trust the test CA is refused.
       const strict = new Agent({ connect: connector.undiciConnect() });
@@ -175,8 +150,26 @@ describe('SmartConnector as undici connect', () => {
       await expect(
         request(`https://origin.test:${port}/`, { dispatcher: strict }),
       ).rejects.toMatchObject({
-        code: 'DEPTH_ZERO_SELF_SIGNED_CERT',
+        code: 'SELF_SIGNED_CERT_IN_CHAIN',
       });
+    });
+
+    it('races the TCP connects to every address, then runs one handshake on the winner', async () => {
+      const a = await secureOrigin('127.0.0.2');
+      const b = await secureOrigin('127.0.0.3', a.port);
+      const rec = recordingDial();
+      const connector = new SmartConnector(
+        { resolver: noDns, dial: rec.dial },
+        { allowPrivate: true, hosts: { 'origin.test': ['127.0.0.2', '127.0.0.3'] } },
+      );
+      const agent = new Agent({ connect: connector.undiciConnect({ tls: { ca: ca.cert } }) });
+      cleanup.push(() => agent.close());
+      const res = await request(`https://origin.test:${a.port}/`, { dispatcher: agent });
+      expect(await res.body.text()).toMatch(/^secure origin\.test http\/1\.1 127\.0\.0\.[23]$/);
+      expect(connector.stats().races).toBe(1);
+      // Both addresses were dialled at once; only the winner got a TLS handshake.
+      expect(rec.calls.map((c) => c.address).sort()).toEqual(['127.0.0.2', '127.0.0.3']);
+      expect(a.counts.tls + b.counts.tls).toBe(1);
     });
   });
 });

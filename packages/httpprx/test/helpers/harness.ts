@@ -115,22 +115,23 @@ export function get(
   return new Promise((resolve, reject) => {
     const req = request(
       { host: ip, port, path, method, headers: { host, ...headers }, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: Buffer.concat(chunks),
-          }),
-        );
-        res.on('error', reject);
-        res.on('aborted', () => reject(new Error('aborted')));
-      },
+      (res) => readReply(res).then(resolve, reject),
     );
     req.on('error', reject);
     req.end(body);
+  });
+}
+
+/** A response read to its end; rejects when it is cut short. */
+export function readReply(res: IncomingMessage): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () =>
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+    );
+    res.on('error', reject);
+    res.on('aborted', () => reject(new Error('aborted')));
   });
 }
 

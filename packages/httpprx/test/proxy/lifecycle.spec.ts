@@ -57,6 +57,8 @@ describe('disk-backed proxy', () => {
     await get(px.port, origin.coralHost, '/1');
     await get(px.port, origin.coralHost, '/2');
     await until(() => index.log.some((e) => e.op === 'withdraw'), 'withdraw after eviction');
+    // The eviction happens inside /2's commit, before its record is written: wait for that too.
+    await until(async () => (await listed()) === 2, '/2 committed');
     const urls = (await px.proxy.cacheList()).map((e) => new URL(e.url).pathname).sort();
     expect(urls).toEqual(['/1', '/2']);
     const k0 = Buffer.from(urlKey(`http://origin.test:${origin.port}/0`)).toString('hex');

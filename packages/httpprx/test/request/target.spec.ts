@@ -156,7 +156,13 @@ describe('upstreamUrl', () => {
 });
 
 describe('originUrl (Coralized names) uses the same rules', () => {
-  const target = { originHost: 'www.example.com', originPort: 80, zone: 'nyud.net' };
+  const target = {
+    scheme: 'http' as const,
+    form: 'legacy' as const,
+    originHost: 'www.example.com',
+    originPort: 80,
+    zone: 'nyud.net',
+  };
   it('keeps paths on the origin', () => {
     expect(originUrl(target, '/a/../b')).toBe('http://www.example.com/b');
     expect(code(() => originUrl(target, '//evil/x'))).toBe('CORAL_BAD_TARGET');

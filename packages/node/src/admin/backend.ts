@@ -16,6 +16,8 @@ export interface NodeInfoView {
   uptimeSeconds: number;
   services: {
     proxy: { host: string; port: number } | null;
+    /** The proxy's TLS listener (issue 11); null while TLS is off. */
+    proxyTls?: { host: string; port: number } | null;
     dsht: { host: string; port: number } | null;
     dns: { host: string; port: number } | null;
     admin: { host: string; port: number } | null;

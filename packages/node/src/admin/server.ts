@@ -13,6 +13,8 @@ import { z } from 'zod';
 import { AdminAuthError, AdminRequestError, CoralNodeError } from '../errors.js';
 import type { CoralMetrics } from '../metrics/metrics.js';
 import { AdminAccess, SAFE_METHODS, type AccessGrant } from './access.js';
+import type { FleetChallenges } from '../acme/fleet-challenges.js';
+import { acmeRoutes, isPeerPath } from './acme-routes.js';
 import type { AdminBackend } from './backend.js';
 import { asset } from './dashboard/assets.js';
 import { DashboardData, type DashboardOptions } from './dashboard/data.js';
@@ -42,6 +44,8 @@ export interface AdminApiComponents {
   logger?: Pick<Logger, 'info' | 'warn' | 'debug'>;
   /** Time for sessions and the dashboard's samples (default the system clock). */
   clock?: Clock;
+  /** ACME DNS-01 challenges of the fleet (admin/acme-routes.ts); absent: no such endpoints. */
+  acme?: FleetChallenges;
 }
 
 export interface AdminApiOptions {
@@ -85,7 +89,7 @@ const KEY_ID = /^[0-9a-f]{8}$/;
 type Handler = (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>;
 
 /** A JSON answer; `indent` 0 for the dashboard's data, which a page fetches every 2 s. */
-const json = (status: number, value: unknown, indent = 2): AdminResponse => ({
+export const json = (status: number, value: unknown, indent = 2): AdminResponse => ({
   status,
   headers: {
     'content-type': 'application/json; charset=utf-8',
@@ -291,6 +295,7 @@ export class AdminApi {
       ],
       ['GET', /^\/v1\/dns\/probes$/, async () => json(200, { probes: b.probeCache() })],
       ['GET', /^\/v1\/dns\/decisions$/, async () => json(200, { decisions: b.dnsDecisions() })],
+      ...(components.acme ? acmeRoutes(components.acme) : []),
     ];
   }
 
@@ -302,7 +307,9 @@ export class AdminApi {
       // A page elsewhere must not make the API act, whoever the browser is signed in as.
       if (!SAFE_METHODS.has(req.method)) this.#access.checkSameOrigin(req);
       // The page answers a refusal with the login page itself; assets carry no data.
-      if (path !== '/' && !path.startsWith('/dashboard/') && !this.#publicPaths.has(path)) {
+      // Node-to-node paths authenticate with the fleet's keys in their handlers (acme-routes.ts).
+      const open = this.#publicPaths.has(path) || isPeerPath(path);
+      if (path !== '/' && !path.startsWith('/dashboard/') && !open) {
         this.#access.authorize(req);
       }
       let pathMatched = false;
@@ -552,7 +559,7 @@ function redirect(location: string, extra: Record<string, string> = {}): AdminRe
  * another site can only send form or text bodies without asking the browser's CORS preflight,
  * which this API never grants.
  */
-function parseBody<T>(schema: z.ZodType<T>, req: AdminRequest): T {
+export function parseBody<T>(schema: z.ZodType<T>, req: AdminRequest): T {
   const type = header(req.headers, 'content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new AdminRequestError(

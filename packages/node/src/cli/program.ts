@@ -7,12 +7,19 @@
  * configuration (nothing was started).
  */
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { DEFAULT_PROXY_PORT, type CoralConfig } from '../config/schema.js';
+import { coralizeUrlDetailed, type Form } from '@coral/names';
+import {
+  DEFAULT_PROXY_PORT,
+  DEFAULT_PROXY_TLS_PORT,
+  DEFAULT_ZONE,
+  type CoralConfig,
+} from '../config/schema.js';
 import { loadStartConfig } from '../config/load.js';
 import type { NameLookup } from '../config/resolve.js';
 import { ConfigError, CoralNodeError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { Keyring } from '@coral/keyring';
+import { addAcmeCommands } from './acme.js';
 import { AdminClient, DEFAULT_ADMIN_URL } from './client.js';
 
 export interface CliIo {
@@ -35,8 +42,6 @@ export interface CliDeps {
    * `reload` loads the configuration again the same way (SIGHUP).
    */
   startNode(config: CoralConfig, io: CliIo, reload?: () => Promise<CoralConfig>): Promise<number>;
-  /** Print the Coralized form of `url` (from @coral/httpprx). */
-  coralize(url: string, zone: string, port?: number): string;
   /** Name lookup after `hosts` when checking `advertise` (default: the system resolver). */
   lookup?: NameLookup;
 }
@@ -214,19 +219,55 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
     )
     .action(async (url: string) => print(await client().json('POST', '/v1/cache/purge', { url })));
 
+  addAcmeCommands(program, client, print, (message) => {
+    io.stderr.write(`coral-node: ${message}\n`);
+    exitCode = EXIT_FAILURE;
+  });
+
   program
     .command('coralize <url>')
-    .description('print the Coralized form of an http URL')
-    .option('--zone <zone>', 'Coral zone', io.env.CORAL_ZONE ?? 'nyud.net')
+    .description(
+      'print the Coralized URL of URL: https origins get the one-label name on the TLS port, ' +
+        'http origins the legacy name on the http port (docs/names.md)',
+    )
+    .option('--zone <zone>', 'Coral zone', io.env.CORAL_ZONE ?? DEFAULT_ZONE)
     .option(
       '--port <port>',
-      "the proxy's port to put in the URL (80 leaves it out)",
+      "the proxy's http port to put in the URL (80 leaves it out)",
       intArg('--port', 1, 65535),
       io.env.CORAL_PROXY_PORT ? Number(io.env.CORAL_PROXY_PORT) : DEFAULT_PROXY_PORT,
     )
-    .action((url: string, opts: { zone: string; port: number }) => {
-      print(deps.coralize(url, opts.zone, opts.port));
-    });
+    .option(
+      '--tls-port <port>',
+      "the proxy's TLS port to put in the URL (443 leaves it out)",
+      intArg('--tls-port', 1, 65535),
+      io.env.CORAL_PROXY_TLS_PORT ? Number(io.env.CORAL_PROXY_TLS_PORT) : DEFAULT_PROXY_TLS_PORT,
+    )
+    .option(
+      '--form <form>',
+      'one-label (served over TLS) or legacy (http origins only)',
+      (v: string): Form => {
+        if (v !== 'one-label' && v !== 'legacy') {
+          throw new InvalidArgumentError('--form must be one-label or legacy');
+        }
+        return v;
+      },
+    )
+    .option('-v, --verbose', 'print which form was used and why, as JSON')
+    .action(
+      (
+        url: string,
+        opts: { zone: string; port: number; tlsPort: number; form?: Form; verbose?: boolean },
+      ) => {
+        const r = coralizeUrlDetailed(url, opts.zone, {
+          httpPort: opts.port,
+          tlsPort: opts.tlsPort,
+          ...(opts.form ? { form: opts.form } : {}),
+          fallback: 'legacy',
+        });
+        print(opts.verbose ? r : r.url);
+      },
+    );
 
   try {
     await program.parseAsync(argv, { from: 'user' });

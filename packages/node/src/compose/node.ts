@@ -8,9 +8,13 @@ import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
-import type { NodeDirectory, NodeInfo } from '@coral/dnssrv';
+import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
 import { toNodeInfo, type DshtAuthState } from '@coral/dsht';
+import type { PeerAuth } from '@coral/httpprx';
 import { HttpPeerSigner, KeyringError, type KeyInfo, type Keyring } from '@coral/keyring';
+import { FleetChallenges } from '../acme/fleet-challenges.js';
+import { NodeCertificates, type TlsMaterial } from '../tls/certificates.js';
+import { tlsBannerLines } from '../tls/banner.js';
 import type { Logger } from 'pino';
 import type {
   AdminBackend,
@@ -54,6 +58,11 @@ export interface CoralNodeComponents {
   clock?: Clock;
   /** Name lookup after the `hosts` map (default: the system resolver). */
   lookup?: NameLookup;
+  /**
+   * Signs and checks node-to-node HTTP with the fleet's keys (@coral/keyring's HttpPeerSigner).
+   * Absent: ACME challenges are neither sent to nor taken from other members.
+   */
+  peerAuth?: PeerAuth;
 }
 
 type Listening = { host: string; port: number };
@@ -71,8 +80,19 @@ export class CoralNode implements AdminBackend {
   proxy!: ProxyPort;
   dns: DnsPort | undefined;
   admin!: AdminApi;
-  readonly listening: { proxy?: Listening; dsht?: Listening; dns?: Listening; admin?: Listening } =
-    {};
+  /** `_acme-challenge.<zone>` TXT values answered by this node's DNS server. */
+  readonly challenges: InMemoryChallengeStore;
+  /** ACME DNS-01 values set through the admin API, passed on to the fleet. */
+  acme!: FleetChallenges;
+  readonly listening: {
+    proxy?: Listening;
+    proxyTls?: Listening;
+    dsht?: Listening;
+    dns?: Listening;
+    admin?: Listening;
+  } = {};
+  /** The TLS listener's certificate (configured files or the local CA); none while TLS is off. */
+  certificates: NodeCertificates | undefined;
   #joined = false;
   #bootstrap: BootstrapResolution = { contacts: [], unresolved: [], self: false };
   #joinAttempts = 0;
@@ -82,6 +102,7 @@ export class CoralNode implements AdminBackend {
   readonly #lookup: NameLookup | undefined;
   /** Open mode, or keyed with the fleet keyring (decided at start: trust/fleet-keys.ts). */
   trust: FleetTrust = { mode: 'open' };
+  readonly #peerAuth: PeerAuth | undefined;
 
   private constructor(
     config: CoralConfig,
@@ -96,6 +117,8 @@ export class CoralNode implements AdminBackend {
     this.metrics = components.metrics ?? new CoralMetrics();
     this.#services = components.services;
     this.#lookup = components.lookup;
+    this.#peerAuth = components.peerAuth;
+    this.challenges = new InMemoryChallengeStore({ clock: this.#clock });
   }
 
   /**
@@ -238,13 +261,19 @@ export class CoralNode implements AdminBackend {
     );
     await step('proxy', () => this.proxy.listen(config.proxy.port, addresses.bind.proxy));
     this.listening.proxy = { host: addresses.bind.proxy, port: config.proxy.port };
+    await this.#startTls(dataDir);
 
     this.directory = services.directory({ config, dsht: this.dsht });
 
     if (config.dns.enabled) {
       // Like the proxy, the DNS server labels its own lines (component: dnssrv).
       this.dns = await step('dns', () =>
-        services.dns({ ...args, logger, directory: this.directory }),
+        services.dns({
+          ...args,
+          logger,
+          directory: this.directory,
+          challenges: this.challenges,
+        }),
       );
       await step('dns', () =>
         this.dns!.listen({ port: config.dns.port, host: addresses.bind.dns }),
@@ -252,8 +281,18 @@ export class CoralNode implements AdminBackend {
       this.listening.dns = { host: addresses.bind.dns, port: config.dns.port };
     }
 
+    this.acme = new FleetChallenges(
+      {
+        store: this.challenges,
+        // The fleet's signer (keyed mode) unless the caller gave one.
+        peerAuth: this.#peerAuth ?? peerAuth,
+        members: () => this.#otherMembers(),
+        logger: log('acme'),
+      },
+      { zone: config.zone, adminPort: config.admin.port },
+    );
     this.admin = new AdminApi(
-      { backend: this, metrics, logger: log('admin'), clock: this.#clock },
+      { backend: this, metrics, logger: log('admin'), clock: this.#clock, acme: this.acme },
       {
         token: config.admin.token,
         publicMetrics: config.admin.publicMetrics,
@@ -270,6 +309,66 @@ export class CoralNode implements AdminBackend {
       this.admin.listen(config.admin.port, addresses.bind.admin),
     );
     logger.info({ nodeId, listening: this.listening }, 'coral node started');
+  }
+
+  /**
+   * The TLS listener, when a certificate is available: `tls.cert`/`tls.key`, else the local
+   * development CA's (created on first start). Its renewals and SIGHUP reloads are swapped into
+   * the running listener.
+   */
+  async #startTls(dataDir: string): Promise<void> {
+    const { config, addresses } = this;
+    const tlsLog = this.logger.child({ component: 'tls' });
+    const certificates = new NodeCertificates(
+      {
+        clock: this.#clock,
+        logger: tlsLog,
+        onChange: (m) => {
+          this.proxy.setTlsCertificate?.({ cert: m.certPem, key: m.keyPem });
+          tlsLog.info(
+            { cert: m.certPath, notAfter: new Date(m.notAfter).toISOString() },
+            'TLS certificate replaced',
+          );
+        },
+      },
+      {
+        zone: config.zone,
+        dataDir,
+        cert: config.tls.cert,
+        key: config.tls.key,
+        localCa: config.tls.localCa,
+      },
+    );
+    const material = await step('tls', () => certificates.load());
+    this.certificates = certificates;
+    if (!material) return;
+    if (!this.proxy.listenTls) {
+      tlsLog.warn('this proxy has no TLS listener: serving plain http only');
+      return;
+    }
+    await step('proxy tls', () =>
+      this.proxy.listenTls!({
+        cert: material.certPem,
+        key: material.keyPem,
+        port: config.proxy.tlsPort,
+        host: addresses.bind.proxy,
+      }),
+    );
+    this.listening.proxyTls = { host: addresses.bind.proxy, port: config.proxy.tlsPort };
+  }
+
+  /**
+   * Read the TLS certificate again (SIGHUP): new handshakes get the new one, open connections are
+   * kept. A file that cannot be used is logged and the current certificate stays.
+   */
+  async reloadTls(): Promise<TlsMaterial | undefined> {
+    if (!this.certificates || !this.listening.proxyTls) return undefined;
+    try {
+      return await this.certificates.reload();
+    } catch (err) {
+      this.logger.error({ err }, 'TLS reload failed: the current certificate stays in use');
+      return undefined;
+    }
   }
 
   /** The addresses a bootstrap entry naming this node itself resolves to. */
@@ -350,6 +449,7 @@ export class CoralNode implements AdminBackend {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       this.#retry?.cancel();
+      this.certificates?.stop();
       // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
       const grace = this.config.shutdownGraceMs + 1_000;
       const bounded = async (name: string, fn: () => Promise<unknown>) => {
@@ -390,6 +490,7 @@ export class CoralNode implements AdminBackend {
     const lines = [
       `coral-node ${VERSION}  id ${this.info().nodeId}`,
       `  proxy  http  ${show(l.proxy)}  (advertised as ${fmtHost(this.addresses.advertiseIp)}:${this.config.proxy.port})`,
+      `  proxy  https ${show(l.proxyTls)}${this.certificates?.current ? `  certificate ${this.certificates.current.certPath}` : '  (no certificate: tls.cert/tls.key, or tls.localCa)'}`,
       `  dns    udp+tcp  ${show(l.dns)}  zone ${this.config.zone}`,
       `  dsht   udp   ${show(l.dsht)}  bootstrap ${this.config.bootstrap.join(', ') || '(none: first node)'}${this.#bootstrap.self ? ' (this node is a seed)' : ''}`,
       `  admin  http  ${show(l.admin)}  (try: curl http://${l.admin ? `${fmtHost(reachable(l.admin.host, '127.0.0.1'))}:${l.admin.port}` : ''}/v1/node)`,
@@ -401,6 +502,17 @@ export class CoralNode implements AdminBackend {
     ];
     if (l.dns) {
       lines.push(`  dig @${reachable(l.dns.host, '127.0.0.1')} -p ${l.dns.port} ${coralName} A`);
+    }
+    if (l.proxyTls && this.certificates?.current) {
+      lines.push(
+        ...tlsBannerLines({
+          exampleOrigin: origin,
+          zone: this.config.zone,
+          tlsPort: this.config.proxy.tlsPort,
+          proxyHost,
+          material: this.certificates.current,
+        }),
+      );
     }
     lines.push(...this.#fleetBanner());
     return lines.join('\n') + '\n';
@@ -440,6 +552,17 @@ export class CoralNode implements AdminBackend {
       );
     }
     return lines;
+  }
+
+  /** The live members other than this node, at the address the directory has for them. */
+  #otherMembers(): { nodeId: string; ip: string }[] {
+    const self = this.directory.self().id;
+    return this.#liveProxies()
+      .filter((n) => n.id !== self)
+      .flatMap((n) => {
+        const ip = n.ipv4 ?? n.ipv6;
+        return ip ? [{ nodeId: n.id, ip }] : [];
+      });
   }
 
   /** Live proxies as the DNS server sees them: this node and the DSHT's verified members. */
@@ -582,6 +705,7 @@ export class CoralNode implements AdminBackend {
       uptimeSeconds: Math.round((this.#clock.now() - this.#startedAt) / 1000),
       services: {
         proxy: this.listening.proxy ?? null,
+        proxyTls: this.listening.proxyTls ?? null,
         dsht: this.listening.dsht ?? null,
         dns: this.listening.dns ?? null,
         admin: this.listening.admin ?? null,

@@ -6,7 +6,7 @@
 import type { DshtAuthState, DshtMember } from '@coral/dsht';
 import type { ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
 import type { Keyring } from '@coral/keyring';
-import type { NodeDirectory } from '@coral/dnssrv';
+import type { ChallengeStore, NodeDirectory } from '@coral/dnssrv';
 import type { Logger } from 'pino';
 import type { DshtValueStore } from '../adapters/content-index.js';
 import type { CoralConfig } from '../config/schema.js';
@@ -44,6 +44,19 @@ export interface ProxyPort {
   cacheList(): unknown[] | Promise<unknown[]>;
   /** Drop a URL (origin form); resolves to whether something was dropped. */
   purge(url: string): Promise<unknown>;
+  /**
+   * Start the TLS listener for `*.<zone>` and the apex (certificate chain and key in PEM); links
+   * then point at the one-label https names on `publicPort` (default `port`).
+   */
+  listenTls?(options: {
+    cert: string;
+    key: string;
+    port: number;
+    host?: string;
+    publicPort?: number;
+  }): Promise<unknown>;
+  /** Swap the TLS listener's certificate: new handshakes use it, open connections stay. */
+  setTlsCertificate?(certificate: { cert: string; key: string }): void;
 }
 
 export interface DnsPort {
@@ -86,7 +99,13 @@ export interface ServiceFactory {
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */
   directory(args: { config: CoralConfig; dsht: DshtPort }): NodeDirectory;
-  dns(args: ServiceArgs & { directory: NodeDirectory }): Promise<DnsPort> | DnsPort;
+  dns(
+    args: ServiceArgs & {
+      directory: NodeDirectory;
+      /** ACME DNS-01 TXT values for `_acme-challenge.<zone>`. */
+      challenges?: ChallengeStore;
+    },
+  ): Promise<DnsPort> | DnsPort;
   /** The DSHT key of a URL exactly as the proxy computes it (SHA-1 of `url:` + normalized URL). */
   urlKey(url: string): Uint8Array;
 }

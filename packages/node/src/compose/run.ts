@@ -49,25 +49,28 @@ export async function runNode(
     };
     signals.on('SIGTERM', onSignal);
     signals.on('SIGINT', onSignal);
-    if (reload) {
-      signals.on('SIGHUP', () => {
-        if (stopping) return;
-        void (async () => {
-          try {
-            const keys = await node.reloadKeys(await reload());
-            logger.info(
-              { signal: 'SIGHUP', keyIds: keys.map((k) => k.id) },
-              'fleet keys reloaded from the configuration',
-            );
-          } catch (err) {
-            const e = err as { code?: string; message?: string };
-            logger.error(
-              { signal: 'SIGHUP', code: e.code },
-              `SIGHUP: fleet keys not reloaded: ${e.message ?? String(err)}`,
-            );
-          }
-        })();
-      });
-    }
+    // SIGHUP: read the TLS certificate files again (after an ACME renewal; connections stay), and
+    // make the fleet keyring what the re-read configuration says.
+    signals.on('SIGHUP', () => {
+      if (stopping) return;
+      logger.info({ signal: 'SIGHUP' }, 'reloading the TLS certificate');
+      void node.reloadTls();
+      if (!reload) return;
+      void (async () => {
+        try {
+          const keys = await node.reloadKeys(await reload());
+          logger.info(
+            { signal: 'SIGHUP', keyIds: keys.map((k) => k.id) },
+            'fleet keys reloaded from the configuration',
+          );
+        } catch (err) {
+          const e = err as { code?: string; message?: string };
+          logger.error(
+            { signal: 'SIGHUP', code: e.code },
+            `SIGHUP: fleet keys not reloaded: ${e.message ?? String(err)}`,
+          );
+        }
+      })();
+    });
   });
 }

@@ -3,10 +3,12 @@
  * @coral/httpprx and @coral/dnssrv, built from the node's configuration. This is the only file
  * that knows their constructors and option names.
  */
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Dsht, DshtClusterBinding, DshtDirectory, LEVEL_COUNT } from '@coral/dsht';
 import { CoralProxy, urlKey } from '@coral/httpprx';
 import { DnsServer, type NodeInfo } from '@coral/dnssrv';
+import { TlsError } from '../errors.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
 
 /**
@@ -84,6 +86,8 @@ export const realServices: ServiceFactory = {
         maxObjectBytes: p.maxObjectBytes,
         defaultTtlSeconds: p.defaultTtlSeconds,
         allowPrivateOrigins: config.allowPrivateOrigins,
+        originCa: config.tls.originCa.map((file) => readPem(file)),
+        followHttpsUpgrade: p.followHttpsUpgrade,
         hosts,
         self: { ...self },
         closeTimeoutMs: config.shutdownGraceMs,
@@ -97,9 +101,9 @@ export const realServices: ServiceFactory = {
     ) as ProxyPort;
   },
 
-  dns({ config, logger, metrics, directory }) {
+  dns({ config, logger, metrics, directory, challenges }) {
     return new DnsServer(
-      { directory, logger, metrics: metrics.dns },
+      { directory, logger, metrics: metrics.dns, ...(challenges ? { challenges } : {}) },
       {
         zones: [config.zone],
         answerCount: config.dns.answerCount,
@@ -118,3 +122,14 @@ export const realServices: ServiceFactory = {
 
   urlKey,
 };
+
+/** A `tls.originCa` file; read at start (a file that cannot be read stops the start). */
+function readPem(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new TlsError(`cannot read tls.originCa ${file}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}

@@ -34,6 +34,8 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.indexTimeoutMs', 'int'],
   ['proxy.peerFetchingTimeoutMs', 'int'],
   ['proxy.clientRateLimitPerSecond', 'int'],
+  ['proxy.tlsPort', 'int'],
+  ['proxy.followHttpsUpgrade', 'bool'],
   ['dsht.host', 'string'],
   ['dsht.port', 'int'],
   ['dsht.allowNat', 'bool'],
@@ -45,6 +47,10 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['dns.ttl', 'int'],
   ['dns.nameservers', 'nameservers'],
   ['dns.rateLimitPerSecond', 'int'],
+  ['tls.cert', 'string'],
+  ['tls.key', 'string'],
+  ['tls.originCa', 'list'],
+  ['tls.localCa', 'bool'],
   ['index.claims', 'bool'],
   ['index.claimStepMs', 'int'],
   ['index.claimRankCap', 'int'],
@@ -283,6 +289,7 @@ function crossFieldIssues(c: ReturnType<typeof configSchema.parse>): ConfigIssue
   }
   const tcp: [string, string, number][] = [
     ['proxy.port', c.proxy.host ?? c.host, c.proxy.port],
+    ['proxy.tlsPort', c.proxy.host ?? c.host, c.proxy.tlsPort],
     ['admin.port', c.admin.host, c.admin.port],
   ];
   const udp: [string, string, number][] = [['dsht.port', c.dsht.host ?? c.host, c.dsht.port]];

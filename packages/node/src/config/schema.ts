@@ -13,6 +13,8 @@ export const DEFAULT_DATA_DIR = './data';
 export const DEFAULT_ZONE = 'nyud.net';
 export const DEFAULT_HOST = '0.0.0.0';
 export const DEFAULT_PROXY_PORT = 8090;
+/** The proxy's TLS port for `https://<one-label name>.<zone>` (issue 11). */
+export const DEFAULT_PROXY_TLS_PORT = 8443;
 export const DEFAULT_DSHT_PORT = 8091;
 export const DEFAULT_DNS_HOST = '127.0.0.1';
 export const DEFAULT_DNS_PORT = 5353;
@@ -101,7 +103,34 @@ const proxySchema = z.strictObject({
   clientRateLimitPerSecond: z.number().int().nonnegative().default(0),
   /** Site (accelerator) mode: host name → origin URL, e.g. www.school.example → http://origin:8080. */
   sites: z.record(dnsName, z.url({ protocol: /^https?$/ })).default({}),
+  /** TLS listener for `*.<zone>` and the apex; on whenever a certificate is available (`tls`). */
+  tlsPort: port.default(DEFAULT_PROXY_TLS_PORT),
+  /**
+   * With TLS off, follow an origin's redirect from `http://` to `https://` of the same URL inside
+   * the proxy, so a Coralized http URL of an https-only site still serves the site.
+   */
+  followHttpsUpgrade: z.boolean().default(true),
 });
+
+const pemPath = z.string().min(1, { message: 'must be the path of a PEM file' });
+
+const tlsSchema = z
+  .strictObject({
+    /** PEM certificate chain for `*.<zone>` and `<zone>` (leaf first). With `key`. */
+    cert: pemPath.optional(),
+    /** PEM private key of `cert`. */
+    key: pemPath.optional(),
+    /** Extra CA certificates (PEM files) trusted for https origins, beside the system's. */
+    originCa: z.array(pemPath).default([]),
+    /**
+     * With no `cert`/`key`: create a local development CA and a wildcard certificate in
+     * `<dataDir>/tls` (as Caddy's local HTTPS does). Off: no certificate, no TLS listener.
+     */
+    localCa: z.boolean().default(true),
+  })
+  .refine((t) => (t.cert === undefined) === (t.key === undefined), {
+    message: 'tls.cert and tls.key go together (set both or neither)',
+  });
 
 const dshtSchema = z.strictObject({
   /** Bind address of the DSHT's UDP socket (default: the top-level `host`). */
@@ -209,6 +238,7 @@ export const configSchema = z.strictObject({
   proxy: proxySchema.default(proxySchema.parse({})),
   dsht: dshtSchema.default(dshtSchema.parse({})),
   dns: dnsSchema.default(dnsSchema.parse({})),
+  tls: tlsSchema.default(tlsSchema.parse({})),
   index: indexSchema.default(indexSchema.parse({})),
   admin: adminSchema.default(adminSchema.parse({})),
   fleet: fleetSchema.default(fleetSchema.parse({})),

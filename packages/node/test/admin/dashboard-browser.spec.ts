@@ -13,13 +13,12 @@ import { existsSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Fleet, SampleOrigin, fetchVia, resolveThrough } from '../../src/fleet/index.js';
 import { outcomeOf } from '../../src/metrics/metrics.js';
-import { tmpDir, waitFor } from '../helpers.js';
+import { CHROMIUM, launchChromium, tmpDir, waitFor } from '../helpers.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'dashboard-test-token-0123456789';
 const ADMIN_NAME = 'coral-admin.test';
 
@@ -55,25 +54,12 @@ beforeAll(async () => {
     );
   } else {
     // launch() gives the browser a fresh profile directory of its own (removed on close).
-    browser = await chromium
-      .launch({
-        executablePath: CHROMIUM,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-quic',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-          `--host-resolver-rules=MAP ${ADMIN_NAME} ${fleet.nodes[0]!.ip}`,
-        ],
-      })
-      .catch((err: Error) => {
-        noBrowser = new Error(`Chromium at ${CHROMIUM} did not start: ${err.message}`);
-        return undefined as unknown as Browser;
-      });
+    browser = await launchChromium([
+      `--host-resolver-rules=MAP ${ADMIN_NAME} ${fleet.nodes[0]!.ip}`,
+    ]).catch((err: Error) => {
+      noBrowser = new Error(`Chromium at ${CHROMIUM} did not start: ${err.message}`);
+      return undefined as unknown as Browser;
+    });
   }
   await started;
 }, 90_000);

@@ -12,7 +12,6 @@ import { CoralNode } from '../../src/compose/node.js';
 import { realServices } from '../../src/compose/services.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { SampleOrigin, fetchVia, resolveThrough } from '../../src/fleet/index.js';
-import { coralize } from '@coral/httpprx';
 import { cliAt, randomSubnet, tmpDir, waitFor } from '../helpers.js';
 
 /** The fleet key of these nodes (keyed mode is the default for a node with a bootstrap). */
@@ -282,7 +281,7 @@ describe('coral-node client commands against the running node', () => {
         stderr: { write: (s: string) => (err += s) },
         env: {},
       },
-      { startNode: async () => 1, coralize },
+      { startNode: async () => 1 },
     );
     expect(code).toBe(1);
     expect(err).toMatch(/CORAL_ERR_CLIENT_UNREACHABLE/);

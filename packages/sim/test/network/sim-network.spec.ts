@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
-import { SimNetwork, uniformRttLatency } from '../../src/transport/sim-network.js';
-import type { Transport } from '../../src/transport/transport.js';
-import { transportContract } from './contract.js';
+import type { Transport } from '@coral/dsht';
+import { SimNetwork, uniformRttLatency } from '../../src/network/sim-network.js';
+// The contract every Transport meets, shared with @coral/dsht's UDP transport tests.
+import { transportContract } from '../../../dsht/test/transport/contract.js';
 
 transportContract('SimNetwork', () => {
   const clock = new ManualClock();

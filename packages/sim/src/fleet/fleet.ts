@@ -5,8 +5,8 @@
  */
 import { Keyring } from '@coral/keyring';
 import { ManualClock, SeededRandom } from '@coral/testkit';
-import { Dsht, type ClusterPolicy, type DshtOptions } from '../dsht.js';
-import { SimNetwork, type LatencyModel } from '../transport/sim-network.js';
+import { Dsht, type ClusterPolicy, type DshtOptions } from '@coral/dsht';
+import { SimNetwork, type LatencyModel } from '../network/sim-network.js';
 
 export interface SimFleetOptions {
   nodes: number;

@@ -9,9 +9,7 @@
  * - partitions: `partition(a, b)` drops everything between two groups of IPs until `heal()`.
  */
 import type { Clock, Random } from '@coral/testkit';
-import type { Address } from '../contact.js';
-import { TransportError } from '../errors.js';
-import type { DatagramHandler, Transport } from './transport.js';
+import { TransportError, type Address, type DatagramHandler, type Transport } from '@coral/dsht';
 
 export type LatencyModel = (fromIp: string, toIp: string) => number;
 
@@ -31,21 +29,31 @@ export interface SimNetworkOptions {
 
 /** Default latency model: RTT uniform in [minRtt, maxRtt] per unordered IP pair, stable for a seed. */
 export function uniformRttLatency(minRttMs = 20, maxRttMs = 200, seed = 1): LatencyModel {
+  // The hash of `${seed}|${x}|${y}`, computed part by part (no string built per datagram).
+  const prefix = fnv(FNV_OFFSET, `${seed}|`);
   return (a, b) => {
     if (a === b) return 0.05;
-    const [x, y] = a < b ? [a, b] : [b, a];
-    const h = hash32(`${seed}|${x}|${y}`);
+    const h =
+      a < b
+        ? finalize(fnv(fnv(fnv(prefix, a), '|'), b))
+        : finalize(fnv(fnv(fnv(prefix, b), '|'), a));
     return (minRttMs + (h / 4294967296) * (maxRttMs - minRttMs)) / 2;
   };
 }
 
-/** FNV-1a, then a finalizer: a cheap, well-spread hash for the latency model. */
-function hash32(s: string): number {
-  let h = 0x811c9dc5;
+const FNV_OFFSET = 0x811c9dc5;
+
+/** FNV-1a over the UTF-16 code units of `s`, continuing from `h`. */
+function fnv(h: number, s: string): number {
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
+  return h;
+}
+
+/** FNV-1a, then a finalizer: a cheap, well-spread hash for the latency model. */
+function finalize(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;

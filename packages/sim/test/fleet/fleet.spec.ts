@@ -8,8 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SeededRandom, shuffle } from '@coral/testkit';
-import { keyFromName } from '../../src/id/id.js';
-import { SimFleet } from '../../src/sim/fleet.js';
+import { keyFromName } from '@coral/dsht';
+import { SimFleet } from '../../src/fleet/fleet.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 

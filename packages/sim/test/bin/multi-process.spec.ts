@@ -14,7 +14,7 @@ import { waitFor } from '@coral/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
-const bin = join(root, 'packages/dsht/dist/bin/dsht-node.js');
+const bin = join(root, 'packages/sim/dist/bin/dsht-node.js');
 
 interface Proc {
   child: ChildProcessWithoutNullStreams;

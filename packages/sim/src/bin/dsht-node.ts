@@ -3,7 +3,7 @@
  * dsht-node — one DSHT node as a process, driven over stdin/stdout JSON lines (used by the
  * multi-process test and handy for poking at a fleet by hand).
  *
- *   CORAL_FLEET_KEYS=<key>[,<key>...] node packages/dsht/dist/bin/dsht-node.js \
+ *   CORAL_FLEET_KEYS=<key>[,<key>...] node packages/sim/dist/bin/dsht-node.js \
  *        --host 127.0.0.2 --port 0 --data ./data/n2 [--bootstrap 127.0.0.3:4000,...] \
  *        [--open] [--isolation-ms 30000]
  *
@@ -21,9 +21,7 @@
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Keyring } from '@coral/keyring';
-import { Dsht } from '../dsht.js';
-import { DshtError } from '../errors.js';
-import { keyFromName, toHex } from '../id/id.js';
+import { Dsht, DshtError, keyFromName, toHex } from '@coral/dsht';
 
 const { values: args } = parseArgs({
   options: {

@@ -1,0 +1,143 @@
+/**
+ * Coral's sloppy put, in every level this node runs, most local first, each level continuing from
+ * where the previous one stopped. Forward phase: walk toward the key with STORE_PROBE, stopping at
+ * the closest node or the first one both full and loaded. Reverse phase: STORE at the closest
+ * visited node that can accept, the next one out when it refuses. A cluster level where the key is
+ * already loaded is skipped: it holds plenty of copies.
+ */
+import { PUT_REVERSE_TRIES } from '../constants.js';
+import type { Contact } from '../contact.js';
+import type { NodeContext } from '../context.js';
+import { AbortedError, PutRejectedError, throwIfAborted } from '../errors.js';
+import { compareDistance, type Id } from '../id/id.js';
+import type { PutResult } from '../types.js';
+import { StoreStatus } from '../wire/messages.js';
+import { levelWalk } from './find-node.js';
+import { lookup, type LookupEvent, type QueryOutcome, type Visit } from './lookup.js';
+
+/** What one STORE_PROBE answer told the forward phase. */
+export interface PutProbe {
+  full: boolean;
+  loaded: boolean;
+}
+
+export interface PutOptions {
+  signal?: AbortSignal;
+  /** The most local level to start from. Default: the node's most local level. */
+  level?: number;
+}
+
+/** Put `value` under `key` (arguments already checked); rejects with PutRejectedError if no node took it. */
+export async function sloppyPut(
+  ctx: NodeContext,
+  key: Uint8Array,
+  value: Uint8Array,
+  ttlSeconds: number,
+  opts: PutOptions = {},
+): Promise<PutResult> {
+  throwIfAborted(opts.signal);
+  const start = ctx.clock.now();
+  const top = Math.min(ctx.levels - 1, opts.level ?? ctx.levels - 1);
+  const stored: PutResult['stored'] = [];
+  const skipped: number[] = [];
+  let messages = 0;
+  let hops = 0;
+  let lastLevel = 0;
+  let continueFrom: Contact | undefined;
+  for (let level = top; level >= 0; level--) {
+    lastLevel = level;
+    let finished: Extract<LookupEvent<PutProbe>, { type: 'FINISHED' }> | undefined;
+    for await (const e of lookup<PutProbe>({
+      ...levelWalk(ctx, key, level, continueFrom, opts.signal),
+      query: async (c, signal): Promise<QueryOutcome<PutProbe>> => {
+        const r = await ctx.query(c, { type: 'STORE_PROBE', level, key, ttl: ttlSeconds }, signal);
+        if (r.body.type !== 'PROBE_RESULT')
+          return { contacts: [], result: { full: true, loaded: true } };
+        const { full, loaded, contacts } = r.body;
+        return { contacts, stop: full && loaded, result: { full, loaded } };
+      },
+    })) {
+      if (e.type === 'FINISHED') finished = e;
+    }
+    if (!finished) continue;
+    messages += finished.messages;
+    continueFrom = finished.visited[0]?.contact;
+    // A cluster level where the key is already loaded (the walk met a full-and-loaded node) is
+    // skipped: it holds plenty of copies; the put goes on in the next larger level.
+    if (level > 0 && finished.stoppedAt?.result.loaded && finished.stoppedAt.result.full) {
+      skipped.push(level);
+      continue;
+    }
+    const placed = await reversePhase(
+      ctx,
+      key,
+      value,
+      ttlSeconds,
+      level,
+      finished.visited,
+      opts.signal,
+    );
+    messages += placed.messages;
+    if (placed.at) {
+      stored.push({ level, contact: placed.at.contact, hop: placed.at.hop });
+      hops = Math.max(hops, placed.at.hop);
+    }
+  }
+  const latencyMs = ctx.clock.now() - start;
+  ctx.metrics?.lookup('put', hops, latencyMs);
+  if (stored.length === 0) throw new PutRejectedError('no node accepted the value');
+  return {
+    stored,
+    skippedLevels: skipped,
+    stats: {
+      hops,
+      messages,
+      level: lastLevel,
+      answeredBy: stored[stored.length - 1]?.contact,
+      latencyMs,
+    },
+  };
+}
+
+/** Try the visited nodes closest first (this node included, at its distance) until one accepts. */
+async function reversePhase(
+  ctx: NodeContext,
+  key: Id,
+  value: Uint8Array,
+  ttl: number,
+  level: number,
+  visited: Visit<PutProbe>[],
+  signal: AbortSignal | undefined,
+): Promise<{ at?: Visit<PutProbe>; messages: number }> {
+  const selfId = ctx.id;
+  const self: Visit<PutProbe> = {
+    contact: ctx.plainContact,
+    hop: 0,
+    result: ctx.store.probe(level, key, ttl, selfId),
+  };
+  const order = [...visited];
+  const i = order.findIndex((v) => compareDistance(selfId, v.contact.id, key) < 0);
+  order.splice(i < 0 ? order.length : i, 0, self);
+  let messages = 0;
+  let tries = 0;
+  const maxTries = ctx.options.putReverseTries ?? PUT_REVERSE_TRIES;
+  for (const v of order) {
+    if (tries >= maxTries) break;
+    if (v.result.full || v.result.loaded) continue;
+    tries++;
+    if (v === self) {
+      if (ctx.store.store(level, key, selfId, value, ttl) === StoreStatus.ACCEPTED)
+        return { at: v, messages };
+      continue;
+    }
+    messages++;
+    try {
+      const r = await ctx.query(v.contact, { type: 'STORE', level, key, value, ttl }, signal);
+      if (r.body.type === 'STORE_RESULT' && r.body.status === StoreStatus.ACCEPTED)
+        return { at: v, messages };
+    } catch (err) {
+      if (err instanceof AbortedError) throw err;
+    }
+  }
+  return { messages };
+}

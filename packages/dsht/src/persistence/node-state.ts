@@ -1,0 +1,58 @@
+/**
+ * A node's state in its database: what `start()` restores (values into the store, contacts to
+ * ping first) and how changes are written back — values through, as they change (batched per
+ * turn), contacts periodically and at stop.
+ */
+import type { Contact } from '../contact.js';
+import { PERSIST_MAX_CONTACTS } from '../constants.js';
+import { idEquals, nodeIdFor, toHex } from '../id/id.js';
+import type { RoutingTable } from '../routing-table/routing-table.js';
+import type { Logger } from '../rpc/rpc.js';
+import type { ValueStore } from '../store/value-store.js';
+import type { Persistence } from './persistence.js';
+
+/**
+ * Restore stored values into `store`; return the stored contacts, most recently seen first, each
+ * once, and only those whose id is SHA-1 of their address.
+ */
+export async function restoreState(p: Persistence, store: ValueStore): Promise<Contact[]> {
+  for (const v of await p.loadValues()) store.restore(v);
+  const seen = new Set<string>();
+  return (await p.loadContacts())
+    .sort((a, b) => b.lastSeen - a.lastSeen)
+    .map((c) => c.contact)
+    .filter((c) => {
+      const hex = toHex(c.id);
+      if (seen.has(hex) || !idEquals(nodeIdFor(c.ip, c.port), c.id)) return false;
+      seen.add(hex);
+      return true;
+    });
+}
+
+/** Write every change of `store` through to `p`: queued at once, flushed once per turn. */
+export function writeThrough(store: ValueStore, p: Persistence, logger: Logger): void {
+  let scheduled = false;
+  store.onChange = (ch) => {
+    if (ch.kind === 'put') p.putValue(ch.value);
+    else p.deleteValue(ch.value);
+    if (!scheduled) {
+      scheduled = true;
+      queueMicrotask(() => {
+        scheduled = false;
+        void p.flush().catch((err: unknown) => logger.warn({ err }, 'persist failed'));
+      });
+    }
+  };
+}
+
+/** Queue the most recently seen contacts of every table (PERSIST_MAX_CONTACTS per level). */
+export function saveContacts(p: Persistence, tables: readonly RoutingTable[]): void {
+  const entries = tables.flatMap((t) =>
+    t
+      .all()
+      .sort((a, b) => b.lastSeen - a.lastSeen)
+      .slice(0, PERSIST_MAX_CONTACTS)
+      .map((e) => ({ level: t.level, contact: e.contact, lastSeen: e.lastSeen })),
+  );
+  p.setContacts(entries);
+}
