@@ -116,6 +116,7 @@ export const realServices: ServiceFactory = {
             : undefined,
         views: config.dns.views.map((v) => ({ ...v, nodes: v.nodes ? [...v.nodes] : undefined })),
         rrl: { responsesPerSecond: config.dns.rateLimitPerSecond },
+        delegation: { enabled: config.dns.delegation, port: config.dns.delegationPort },
       },
     ) as DnsPort;
   },

@@ -47,6 +47,8 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['dns.ttl', 'int'],
   ['dns.nameservers', 'nameservers'],
   ['dns.rateLimitPerSecond', 'int'],
+  ['dns.delegation', 'bool'],
+  ['dns.delegationPort', 'int'],
   ['tls.cert', 'string'],
   ['tls.key', 'string'],
   ['tls.originCa', 'list'],

@@ -206,6 +206,10 @@ const dnsSchema = z.strictObject({
   views: z.array(viewSchema).default([]),
   /** Response rate limiting: identical answers per second per client /24; 0 disables. */
   rateLimitPerSecond: z.number().int().nonnegative().default(DEFAULT_DNS_RATE_LIMIT_PER_SECOND),
+  /** Nearby-nameserver delegation (sub-zones per cluster level, NS records of nearby members). */
+  delegation: z.boolean().default(false),
+  /** The port resolvers ask members on (53; a member is a nameserver only if its DNS is there). */
+  delegationPort: port.default(53),
 });
 
 const adminSchema = z.strictObject({
