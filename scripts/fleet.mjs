@@ -15,6 +15,7 @@ const { values } = parseArgs({
     'origin-port': { type: 'string', default: '8080' },
     'data-root': { type: 'string' },
     zone: { type: 'string', default: 'nyud.net' },
+    open: { type: 'boolean', default: false },
   },
 });
 const nodes = Number(values.nodes);
@@ -30,6 +31,7 @@ const fleet = new Fleet({
   dataRoot,
   subnet: Number(values.subnet),
   logLevel: 'info',
+  open: values.open,
   env: {
     CORAL_ZONE: values.zone,
     CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
@@ -57,6 +59,9 @@ process.stdout.write(
   [
     `fleet of ${nodes} nodes is up; sample origin http://127.0.0.1:${port}/ (as www.origin.test)`,
     ...rows,
+    values.open
+      ? 'open fleet (--open): nothing is authenticated'
+      : `keyed fleet: one key generated for this run, in each node's CORAL_FLEET_KEYS (coral-node --admin URL keys list)`,
     '',
     'Try:',
     `  dig @${first.ip} -p ${first.dnsPort} ${name} A +short`,

@@ -10,6 +10,6 @@ import { realServices } from './compose/services.js';
 
 const io = { stdout: process.stdout, stderr: process.stderr, env: process.env };
 const code = await run(process.argv.slice(2), io, {
-  startNode: (config, cliIo) => runNode(config, cliIo, realServices),
+  startNode: (config, cliIo, reload) => runNode(config, cliIo, realServices, process, reload),
 });
 process.exitCode = code;

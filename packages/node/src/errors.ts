@@ -126,6 +126,26 @@ export class HolderDecodeError extends CoralNodeError {
 }
 
 /**
+ * The fleet's keys are missing where they are required (a node with a bootstrap list and neither
+ * `fleet.keys` nor `fleet.open`), or a run-time key change was refused (the primary key removed,
+ * an unknown key id, a malformed key). Messages never contain a secret.
+ */
+export class FleetKeyError extends CoralNodeError {
+  constructor(
+    code: 'CORAL_ERR_FLEET_KEY_REQUIRED' | 'CORAL_ERR_FLEET_KEY_REFUSED' | 'CORAL_ERR_FLEET_OPEN',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    const status = {
+      CORAL_ERR_FLEET_KEY_REQUIRED: 400,
+      CORAL_ERR_FLEET_KEY_REFUSED: 409,
+      CORAL_ERR_FLEET_OPEN: 409,
+    }[code];
+    super(code, message, status, options);
+  }
+}
+
+/**
  * A certificate or key cannot be used: a PEM file that cannot be read or parsed, a key that does
  * not match its certificate, a local CA that is incomplete or expired.
  */
@@ -163,6 +183,9 @@ export const ERROR_CODES = [
   'CORAL_ERR_CLIENT_UNREACHABLE',
   'CORAL_ERR_CLIENT_HTTP',
   'CORAL_ERR_HOLDER_INVALID',
+  'CORAL_ERR_FLEET_KEY_REQUIRED',
+  'CORAL_ERR_FLEET_KEY_REFUSED',
+  'CORAL_ERR_FLEET_OPEN',
   'CORAL_ERR_TLS',
   'CORAL_ERR_PEER_UNAUTHORIZED',
 ] as const;

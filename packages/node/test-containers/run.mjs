@@ -13,7 +13,7 @@
 //    (containers, networks, volumes; the images stay cached).
 //
 // Run it alone: `flock /tmp/coral-docker.lock npm run test:containers`.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,9 +41,16 @@ const PORTS = {
 };
 const DNS = { ip: PUBLISH, port: 5353 };
 const token = randomBytes(16).toString('hex');
+/** The fleet key, generated for this run like an operator would (`openssl rand -hex 32`). */
+const fleetKey = randomBytes(32).toString('hex');
+const fleetKeyId = createHash('sha256')
+  .update(Buffer.from(fleetKey, 'hex'))
+  .digest('hex')
+  .slice(0, 8);
 const env = {
   ...process.env,
   CORAL_ADMIN_TOKEN: token,
+  CORAL_FLEET_KEYS: fleetKey,
   CORAL_PUBLISH_ADDR: PUBLISH,
   CORAL_ADMIN_PUBLISH_ADDR: PUBLISH,
 };
@@ -248,6 +255,19 @@ async function main() {
     return `${NODES.join(', ')} healthy and /readyz 200 after ${seconds(ms)}`;
   });
   if (!healthy) return;
+
+  await check('every node runs keyed with the key from the environment', async () => {
+    for (const n of NODES) {
+      const k = await admin(n).json('GET', '/v1/fleet/keys');
+      const ids = k.keys.map((x) => x.id).join(',');
+      if (k.mode !== 'keyed' || ids !== fleetKeyId)
+        throw new Error(`${n}: mode ${k.mode}, keys ${ids}, not keyed with ${fleetKeyId}`);
+      const auth = await admin(n).json('GET', '/v1/fleet/auth');
+      if (auth.members.length < NODES.length - 1)
+        throw new Error(`${n}: ${auth.members.length} verified members`);
+    }
+    return `keyed with key ${fleetKeyId}; every node verified the others`;
+  });
 
   // The dashboard ships in the image (its script is built into dist/, uPlot is a dependency), and
   // a published admin port is not loopback: the browser gets the login page, the token the data.

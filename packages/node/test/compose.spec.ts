@@ -14,6 +14,7 @@ import { parse } from 'yaml';
 import { AdminClient } from '../src/cli/client.js';
 import { fetchVia, objectBody, resolveThrough, stopProcess } from '../src/fleet/index.js';
 import { DEFAULT_ORIGIN_OBJECT_BYTES } from '../src/fleet/origin.js';
+import { Keyring } from '@coral/keyring';
 import { randomSubnet, tmpDir, waitFor } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -77,7 +78,7 @@ describe('docker-compose.yml run natively', () => {
     }) as {
       services: Record<string, Service>;
     };
-    const hostEnv = { CORAL_ADMIN_TOKEN: token };
+    const hostEnv = { CORAL_ADMIN_TOKEN: token, CORAL_FLEET_KEYS: Keyring.generateKey() };
     const names = Object.keys(compose.services);
     const nodeNames = names.filter((n) => compose.services[n]!.command?.[0] === 'start');
     expect(nodeNames.length).toBeGreaterThanOrEqual(3);
@@ -112,6 +113,7 @@ describe('docker-compose.yml run natively', () => {
       );
       const ip = address.get(n)!;
       expect(env.CORAL_ADMIN_TOKEN).toBe(token);
+      expect(env.CORAL_FLEET_KEYS).toBe(hostEnv.CORAL_FLEET_KEYS);
       launch(n, [...entrypoint, ...svc.command!], {
         ...env,
         CORAL_HOSTS: hostsEnv,

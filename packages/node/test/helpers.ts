@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { waitFor as poll } from '@coral/testkit';
+import { run, type CliIo } from '../src/cli/program.js';
 
 /** A third octet for 127.0.B.x addresses no other concurrently running test is likely to use. */
 export function randomSubnet(): number {
@@ -22,6 +23,21 @@ export function waitFor<T>(
   return poll(fn, { what, limitMs: timeoutMs, everyMs: 50 });
 }
 
+/** Run a `coral-node` client command against the admin API at `adminUrl`, capturing its output. */
+export async function cliAt(
+  adminUrl: string,
+  ...args: string[]
+): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const io: CliIo = {
+    stdout: { write: (s: string) => (out += s) },
+    stderr: { write: (s: string) => (err += s) },
+    env: {},
+  };
+  const code = await run(['--admin', adminUrl, ...args], io, { startNode: async () => 1 });
+  return { code, out, err };
+}
 /** Run the `coral-node` CLI in-process (no node is started): exit code and what it printed. */
 export async function runCli(
   args: string[],

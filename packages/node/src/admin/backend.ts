@@ -26,8 +26,23 @@ export interface NodeInfoView {
 
 export interface ReadinessView {
   ready: boolean;
-  /** One entry per check (`proxy`, `dns`, `dsht`, `joined`), true when it passes. */
+  /**
+   * One entry per check (`proxy`, `dns`, `dsht`, `joined`, and in keyed mode `fleetKeys`: not
+   * isolated from the fleet), true when it passes.
+   */
   checks: Record<string, boolean>;
+  /** Why it is not ready, when a check has more to say (isolation names the key ids). */
+  reason?: string;
+}
+
+/** The fleet keys by id (never a secret), and where they came from. */
+export interface FleetKeysView {
+  mode: 'keyed' | 'open';
+  /** Primary first. */
+  keys: { id: string; primary: boolean }[];
+  source?: 'config' | 'keysFile' | 'generated' | 'dataDir';
+  /** The data directory's key file, when the keys came from it. */
+  keyFile?: string;
 }
 
 export interface LocalValueView {
@@ -74,4 +89,20 @@ export interface AdminBackend {
   dnsDecisions(): unknown;
   /** This node, the members it knows with the cluster levels they share, and its routing tables. */
   fleet(): FleetView;
+  /** Fleet keys by id. */
+  fleetKeys(): FleetKeysView;
+  /** Add a key (it verifies at once, signs once `useKey`d); returns its id. */
+  installKey(key: string): { id: string; keys: FleetKeysView['keys'] };
+  /** Make a held key the primary (the one that signs). */
+  useKey(id: string): { keys: FleetKeysView['keys'] };
+  /** Drop a key; the primary is refused. */
+  removeKey(id: string): { keys: FleetKeysView['keys'] };
+  /** Trust mode, drop counters, isolation and the verified members. */
+  fleetAuth(): unknown;
+  /** A DSHT PING to `address`: RTT in ms (rejects when it does not answer). */
+  ping(
+    address: { ip: string; port: number },
+    signal: AbortSignal,
+    retries?: number,
+  ): Promise<number>;
 }

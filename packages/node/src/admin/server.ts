@@ -75,6 +75,16 @@ const putBody = z.strictObject({
   ttl: z.number().int().min(1).max(86_400),
 });
 const purgeBody = z.strictObject({ url: z.url({ protocol: /^https?$/ }) });
+const installKeyBody = z.strictObject({ key: z.string().min(1).max(256) });
+const pingBody = z.strictObject({
+  address: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[0-9.]+):\d{1,5}$/, {
+    message: 'must be ip:port (IPv6 as [addr]:port)',
+  }),
+  /** Resends after a timeout (default the DSHT's: 2, waiting 1 + 2 + 4 s in all). */
+  retries: z.number().int().min(0).max(5).optional(),
+});
+/** A key id as the keyring shows it. */
+const KEY_ID = /^[0-9a-f]{8}$/;
 
 type Handler = (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>;
 
@@ -233,6 +243,54 @@ export class AdminApi {
         async (req) => {
           const { url } = parseBody(purgeBody, req);
           return json(200, { url, ...(await b.cachePurge(url)) });
+        },
+      ],
+      ['GET', /^\/v1\/fleet\/keys$/, async () => json(200, b.fleetKeys())],
+      [
+        'POST',
+        /^\/v1\/fleet\/keys$/,
+        async (req) => {
+          const { key } = parseBody(installKeyBody, req);
+          const r = b.installKey(key);
+          this.#logger?.info({ keyId: r.id }, 'fleet key installed through the admin API');
+          return json(200, r);
+        },
+      ],
+      [
+        'POST',
+        /^\/v1\/fleet\/keys\/([^/]+)\/use$/,
+        async (_r, _u, [id]) => {
+          const r = b.useKey(keyId(id!));
+          this.#logger?.info({ keyId: id }, 'fleet key made primary through the admin API');
+          return json(200, r);
+        },
+      ],
+      [
+        'DELETE',
+        /^\/v1\/fleet\/keys\/([^/]+)$/,
+        async (_r, _u, [id]) => {
+          const r = b.removeKey(keyId(id!));
+          this.#logger?.info({ keyId: id }, 'fleet key removed through the admin API');
+          return json(200, r);
+        },
+      ],
+      ['GET', /^\/v1\/fleet\/auth$/, async () => json(200, b.fleetAuth())],
+      [
+        'POST',
+        /^\/v1\/dsht\/ping$/,
+        async (req) => {
+          const { address, retries } = parseBody(pingBody, req);
+          const colon = address.lastIndexOf(':');
+          const to = {
+            ip: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'),
+            port: Number(address.slice(colon + 1)),
+          };
+          try {
+            const rttMs = await b.ping(to, AbortSignal.timeout(this.#opTimeoutMs), retries);
+            return json(200, { address, answered: true, rttMs });
+          } catch (err) {
+            return json(200, { address, answered: false, error: (err as Error).message });
+          }
         },
       ],
       ['GET', /^\/v1\/dns\/probes$/, async () => json(200, { probes: b.probeCache() })],
@@ -458,6 +516,17 @@ export class AdminApi {
       server.closeIdleConnections();
     });
   }
+}
+
+function keyId(raw: string): string {
+  const id = decodeURIComponent(raw).toLowerCase();
+  if (!KEY_ID.test(id)) {
+    throw new AdminRequestError(
+      'CORAL_ERR_ADMIN_BAD_REQUEST',
+      `a key id is 8 hex digits (as GET /v1/fleet/keys lists them), got ${JSON.stringify(raw.slice(0, 16))}`,
+    );
+  }
+  return id;
 }
 
 function header(headers: AdminRequest['headers'], name: string): string | undefined {

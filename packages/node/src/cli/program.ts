@@ -18,6 +18,7 @@ import { loadStartConfig } from '../config/load.js';
 import type { NameLookup } from '../config/resolve.js';
 import { ConfigError, CoralNodeError } from '../errors.js';
 import { VERSION } from '../version.js';
+import { Keyring } from '@coral/keyring';
 import { addAcmeCommands } from './acme.js';
 import { AdminClient, DEFAULT_ADMIN_URL } from './client.js';
 
@@ -25,11 +26,22 @@ export interface CliIo {
   stdout: { write(s: string): unknown };
   stderr: { write(s: string): unknown };
   env: Record<string, string | undefined>;
+  /** Standard input (`keys install -`); default the process's. */
+  stdin?: AsyncIterable<Buffer | string>;
+}
+
+async function readStdin(io: CliIo): Promise<string> {
+  let text = '';
+  for await (const chunk of io.stdin ?? process.stdin) text += chunk.toString();
+  return text;
 }
 
 export interface CliDeps {
-  /** Run a node with `config` until it is told to stop; resolves to the process exit code. */
-  startNode(config: CoralConfig, io: CliIo): Promise<number>;
+  /**
+   * Run a node with `config` until it is told to stop; resolves to the process exit code.
+   * `reload` loads the configuration again the same way (SIGHUP).
+   */
+  startNode(config: CoralConfig, io: CliIo, reload?: () => Promise<CoralConfig>): Promise<number>;
   /** Name lookup after `hosts` when checking `advertise` (default: the system resolver). */
   lookup?: NameLookup;
 }
@@ -91,8 +103,48 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
         exitCode = EXIT_CONFIG;
         return;
       }
-      exitCode = await deps.startNode(config, io);
+      exitCode = await deps.startNode(config, io, () =>
+        loadStartConfig({ file: opts.config, env: io.env, lookup: deps.lookup }),
+      );
     });
+
+  program
+    .command('keygen')
+    .description('print a new random fleet key (32 bytes as 64 hex digits) for fleet.keys')
+    .action(() => print(Keyring.generateKey()));
+
+  const keys = program
+    .command('keys')
+    .description('the fleet keys of a running node (by id; secrets are never shown)');
+  keys
+    .command('list')
+    .description('key ids, primary (signing) key first')
+    .action(async () => print(await client().json('GET', '/v1/fleet/keys')));
+  keys
+    .command('install <key>')
+    .description(
+      'add KEY (64 hex or base64; "-" reads it from stdin): it verifies at once, signs after "use"',
+    )
+    .action(async (key: string) => {
+      const secret = key === '-' ? (await readStdin(io)).trim() : key;
+      print(await client().json('POST', '/v1/fleet/keys', { key: secret }));
+    });
+  keys
+    .command('use <id>')
+    .description('make the key with this id the primary (the one that signs)')
+    .action(async (id: string) =>
+      print(await client().json('POST', `/v1/fleet/keys/${encodeURIComponent(id)}/use`)),
+    );
+  keys
+    .command('remove <id>')
+    .description('drop the key with this id (the primary is refused: "use" another first)')
+    .action(async (id: string) =>
+      print(await client().json('DELETE', `/v1/fleet/keys/${encodeURIComponent(id)}`)),
+    );
+  keys
+    .command('status')
+    .description('trust mode, drops by reason, isolation and verified members')
+    .action(async () => print(await client().json('GET', '/v1/fleet/auth')));
 
   program
     .command('status')
@@ -128,6 +180,18 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
           ttl: opts.ttl,
         }),
       );
+    });
+  dsht
+    .command('ping <address>')
+    .description('one DSHT PING to ADDRESS (ip:port): its round-trip time')
+    .option('--retries <n>', 'resends after a timeout (default 2)', intArg('--retries', 0, 5))
+    .action(async (address: string, opts: { retries?: number }) => {
+      const r = await client().json<{ answered: boolean }>('POST', '/v1/dsht/ping', {
+        address,
+        ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
+      });
+      print(r);
+      if (!r.answered) exitCode = EXIT_FAILURE;
     });
   dsht
     .command('routes')

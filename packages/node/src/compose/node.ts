@@ -9,7 +9,9 @@ import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
-import type { FleetMembers, PeerAuth } from '@coral/httpprx';
+import { toNodeInfo, type DshtAuthState } from '@coral/dsht';
+import type { PeerAuth } from '@coral/httpprx';
+import { HttpPeerSigner, KeyringError, type KeyInfo, type Keyring } from '@coral/keyring';
 import { FleetChallenges } from '../acme/fleet-challenges.js';
 import { NodeCertificates, type TlsMaterial } from '../tls/certificates.js';
 import { tlsBannerLines } from '../tls/banner.js';
@@ -17,6 +19,7 @@ import type { Logger } from 'pino';
 import type {
   AdminBackend,
   DshtGetView,
+  FleetKeysView,
   LocalValueView,
   NodeInfoView,
   ReadinessView,
@@ -32,7 +35,9 @@ import {
   type ResolvedAddresses,
 } from '../config/resolve.js';
 import type { CoralConfig } from '../config/schema.js';
-import { CoralNodeError, StartError } from '../errors.js';
+import { CoralNodeError, FleetKeyError, StartError } from '../errors.js';
+import { resolveFleetTrust, readKeyFile, type FleetTrust } from '../trust/fleet-keys.js';
+import { DshtFleetMembers } from '../trust/members.js';
 import { openStore } from '../storage/open-store.js';
 import { createLogger } from '../logging/logger.js';
 import { VERSION } from '../version.js';
@@ -95,6 +100,8 @@ export class CoralNode implements AdminBackend {
   #retry: { cancel(): void } | undefined;
   readonly #services: ServiceFactory;
   readonly #lookup: NameLookup | undefined;
+  /** Open mode, or keyed with the fleet keyring (decided at start: trust/fleet-keys.ts). */
+  trust: FleetTrust = { mode: 'open' };
   readonly #peerAuth: PeerAuth | undefined;
 
   private constructor(
@@ -143,6 +150,22 @@ export class CoralNode implements AdminBackend {
       clock: this.#clock,
     };
 
+    // Keyed (the default) or open, before anything listens: a joining node with no key stops here.
+    this.trust = await step('fleet keys', () => resolveFleetTrust(config, dataDir));
+    const keyring = this.trust.mode === 'keyed' ? this.trust.keyring : undefined;
+    if (this.trust.mode === 'keyed' && this.trust.keyFileExposed) {
+      logger.warn(
+        { keyFile: this.trust.keyFile },
+        'the fleet key file is readable by other users: chmod 600 it',
+      );
+    }
+    keyring?.on('change', (c) =>
+      logger.info(
+        { change: c.kind, keyId: c.id, primaryKeyId: c.primaryId, keyIds: c.ids },
+        'fleet keys changed',
+      ),
+    );
+
     // One identity: the DSHT contact carries the advertised address, and everything else (holder
     // records, DNS answers, the banner) takes it from that contact.
     this.#bootstrap = await resolveBootstrap(config, this.#selfAddresses(), this.#lookup);
@@ -160,6 +183,7 @@ export class CoralNode implements AdminBackend {
             dnsPort: config.dns.enabled ? config.dns.port : undefined,
             region: config.region,
           },
+          ...(keyring ? { keyring } : {}),
         });
         try {
           await dsht.start({ bootstrap: this.#bootstrap.contacts });
@@ -172,6 +196,12 @@ export class CoralNode implements AdminBackend {
     );
     const contact = this.dsht.contact;
     const nodeId = Buffer.from(contact.id).toString('hex');
+    this.dsht.on('isolated', (state) => this.#isolationChanged(state));
+    metrics.bindTrust({
+      counters: () => ({ ...this.dsht.authState().counters }),
+      isolated: () => this.dsht.authState().isolated,
+      keys: () => keyring?.size ?? 0,
+    });
     this.listening.dsht = { host: addresses.bind.dsht, port: contact.port };
     if (addresses.bind.dsht !== contact.ip) {
       logger.warn(
@@ -205,17 +235,10 @@ export class CoralNode implements AdminBackend {
         claimRankCap: config.index.claimRankCap,
       },
     );
-    // Stopgap until the DSHT's verified membership is wired (issue 10, wave 2): the proxy asks
-    // only holders that are live proxies of the directory, at the directory's address for them,
-    // in open mode (holder records are not authenticated yet).
-    const members: FleetMembers = {
-      recordsAuthenticated: false,
-      member: (id) => {
-        const n = this.directory?.get?.(id);
-        const ip = n?.ipv4 ?? n?.ipv6;
-        return n && ip ? { ip, httpPort: n.httpPort } : undefined;
-      },
-    };
+    // Peer fetches go only to the DSHT's verified members, at the address each was verified at;
+    // in keyed mode holder records are authenticated and peer requests are signed and checked.
+    const members = new DshtFleetMembers(this.dsht, keyring !== undefined);
+    const peerAuth = keyring ? new HttpPeerSigner({ keyring, clock: this.#clock }) : undefined;
     this.proxy = await step('proxy', () =>
       openStore({ ...storage, store: 'cache', dir: join(dataDir, 'cache') }, async () => {
         const proxy = await services.proxy({
@@ -225,6 +248,7 @@ export class CoralNode implements AdminBackend {
           self,
           dataDir: join(dataDir, 'cache'),
           members,
+          ...(peerAuth ? { peerAuth } : {}),
         });
         try {
           await proxy.open();
@@ -260,7 +284,8 @@ export class CoralNode implements AdminBackend {
     this.acme = new FleetChallenges(
       {
         store: this.challenges,
-        peerAuth: this.#peerAuth,
+        // The fleet's signer (keyed mode) unless the caller gave one.
+        peerAuth: this.#peerAuth ?? peerAuth,
         members: () => this.#otherMembers(),
         logger: log('acme'),
       },
@@ -489,7 +514,44 @@ export class CoralNode implements AdminBackend {
         }),
       );
     }
+    lines.push(...this.#fleetBanner());
     return lines.join('\n') + '\n';
+  }
+
+  /**
+   * The fleet's trust mode for the banner. A node that generated (or reuses) its key in its data
+   * directory says how to join others to it: the key file's path, never the secret, which goes to
+   * logs and terminals that others may read.
+   */
+  #fleetBanner(): string[] {
+    const t = this.trust;
+    if (t.mode === 'open') {
+      return [
+        '',
+        'Fleet: OPEN (fleet.open): nothing is authenticated, anyone may join. For public',
+        'experiments only; see docs/security.md.',
+      ];
+    }
+    const keys = t.keyring.list();
+    const from = {
+      config: 'fleet.keys',
+      keysFile: `fleet.keysFile`,
+      generated: `generated now into ${t.keyFile}`,
+      dataDir: t.keyFile,
+    }[t.source];
+    const lines = [
+      '',
+      `Fleet: keyed, ${keys.length} key${keys.length === 1 ? '' : 's'} (primary ${t.keyring.primaryId}) from ${from}`,
+    ];
+    if (t.keyFile) {
+      const dsht = `${fmtHost(this.addresses.advertiseIp)}:${this.config.dsht.port}`;
+      lines.push(
+        'Join another node to this one (keep the key file secret; on this same machine the other',
+        'node also needs its own ports and data directory, see README "A keyed fleet by hand"):',
+        `  CORAL_FLEET_KEYS=$(cat ${t.keyFile}) CORAL_BOOTSTRAP=${dsht} coral-node start`,
+      );
+    }
+    return lines;
   }
 
   /** The live members other than this node, at the address the directory has for them. */
@@ -503,11 +565,127 @@ export class CoralNode implements AdminBackend {
       });
   }
 
-  /** Live proxies as the DNS server sees them (this node included). */
+  /** Live proxies as the DNS server sees them: this node and the DSHT's verified members. */
   #liveProxies(): NodeInfo[] {
     if (!this.directory) return [];
     const self = this.directory.self();
-    return [self, ...this.directory.random(1024).filter((n) => n.id !== self.id)];
+    const others: NodeInfo[] = [];
+    for (const m of this.dsht.members()) {
+      const n = toNodeInfo(m);
+      if (n && n.id !== self.id) others.push(n);
+    }
+    return [self, ...others];
+  }
+
+  #isolationChanged(state: DshtAuthState): void {
+    if (state.isolated) {
+      this.logger.error(
+        { component: 'fleet', unknownKeyIds: state.unknownKeyIds, keyIds: state.keyIds },
+        `this node is isolated from its fleet: ${state.reason ?? 'no authenticated DSHT traffic'}. ` +
+          "Give it the fleet's current key (coral-node keys install, or fleet.keys and SIGHUP); " +
+          '/readyz answers not ready until it authenticates traffic again',
+      );
+    } else {
+      this.logger.warn(
+        { component: 'fleet', keyIds: state.keyIds },
+        'this node is no longer isolated: it authenticates DSHT traffic again',
+      );
+    }
+  }
+
+  // ---- fleet keys -----------------------------------------------------------------------------
+
+  #keyringOrThrow(): Keyring {
+    if (this.trust.mode === 'keyed') return this.trust.keyring;
+    throw new FleetKeyError(
+      'CORAL_ERR_FLEET_OPEN',
+      'this node runs an open fleet (fleet.open): it has no keys. Restart it with fleet.keys to run keyed',
+    );
+  }
+
+  /** A key change; a refusal of the keyring becomes a FleetKeyError (no secret in it). */
+  #keyOp<T>(op: (ring: Keyring) => T): T {
+    const ring = this.#keyringOrThrow();
+    try {
+      return op(ring);
+    } catch (err) {
+      if (err instanceof KeyringError) {
+        throw new FleetKeyError('CORAL_ERR_FLEET_KEY_REFUSED', `${err.message} (${err.code})`, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+  }
+
+  fleetKeys(): FleetKeysView {
+    const t = this.trust;
+    if (t.mode === 'open') return { mode: 'open', keys: [] };
+    const view: FleetKeysView = { mode: 'keyed', keys: t.keyring.list(), source: t.source };
+    if (t.keyFile) view.keyFile = t.keyFile;
+    return view;
+  }
+
+  installKey(key: string): { id: string; keys: KeyInfo[] } {
+    return this.#keyOp((ring) => ({ id: ring.install(key), keys: ring.list() }));
+  }
+
+  useKey(id: string): { keys: KeyInfo[] } {
+    return this.#keyOp((ring) => {
+      ring.use(id);
+      return { keys: ring.list() };
+    });
+  }
+
+  removeKey(id: string): { keys: KeyInfo[] } {
+    return this.#keyOp((ring) => {
+      ring.remove(id);
+      return { keys: ring.list() };
+    });
+  }
+
+  /**
+   * SIGHUP: make the keyring what the (re-read) configuration says — `fleet.keys` or
+   * `fleet.keysFile`, else the data directory's key file. Run-time changes made through the admin
+   * API and not written to the configuration are undone. The mode (keyed or open) needs a restart.
+   */
+  async reloadKeys(config: CoralConfig): Promise<KeyInfo[]> {
+    const ring = this.#keyringOrThrow();
+    if (config.fleet.open) {
+      throw new FleetKeyError(
+        'CORAL_ERR_FLEET_KEY_REFUSED',
+        'the configuration now says fleet.open: switching a running node to open mode needs a restart',
+      );
+    }
+    let keys = [...config.fleet.keys];
+    if (keys.length === 0 && this.trust.mode === 'keyed' && this.trust.keyFile) {
+      keys = (await readKeyFile(this.trust.keyFile))?.keys ?? [];
+    }
+    if (keys.length === 0) {
+      throw new FleetKeyError(
+        'CORAL_ERR_FLEET_KEY_REQUIRED',
+        'the configuration now holds no fleet key: the keys stay as they were',
+      );
+    }
+    return this.#keyOp(() => {
+      ring.replace(keys);
+      return ring.list();
+    });
+  }
+
+  /** Fleet-trust state: mode, key ids, drop counters by reason, isolation, members. */
+  fleetAuth(): unknown {
+    const state = this.dsht.authState();
+    return { ...state, members: this.dsht.members() };
+  }
+
+  /** One DSHT PING to `address` (ip:port): its RTT in ms. */
+  ping(
+    address: { ip: string; port: number },
+    signal: AbortSignal,
+    retries?: number,
+  ): Promise<number> {
+    return this.dsht.ping(address, { signal, ...(retries !== undefined ? { retries } : {}) });
   }
 
   // ---- AdminBackend -------------------------------------------------------------------------
@@ -544,7 +722,15 @@ export class CoralNode implements AdminBackend {
       proxy: this.listening.proxy !== undefined && !this.#stopping,
     };
     if (this.config.dns.enabled) checks.dns = this.listening.dns !== undefined && !this.#stopping;
-    return { ready: Object.values(checks).every(Boolean), checks };
+    const view: ReadinessView = { ready: false, checks };
+    if (this.trust.mode === 'keyed' && this.dsht) {
+      // Keyed: not isolated (it still authenticates its fleet's traffic).
+      const auth = this.dsht.authState();
+      checks.fleetKeys = !auth.isolated;
+      if (auth.isolated) view.reason = `isolated from the fleet: ${auth.reason ?? ''}`.trim();
+    }
+    view.ready = Object.values(checks).every(Boolean);
+    return view;
   }
 
   clusters(): unknown {
@@ -619,6 +805,7 @@ export class CoralNode implements AdminBackend {
       this.dsht,
       this.#liveProxies().map((n) => n.id),
       this.#clock.now(),
+      this.dsht.members(),
     );
   }
 }

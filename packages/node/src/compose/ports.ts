@@ -3,7 +3,9 @@
  * builds the real ones (@coral/dsht, @coral/httpprx, @coral/dnssrv); `CoralNode` only sees these,
  * which keeps the composition readable and tells each package what the process relies on.
  */
-import type { ContentIndex, FleetMembers } from '@coral/httpprx';
+import type { DshtAuthState, DshtMember } from '@coral/dsht';
+import type { ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
+import type { Keyring } from '@coral/keyring';
 import type { ChallengeStore, NodeDirectory } from '@coral/dnssrv';
 import type { Logger } from 'pino';
 import type { DshtValueStore } from '../adapters/content-index.js';
@@ -13,7 +15,10 @@ import type { CoralMetrics } from '../metrics/metrics.js';
 export interface DshtPort extends DshtValueStore {
   readonly levels: number;
   routes(level?: number): { id: Uint8Array; ip: string; port: number }[];
-  ping(to: { ip: string; port: number }, opts?: { signal?: AbortSignal }): Promise<number>;
+  ping(
+    to: { ip: string; port: number },
+    opts?: { signal?: AbortSignal; retries?: number },
+  ): Promise<number>;
   start(opts: { bootstrap?: string[]; signal?: AbortSignal }): Promise<void>;
   join(opts?: { signal?: AbortSignal }): Promise<void>;
   stop(): Promise<void>;
@@ -22,6 +27,13 @@ export interface DshtPort extends DshtValueStore {
   snapshot(): unknown;
   /** Cluster state per level, when the DSHT runs levels above 0. */
   clusters?(): unknown;
+  /** Verified live members (keyed mode: authenticated), at most `maxIdsPerIp` per IP. */
+  members(): DshtMember[];
+  member(idHex: string): DshtMember | undefined;
+  /** Trust mode, drops by reason, isolation. */
+  authState(): DshtAuthState;
+  /** Keyed mode: isolation began or ended. */
+  on(event: 'isolated', listener: (state: DshtAuthState) => void): unknown;
 }
 
 export interface ProxyPort {
@@ -70,6 +82,8 @@ export interface ServiceFactory {
       advertise: string;
       dataDir: string;
       service: { httpPort: number; dnsPort?: number; region?: string };
+      /** Keyed mode with this keyring; absent: open mode. */
+      keyring?: Keyring;
     },
   ): Promise<DshtPort>;
   proxy(
@@ -79,6 +93,8 @@ export interface ServiceFactory {
       dataDir: string;
       /** The fleet members the proxy may fetch from (absent: no peer fetch). */
       members?: FleetMembers;
+      /** Signs outgoing and checks incoming peer requests (keyed mode). */
+      peerAuth?: PeerAuth;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */

@@ -1,10 +1,12 @@
 /**
  * `coral-node start`: start a node, print where it listens and an example fetch, and run until
- * SIGTERM or SIGINT, then shut down gracefully (a second signal exits at once).
+ * SIGTERM or SIGINT, then shut down gracefully (a second signal exits at once). SIGHUP re-reads the
+ * configuration (`reload`) and makes the fleet keyring what it says (`fleet.keys` /
+ * `fleet.keysFile`); a configuration that no longer validates changes nothing and is logged.
  */
 import type { CliIo } from '../cli/program.js';
 import type { CoralConfig } from '../config/schema.js';
-import { ConfigError, CoralNodeError } from '../errors.js';
+import { ConfigError, CoralNodeError, FleetKeyError } from '../errors.js';
 import { createLogger } from '../logging/logger.js';
 import { CoralNode } from './node.js';
 import type { ServiceFactory } from './ports.js';
@@ -14,6 +16,7 @@ export async function runNode(
   io: CliIo,
   services: ServiceFactory,
   signals: NodeJS.EventEmitter = process,
+  reload?: () => Promise<CoralConfig>,
 ): Promise<number> {
   const logger = createLogger({ level: config.log.level });
   let node: CoralNode;
@@ -23,7 +26,10 @@ export async function runNode(
     const code = err instanceof CoralNodeError ? `${err.code}: ` : '';
     io.stderr.write(`coral-node: ${code}${(err as Error).message}\n`);
     logger.flush();
-    return err instanceof ConfigError ? 2 : 1;
+    const configProblem =
+      err instanceof ConfigError ||
+      (err instanceof FleetKeyError && err.code === 'CORAL_ERR_FLEET_KEY_REQUIRED');
+    return configProblem ? 2 : 1;
   }
   io.stdout.write(node.banner());
   return new Promise<number>((resolve) => {
@@ -43,11 +49,28 @@ export async function runNode(
     };
     signals.on('SIGTERM', onSignal);
     signals.on('SIGINT', onSignal);
-    // SIGHUP: read the TLS certificate files again (after an ACME renewal); connections stay.
+    // SIGHUP: read the TLS certificate files again (after an ACME renewal; connections stay), and
+    // make the fleet keyring what the re-read configuration says.
     signals.on('SIGHUP', () => {
       if (stopping) return;
       logger.info({ signal: 'SIGHUP' }, 'reloading the TLS certificate');
       void node.reloadTls();
+      if (!reload) return;
+      void (async () => {
+        try {
+          const keys = await node.reloadKeys(await reload());
+          logger.info(
+            { signal: 'SIGHUP', keyIds: keys.map((k) => k.id) },
+            'fleet keys reloaded from the configuration',
+          );
+        } catch (err) {
+          const e = err as { code?: string; message?: string };
+          logger.error(
+            { signal: 'SIGHUP', code: e.code },
+            `SIGHUP: fleet keys not reloaded: ${e.message ?? String(err)}`,
+          );
+        }
+      })();
     });
   });
 }

@@ -32,7 +32,7 @@ export class FleetDirectory extends DshtDirectory {
 }
 
 export const realServices: ServiceFactory = {
-  async dsht({ config, logger, metrics, bind, advertise, dataDir, service }) {
+  async dsht({ config, logger, metrics, bind, advertise, dataDir, service, keyring }) {
     const cluster = new DshtClusterBinding(
       {},
       { manager: { thresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] } },
@@ -46,8 +46,11 @@ export const realServices: ServiceFactory = {
         service,
         levels: LEVEL_COUNT,
         hints: true,
+        open: keyring === undefined,
+        maxIdsPerIp: config.dsht.maxIdsPerIp,
+        auth: { isolationAfterMs: config.fleet.isolationAfterMs },
       },
-      { logger, metrics: metrics.dsht, cluster },
+      { logger, metrics: metrics.dsht, cluster, ...(keyring ? { keyring } : {}) },
     );
     cluster.attach(dsht);
     return Object.assign(dsht, {
@@ -62,12 +65,18 @@ export const realServices: ServiceFactory = {
     );
   },
 
-  proxy({ config, logger, metrics, index, self, dataDir, members }) {
+  proxy({ config, logger, metrics, index, self, dataDir, members, peerAuth }) {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
     return new CoralProxy(
-      { index, logger, metrics: metrics.proxy, ...(members ? { members } : {}) },
+      {
+        index,
+        logger,
+        metrics: metrics.proxy,
+        ...(members ? { members } : {}),
+        ...(peerAuth ? { peerAuth } : {}),
+      },
       {
         zones: [config.zone],
         sites: { ...p.sites },
@@ -107,6 +116,7 @@ export const realServices: ServiceFactory = {
             : undefined,
         views: config.dns.views.map((v) => ({ ...v, nodes: v.nodes ? [...v.nodes] : undefined })),
         rrl: { responsesPerSecond: config.dns.rateLimitPerSecond },
+        delegation: { enabled: config.dns.delegation, port: config.dns.delegationPort },
       },
     ) as DnsPort;
   },

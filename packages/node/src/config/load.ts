@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { decodeKey } from '@coral/keyring';
 import { ConfigError, type ConfigIssue } from '../errors.js';
 import { checkAdvertise, type NameLookup } from './resolve.js';
 import { configSchema, type CoralConfig } from './schema.js';
@@ -38,6 +39,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['dsht.host', 'string'],
   ['dsht.port', 'int'],
   ['dsht.allowNat', 'bool'],
+  ['dsht.maxIdsPerIp', 'int'],
   ['dns.enabled', 'bool'],
   ['dns.host', 'string'],
   ['dns.port', 'int'],
@@ -45,6 +47,8 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['dns.ttl', 'int'],
   ['dns.nameservers', 'nameservers'],
   ['dns.rateLimitPerSecond', 'int'],
+  ['dns.delegation', 'bool'],
+  ['dns.delegationPort', 'int'],
   ['tls.cert', 'string'],
   ['tls.key', 'string'],
   ['tls.originCa', 'list'],
@@ -56,6 +60,10 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['admin.port', 'int'],
   ['admin.token', 'string'],
   ['admin.publicMetrics', 'bool'],
+  ['fleet.keys', 'list'],
+  ['fleet.keysFile', 'string'],
+  ['fleet.open', 'bool'],
+  ['fleet.isolationAfterMs', 'int'],
   ['log.level', 'string'],
   ['shutdownGraceMs', 'int'],
   ['exampleOrigin', 'string'],
@@ -145,6 +153,10 @@ function collect(options: LoadConfigOptions): {
     return { config: undefined, issues, input: merged };
   }
   issues.push(...crossFieldIssues(result.data));
+  const keysFile = result.data.fleet.keysFile;
+  if (keysFile !== undefined && result.data.fleet.keys.length === 0) {
+    result.data.fleet.keys = readKeysFile(keysFile, issues);
+  }
   return { config: deepFreeze(result.data) as CoralConfig, issues, input: merged };
 }
 
@@ -228,9 +240,55 @@ function parseEnvValue(raw: string, kind: EnvKind): unknown {
   }
 }
 
+/**
+ * The keys of `fleet.keysFile`: one per line or comma-separated, blank lines and `#` comments
+ * ignored. Problems name the file and the line, never the secret.
+ */
+export function readKeysFile(file: string, issues: ConfigIssue[]): string[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    issues.push({
+      path: 'fleet.keysFile',
+      message: `cannot read ${file}: ${(err as Error).message}`,
+    });
+    return [];
+  }
+  const keys: string[] = [];
+  const before = issues.length;
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.replace(/#.*$/, '').trim();
+    for (const key of line.split(/[\s,]+/).filter(Boolean)) {
+      try {
+        decodeKey(key, `key on line ${i + 1}`);
+        keys.push(key);
+      } catch (err) {
+        issues.push({ path: `fleet.keysFile ${file}`, message: (err as Error).message });
+      }
+    }
+  });
+  if (keys.length === 0 && issues.length === before) {
+    issues.push({ path: 'fleet.keysFile', message: `${file} holds no key` });
+  }
+  return keys;
+}
+
 /** Problems that involve more than one field: two services on the same port and address. */
 function crossFieldIssues(c: ReturnType<typeof configSchema.parse>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
+  if (c.fleet.open && (c.fleet.keys.length > 0 || c.fleet.keysFile !== undefined)) {
+    issues.push({
+      path: 'fleet.open',
+      message: 'an open fleet has no keys: set fleet.open or fleet.keys (fleet.keysFile), not both',
+    });
+  }
+  if (c.fleet.keys.length > 0 && c.fleet.keysFile !== undefined) {
+    issues.push({
+      path: 'fleet.keysFile',
+      message: 'the keys come from fleet.keys or from fleet.keysFile, not both',
+    });
+  }
   const tcp: [string, string, number][] = [
     ['proxy.port', c.proxy.host ?? c.host, c.proxy.port],
     ['proxy.tlsPort', c.proxy.host ?? c.host, c.proxy.tlsPort],

@@ -5,6 +5,7 @@
  * zone nyud.net.
  */
 import { isIP } from 'node:net';
+import { decodeKey } from '@coral/keyring';
 import { z } from 'zod';
 import { DEFAULT_CLAIM_RANK_CAP, DEFAULT_CLAIM_STEP_MS } from '../adapters/content-index.js';
 
@@ -29,6 +30,10 @@ export const DEFAULT_LEVEL_THRESHOLDS_MS = [60, 20] as const;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_EXAMPLE_ORIGIN = 'http://www.example.com/';
+/** Identities kept per IP by the DSHT (routing tables, members, DNS candidates). */
+export const DEFAULT_MAX_IDS_PER_IP = 1;
+/** Keyed mode: how long without authenticated DSHT traffic (amid unknown-key traffic) means isolated. */
+export const DEFAULT_ISOLATION_AFTER_MS = 30_000;
 
 const port = z.number().int().min(1).max(65535);
 const ip = z.string().refine((s) => isIP(s) !== 0, { message: 'must be an IPv4 or IPv6 address' });
@@ -141,6 +146,32 @@ const dshtSchema = z.strictObject({
    * spoofed. Turn it on only where members are trusted (a keyed fleet, a private network).
    */
   allowNat: z.boolean().default(false),
+  /** Node identities kept per IP (IPv6: per /64) in routing tables, members and DNS answers. */
+  maxIdsPerIp: z.number().int().min(1).max(64).default(DEFAULT_MAX_IDS_PER_IP),
+});
+
+/** One fleet key: 32 bytes as 64 hex digits or base64; the message never repeats the secret. */
+const fleetKey = z.string().superRefine((s, ctx) => {
+  try {
+    decodeKey(s, 'fleet key');
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+  }
+});
+
+const fleetSchema = z.strictObject({
+  /**
+   * The fleet's shared secrets: the first signs, all verify (rotation: docs/security.md). Keyed
+   * mode is the default: a node with a bootstrap list needs a key (or `open`); a node with neither
+   * a key nor a bootstrap list generates one into `<dataDir>/fleet.key`.
+   */
+  keys: z.array(fleetKey).default([]),
+  /** A file holding the keys (one per line or comma-separated, `#` comments), re-read on SIGHUP. */
+  keysFile: z.string().min(1).optional(),
+  /** Open mode: no authentication at all (public experiments only; see docs/security.md). */
+  open: z.boolean().default(false),
+  /** Keyed mode: no authenticated DSHT traffic this long, while keys it lacks arrive = isolated. */
+  isolationAfterMs: z.number().int().min(100).default(DEFAULT_ISOLATION_AFTER_MS),
 });
 
 const indexSchema = z.strictObject({
@@ -175,6 +206,10 @@ const dnsSchema = z.strictObject({
   views: z.array(viewSchema).default([]),
   /** Response rate limiting: identical answers per second per client /24; 0 disables. */
   rateLimitPerSecond: z.number().int().nonnegative().default(DEFAULT_DNS_RATE_LIMIT_PER_SECOND),
+  /** Nearby-nameserver delegation (sub-zones per cluster level, NS records of nearby members). */
+  delegation: z.boolean().default(false),
+  /** The port resolvers ask members on (53; a member is a nameserver only if its DNS is there). */
+  delegationPort: port.default(53),
 });
 
 const adminSchema = z.strictObject({
@@ -210,6 +245,7 @@ export const configSchema = z.strictObject({
   tls: tlsSchema.default(tlsSchema.parse({})),
   index: indexSchema.default(indexSchema.parse({})),
   admin: adminSchema.default(adminSchema.parse({})),
+  fleet: fleetSchema.default(fleetSchema.parse({})),
   log: z
     .strictObject({
       level: z

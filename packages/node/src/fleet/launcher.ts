@@ -3,12 +3,14 @@
  * (127.0.B.11, 127.0.B.12, ...) with the standard ports, all bootstrapping from the first. Used by
  * `npm run fleet`, the end-to-end tests and the benchmarks. Every node runs the real
  * `coral-node start` (packages/node/dist/cli.js, so build first) configured through `CORAL_*`
- * environment variables, as a container would be.
+ * environment variables, as a container would be. The fleet is keyed: one key generated for it
+ * (or `keys`) goes to every node as `CORAL_FLEET_KEYS`; `open: true` runs it in open mode.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Keyring } from '@coral/keyring';
 import { AdminClient } from '../cli/client.js';
 
 /** packages/node/dist/cli.js (the same path from src/fleet under vitest and from dist/fleet). */
@@ -33,6 +35,10 @@ export interface FleetOptions {
   /** Bound on the wait for the fleet to form (default 60 s). */
   readyTimeoutMs?: number;
   logLevel?: string;
+  /** The fleet keys every node gets (first signs); default one generated for this fleet. */
+  keys?: string[];
+  /** Run the fleet in open mode (no keys). Default false. */
+  open?: boolean;
 }
 
 export interface FleetNode {
@@ -57,41 +63,58 @@ function sleep(ms: number): Promise<void> {
 export class Fleet {
   readonly nodes: FleetNode[] = [];
   readonly subnet: number;
+  /** The keys given to every node (empty in open mode). */
+  readonly keys: readonly string[];
   readonly #options: FleetOptions;
 
   constructor(options: FleetOptions) {
     this.#options = options;
     this.subnet = options.subnet ?? 100 + Math.floor(Math.random() * 150);
+    this.keys = options.open ? [] : (options.keys ?? [Keyring.generateKey()]);
   }
 
   /** Start every node and wait until each is ready and knows every other node. */
   async start(): Promise<this> {
     const o = this.#options;
+    for (let i = 0; i < o.nodes; i++) this.#launch(i, o.nodeEnv?.(i) ?? {});
+    await this.waitFormed(o.readyTimeoutMs ?? 60_000);
+    return this;
+  }
+
+  /**
+   * One more node, the next address, bootstrapping from the first like the others, its
+   * environment changed by `env`. Does not wait for it to be ready.
+   */
+  addNode(env: Record<string, string> = {}): FleetNode {
+    return this.#launch(this.nodes.length, env);
+  }
+
+  #launch(i: number, extra: Record<string, string>): FleetNode {
+    const o = this.#options;
     const first = o.firstHost ?? 11;
     const ports = { proxy: 8090, dsht: 8091, dns: 5353, admin: 8092, ...o.ports };
     const firstIp = `127.0.${this.subnet}.${first}`;
-    for (let i = 0; i < o.nodes; i++) {
-      const ip = `127.0.${this.subnet}.${first + i}`;
-      const dataDir = join(o.dataRoot, `node${i + 1}`);
-      mkdirSync(dataDir, { recursive: true });
-      const env: Record<string, string> = {
-        CORAL_HOST: ip,
-        CORAL_DNS_HOST: ip,
-        CORAL_ADMIN_HOST: ip,
-        CORAL_PROXY_PORT: String(ports.proxy),
-        CORAL_DSHT_PORT: String(ports.dsht),
-        CORAL_DNS_PORT: String(ports.dns),
-        CORAL_ADMIN_PORT: String(ports.admin),
-        CORAL_DATA_DIR: join(dataDir, 'data'),
-        CORAL_LOG_LEVEL: o.logLevel ?? 'warn',
-        ...(i > 0 ? { CORAL_BOOTSTRAP: `${firstIp}:${ports.dsht}` } : {}),
-        ...o.env,
-        ...o.nodeEnv?.(i),
-      };
-      this.nodes.push(this.#spawn(i, ip, ports, dataDir, env));
-    }
-    await this.waitFormed(o.readyTimeoutMs ?? 60_000);
-    return this;
+    const ip = `127.0.${this.subnet}.${first + i}`;
+    const dataDir = join(o.dataRoot, `node${i + 1}`);
+    mkdirSync(dataDir, { recursive: true });
+    const env: Record<string, string> = {
+      CORAL_HOST: ip,
+      CORAL_DNS_HOST: ip,
+      CORAL_ADMIN_HOST: ip,
+      CORAL_PROXY_PORT: String(ports.proxy),
+      CORAL_DSHT_PORT: String(ports.dsht),
+      CORAL_DNS_PORT: String(ports.dns),
+      CORAL_ADMIN_PORT: String(ports.admin),
+      CORAL_DATA_DIR: join(dataDir, 'data'),
+      CORAL_LOG_LEVEL: o.logLevel ?? 'warn',
+      ...(o.open ? { CORAL_FLEET_OPEN: 'true' } : { CORAL_FLEET_KEYS: this.keys.join(',') }),
+      ...(i > 0 ? { CORAL_BOOTSTRAP: `${firstIp}:${ports.dsht}` } : {}),
+      ...o.env,
+      ...extra,
+    };
+    const node = this.#spawn(i, ip, ports, dataDir, env);
+    this.nodes[i] = node;
+    return node;
   }
 
   #spawn(

@@ -4,7 +4,7 @@
  * never see prom-client. Each node has its own registry, so several nodes can live in one process
  * (tests) without their counters mixing.
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Readings } from './history.js';
 import { SpaceSaving } from './top-k.js';
 
@@ -14,7 +14,43 @@ export interface ProxyMetricsSink {
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
   rateLimited(): void;
+  /** A holder record skipped before any connection: its node is not a verified live member. */
+  holderSkipped(reason: 'not-member'): void;
+  /** An incoming peer request refused with 403: why `Coral-Peer-Auth` did not verify. */
+  peerRejected(reason: string): void;
 }
+
+/**
+ * What the fleet-trust metrics read at each scrape: the DSHT's drop counters by reason
+ * (`authState().counters`), whether the node is isolated, and how many fleet keys it holds.
+ */
+export interface TrustSource {
+  counters(): Record<string, number>;
+  isolated(): boolean;
+  keys(): number;
+}
+
+/**
+ * DSHT datagrams dropped before their payload was looked at (keyed mode: not authenticated) and
+ * requests refused by a per-source defence, by reason, as `coral_dsht_datagrams_dropped_total`.
+ */
+export const DSHT_DROP_REASONS = [
+  'unauthenticated',
+  'unknownKey',
+  'badMac',
+  'stale',
+  'replayed',
+  'wrongMode',
+  'malformed',
+  'spoofed',
+  'listedIdMismatch',
+  'listedIpLimited',
+  'tokenRefused',
+  'rateLimited',
+  'amplificationDropped',
+  'ipLimited',
+  'quotaRefused',
+] as const;
 
 /** What the DNS server records (the shape @coral/dnssrv takes as its `metrics` component). */
 export interface DnsMetricsSink {
@@ -105,6 +141,7 @@ export class CoralMetrics {
   readonly traffic: TrafficMetricsSink;
   /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
   readonly hotUrls: SpaceSaving<string>;
+  #trust: TrustSource | undefined;
   /** Reads the counters the dashboard shows (see {@link read}). */
   readonly #readers: (() => Promise<Readings>)[] = [];
 
@@ -203,6 +240,51 @@ export class CoralMetrics {
     for (const store of ['dsht', 'cache']) corrupt.inc({ store }, 0);
     this.storage = { corruptStore: (store) => corrupt.inc({ store }) };
 
+    const holdersSkipped = new Counter({
+      name: `${p}peer_holders_skipped_total`,
+      help: 'Holder records skipped before any connection, by reason (not-member: its node is not a verified live member)',
+      labelNames: ['reason'],
+      registers,
+    });
+    holdersSkipped.inc({ reason: 'not-member' }, 0);
+    const peerRejected = new Counter({
+      name: `${p}peer_requests_rejected_total`,
+      help: 'Incoming peer requests refused with 403, by why Coral-Peer-Auth did not verify',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of ['missing', 'malformed', 'unknown-key', 'bad-mac', 'stale', 'replayed'])
+      peerRejected.inc({ reason }, 0);
+    // Read from the DSHT at each scrape (it keeps its own monotonic counters): copied, not counted.
+    const trust = () => this.#trust;
+    new Counter({
+      name: `${p}dsht_datagrams_dropped_total`,
+      help: 'DSHT datagrams dropped or requests refused by a defence, by reason (unauthenticated, unknownKey, badMac, stale, replayed: keyed mode; the others: both modes)',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        const c = trust()?.counters() ?? {};
+        this.reset();
+        for (const reason of DSHT_DROP_REASONS) this.inc({ reason }, c[reason] ?? 0);
+      },
+    });
+    new Gauge({
+      name: `${p}fleet_isolated`,
+      help: '1 while this keyed node hears only keys it does not hold (the fleet rotated without it)',
+      registers,
+      collect() {
+        this.set(trust()?.isolated() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: `${p}fleet_keys`,
+      help: 'Fleet keys held (0: open mode)',
+      registers,
+      collect() {
+        this.set(trust()?.keys() ?? 0);
+      },
+    });
+
     this.index = {
       claim: (outcome) => claims.inc({ outcome }),
       invalidValue: () => invalid.inc(),
@@ -255,6 +337,8 @@ export class CoralMetrics {
         if (bytes > 0) peerBytes.inc(bytes);
       },
       rateLimited: () => rateLimited.inc({ service: 'proxy' }),
+      holderSkipped: (reason) => holdersSkipped.inc({ reason: label(reason) }),
+      peerRejected: (reason) => peerRejected.inc({ reason: label(reason) }),
     };
     this.dns = {
       answer: (method, rcode) => answers.inc({ method: label(method), rcode: label(rcode) }),
@@ -286,6 +370,11 @@ export class CoralMetrics {
       if (k.startsWith('requests.')) out[`outcome.${outcomeOf(k.slice(9))}`]! += v;
     }
     return out;
+  }
+
+  /** Where the fleet-trust metrics read from (the node's DSHT and keyring), once it runs. */
+  bindTrust(source: TrustSource): void {
+    this.#trust = source;
   }
 
   /** The Prometheus text exposition of every metric. */

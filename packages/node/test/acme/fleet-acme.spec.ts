@@ -33,6 +33,8 @@ function start(ip: string, opts: { bootstrap?: string; key?: string }) {
       CORAL_LOG_LEVEL: 'silent',
       CORAL_TLS_LOCAL_CA: 'false',
       ...(opts.bootstrap ? { CORAL_BOOTSTRAP: opts.bootstrap } : {}),
+      // Keyed with the fleet's key; a node without it runs open (it must not join the others).
+      ...(opts.key ? { CORAL_FLEET_KEYS: opts.key } : { CORAL_FLEET_OPEN: 'true' }),
     },
   });
   return CoralNode.start(config, {

@@ -6,13 +6,16 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { urlKey } from '@coral/httpprx';
-import { run, type CliIo } from '../../src/cli/program.js';
+import { run } from '../../src/cli/program.js';
 import { loadConfig } from '../../src/config/load.js';
 import { CoralNode } from '../../src/compose/node.js';
 import { realServices } from '../../src/compose/services.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { SampleOrigin, fetchVia, resolveThrough } from '../../src/fleet/index.js';
-import { randomSubnet, tmpDir, waitFor } from '../helpers.js';
+import { cliAt, randomSubnet, tmpDir, waitFor } from '../helpers.js';
+
+/** The fleet key of these nodes (keyed mode is the default for a node with a bootstrap). */
+const FLEET_KEY = '5ec2e7'.repeat(10) + '5ec2';
 
 const token = 'test-admin-token-0123456789';
 const subnet = randomSubnet();
@@ -35,6 +38,7 @@ function configFor(ip: string, extra: Record<string, string> = {}) {
       CORAL_HOSTS: 'www.origin.test=127.0.0.1',
       CORAL_ADMIN_TOKEN: token,
       CORAL_LOG_LEVEL: 'silent',
+      CORAL_FLEET_KEYS: FLEET_KEY,
       ...extra,
     },
   });
@@ -88,7 +92,13 @@ describe('admin API of a running node', () => {
     expect((await admin(nodeA, 'GET', '/healthz')).json()).toEqual({ ok: true });
     const ready = (await admin(nodeA, 'GET', '/readyz')).json();
     expect(ready.ready).toBe(true);
-    expect(ready.checks).toEqual({ dsht: true, joined: true, proxy: true, dns: true });
+    expect(ready.checks).toEqual({
+      dsht: true,
+      joined: true,
+      proxy: true,
+      dns: true,
+      fleetKeys: true,
+    });
     const info = (await admin(nodeA, 'GET', '/v1/node')).json();
     expect(info.nodeId).toMatch(/^[0-9a-f]{40}$/);
     expect(info.services.proxy).toEqual({ host: ipA, port: 8090 });
@@ -197,19 +207,7 @@ describe('admin API of a running node', () => {
 });
 
 describe('coral-node client commands against the running node', () => {
-  async function cli(...args: string[]) {
-    let out = '';
-    let err = '';
-    const io: CliIo = {
-      stdout: { write: (s: string) => (out += s) },
-      stderr: { write: (s: string) => (err += s) },
-      env: {},
-    };
-    const code = await run(['--admin', `http://${ipA}:8092`, ...args], io, {
-      startNode: async () => 1,
-    });
-    return { code, out, err };
-  }
+  const cli = (...args: string[]) => cliAt(`http://${ipA}:8092`, ...args);
 
   it('status', async () => {
     const r = await cli('status');

@@ -22,6 +22,9 @@ import { CoralMetrics } from '../../src/metrics/metrics.js';
 import { SampleOrigin, fetchVia, resolveThrough } from '../../src/fleet/index.js';
 import { randomSubnet, tmpDir, waitFor } from '../helpers.js';
 
+/** The fleet key of these nodes (keyed mode is the default for a node with a bootstrap). */
+const FLEET_KEY = '5ec2e7'.repeat(10) + '5ec2';
+
 const subnet = randomSubnet();
 const ip = (host: number) => `127.0.${subnet}.${host}`;
 const dir = tmpDir('startup');
@@ -52,6 +55,7 @@ function configFor(host: string, env: Record<string, string> = {}) {
       CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
       CORAL_HOSTS: 'www.origin.test=127.0.0.1',
       CORAL_LOG_LEVEL: 'silent',
+      CORAL_FLEET_KEYS: FLEET_KEY,
       ...env,
     },
   });

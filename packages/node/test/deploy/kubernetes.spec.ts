@@ -183,22 +183,29 @@ describe('deploy/kubernetes manifests', () => {
     const generator = (kustomization.secretGenerator as Obj[]).find(
       (g) => g.name === 'coral-secrets',
     )!;
-    expect(generator.files).toEqual(['admin-token']);
+    expect(generator.files).toEqual(['admin-token', 'fleet-keys']);
     // The Secret the generator makes from the token file.
     const secret = {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: { name: generator.name, namespace: kustomization.namespace },
       type: generator.type,
-      data: { 'admin-token': Buffer.from('0123456789abcdef'.repeat(3)).toString('base64') },
+      data: {
+        'admin-token': Buffer.from('0123456789abcdef'.repeat(3)).toString('base64'),
+        'fleet-keys': Buffer.from('ab'.repeat(32)).toString('base64'),
+      },
     };
     expect(schemaErrors([{ where: 'generated Secret', doc: secret }])).toEqual([]);
     const refs = (container.env as Obj[]).flatMap((e) =>
       e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : [],
     );
-    expect(refs).toEqual([{ name: 'coral-secrets', key: 'admin-token' }]);
-    // The token file itself is never committed.
+    expect(refs).toEqual([
+      { name: 'coral-secrets', key: 'admin-token' },
+      { name: 'coral-secrets', key: 'fleet-keys' },
+    ]);
+    // The token and key files themselves are never committed.
     expect(readFileSync(join(dir, '.gitignore'), 'utf8')).toMatch(/^admin-token$/m);
+    expect(readFileSync(join(dir, '.gitignore'), 'utf8')).toMatch(/^fleet-keys$/m);
     expect(find('Namespace').metadata.name).toBe(kustomization.namespace);
     expect((kustomization.images as Obj[]).map((i) => i.name)).toContain(container.image);
   });
@@ -274,11 +281,13 @@ describe('deploy/kubernetes manifests', () => {
     expect(imageEnv.CORAL_DATA_DIR).toBe('/data');
     const podIp = '10.244.1.7';
     const token = 'k8s-test-token-0123456789abcdef';
+    const fleetKey = 'cd'.repeat(32);
+    const secrets: Record<string, string> = { 'admin-token': token, 'fleet-keys': fleetKey };
     const env: Record<string, string> = { ...imageEnv };
     for (const e of container.env as Obj[]) {
       if (e.value !== undefined) env[e.name] = e.value;
       else if (e.valueFrom?.fieldRef?.fieldPath === 'status.podIP') env[e.name] = podIp;
-      else if (e.valueFrom?.secretKeyRef) env[e.name] = token;
+      else if (e.valueFrom?.secretKeyRef) env[e.name] = secrets[e.valueFrom.secretKeyRef.key]!;
       else throw new Error(`no stand-in for ${e.name}`);
     }
     // CORAL_CONFIG names the ConfigMap's file where the pod mounts it.
@@ -297,6 +306,8 @@ describe('deploy/kubernetes manifests', () => {
     });
     expect(config.advertise).toBe(podIp);
     expect(config.admin.token).toBe(token);
+    // Keyed: the pods have a bootstrap list, so they need the key, and get it from the Secret.
+    expect(config.fleet).toMatchObject({ keys: [fleetKey], open: false });
     expect(config.dataDir).toBe('/data');
     expect(config.admin.publicMetrics).toBe(true);
     for (const [host] of [[config.host], [config.dns.host], [config.admin.host]])

@@ -4,6 +4,7 @@
  * of this node's level-i cluster), their RTT and liveness, and the routing tables themselves.
  * Pure: it takes what the DSHT and the directory report and returns plain JSON.
  */
+import type { DshtMember } from '@coral/dsht';
 
 /** A DSHT contact as the routing tables hold it. */
 export interface FleetContact {
@@ -120,7 +121,22 @@ function clusterViews(source: FleetSource): ClusterView[] {
   });
 }
 
-export function fleetView(source: FleetSource, liveIds: Iterable<string>, now: number): FleetView {
+/** A verified member as the DSHT's `members()` lists it. */
+export type VerifiedMember = Pick<
+  DshtMember,
+  'id' | 'ip' | 'port' | 'httpPort' | 'dnsPort' | 'region' | 'lastHeard'
+>;
+
+/**
+ * `verified`: the DSHT's verified live members; those in no routing table (yet) are listed too,
+ * with no levels.
+ */
+export function fleetView(
+  source: FleetSource,
+  liveIds: Iterable<string>,
+  now: number,
+  verified: readonly VerifiedMember[] = [],
+): FleetView {
   const self = source.contact;
   const live = new Set(liveIds);
   const rtt = new Map<string, number>();
@@ -176,6 +192,22 @@ export function fleetView(source: FleetSource, liveIds: Iterable<string>, now: n
     }
     contacts.sort((a, b) => b.bucket - a.bucket || a.nodeId.localeCompare(b.nodeId));
     routes.push({ level, contacts });
+  }
+  for (const v of verified) {
+    if (members.has(v.id)) continue;
+    members.set(v.id, {
+      nodeId: v.id,
+      ip: v.ip,
+      port: v.port,
+      httpPort: v.httpPort ?? null,
+      dnsPort: v.dnsPort ?? null,
+      region: v.region ?? null,
+      levels: [],
+      rttMs: rtt.get(addressKey(v.ip, v.port)) ?? null,
+      lastHeardMs: Math.max(0, now - v.lastHeard),
+      failures: 0,
+      live: live.has(v.id),
+    });
   }
 
   return {
