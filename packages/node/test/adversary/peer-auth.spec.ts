@@ -13,7 +13,7 @@ import { CoralNode } from '../../src/compose/node.js';
 import { realServices } from '../../src/compose/services.js';
 import { SampleOrigin, fetchVia } from '../../src/fleet/index.js';
 import { createLogger } from '../../src/logging/logger.js';
-import { randomSubnet, tmpDir } from '../helpers.js';
+import { randomSubnet, tmpDir, waitFor } from '../helpers.js';
 import { FLEET_KEY, metric, nodeEnv, type Mode } from './attacker.js';
 
 describe.each(['keyed', 'open'] as Mode[])('peer requests to a %s node', (mode) => {
@@ -33,6 +33,13 @@ describe.each(['keyed', 'open'] as Mode[])('peer requests to a %s node', (mode) 
     });
     // The node holds /obj/1 (a client fetched it), so a peer request would be served from cache.
     expect((await fetchVia({ ip, port: 8090 }, name, '/obj/1')).status).toBe(200);
+    // Held means committed to the store (the client's response can end before the commit).
+    await waitFor(
+      async () =>
+        (await node.cacheList()).some((o) => (o as { url: string }).url.endsWith('/obj/1')),
+      10_000,
+      '/obj/1 in the cache',
+    );
   });
   afterAll(async () => {
     await node?.stop();
