@@ -68,10 +68,11 @@ export function systemCaBundle(
  * counts, as for curl) and `originCa`. One secure context is built here for every connection
  * (a `ca` list per connection would parse hundreds of certificates each time). SNI (the origin's
  * name) and ALPN `http/1.1` are set per connection by SmartConnect's `undiciConnect`.
+ * `systemCa`: the bundle as {@link systemCaBundle} read it (null or undefined: none).
  */
 export function originTlsOptions(
   originCa: readonly string[] | undefined,
-  systemCa: string | null | undefined = systemCaBundle(),
+  systemCa: string | null | undefined,
 ): tls.ConnectionOptions {
   const extra = [...(systemCa ? [systemCa] : []), ...(originCa ?? [])];
   if (extra.length === 0) return { rejectUnauthorized: true };
