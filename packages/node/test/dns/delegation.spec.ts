@@ -5,30 +5,24 @@
  */
 import { Resolver } from 'node:dns/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Keyring } from '@coral/keyring';
 import { loadConfig } from '../../src/config/load.js';
 import { CoralNode } from '../../src/compose/node.js';
 import { realServices } from '../../src/compose/services.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { nodeEnv } from '../adversary/attacker.js';
 import { randomSubnet, tmpDir, waitFor } from '../helpers.js';
 
 const subnet = randomSubnet();
 const ips = [1, 2, 3].map((i) => `127.0.${subnet}.${60 + i}`);
 const dir = tmpDir('delegation');
-const key = Keyring.generateKey();
 const nodes: CoralNode[] = [];
 const NAME = 'www.origin.test.8080.nyud.net';
 
 function start(ip: string, delegation: boolean, bootstrap?: string) {
   const config = loadConfig({
     env: {
-      CORAL_HOST: ip,
-      CORAL_DNS_HOST: ip,
-      CORAL_ADMIN_HOST: ip,
-      CORAL_DATA_DIR: `${dir}/${ip}`,
-      CORAL_LOG_LEVEL: 'silent',
+      ...nodeEnv(ip, `${dir}/${ip}`, 'keyed'),
       CORAL_TLS_LOCAL_CA: 'false',
-      CORAL_FLEET_KEYS: key,
       CORAL_DNS_DELEGATION: String(delegation),
       CORAL_DNS_DELEGATION_PORT: '5353',
       ...(bootstrap ? { CORAL_BOOTSTRAP: bootstrap } : {}),
