@@ -15,6 +15,8 @@ import type { CoralMetrics } from '../metrics/metrics.js';
 import { AdminAccess, SAFE_METHODS, type AccessGrant } from './access.js';
 import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { acmeRoutes, isPeerPath } from './acme-routes.js';
+import type { FleetPurge } from '../purge/fleet-purge.js';
+import { purgeRoutes } from './purge-routes.js';
 import type { AdminBackend } from './backend.js';
 import { asset } from './dashboard/assets.js';
 import { DashboardData, type DashboardOptions } from './dashboard/data.js';
@@ -46,6 +48,8 @@ export interface AdminApiComponents {
   clock?: Clock;
   /** ACME DNS-01 challenges of the fleet (admin/acme-routes.ts); absent: no such endpoints. */
   acme?: FleetChallenges;
+  /** Fleet purges (admin/purge-routes.ts); absent: only the local `/v1/cache/purge`. */
+  purges?: FleetPurge;
 }
 
 export interface AdminApiOptions {
@@ -296,6 +300,17 @@ export class AdminApi {
       ['GET', /^\/v1\/dns\/probes$/, async () => json(200, { probes: b.probeCache() })],
       ['GET', /^\/v1\/dns\/decisions$/, async () => json(200, { decisions: b.dnsDecisions() })],
       ...(components.acme ? acmeRoutes(components.acme) : []),
+      ...(components.purges ? purgeRoutes(components.purges) : []),
+      [
+        'GET',
+        /^\/v1\/blocklist$/,
+        async () => {
+          if (!b.blocklist) {
+            throw new AdminRequestError('CORAL_ERR_ADMIN_UNAVAILABLE', 'no blocklist here');
+          }
+          return json(200, b.blocklist());
+        },
+      ],
     ];
   }
 

@@ -75,7 +75,14 @@ export interface IndexMetricsSink {
 /** What the node's start-up records about its databases. */
 export interface StorageMetricsSink {
   /** A database found corrupt at start was moved aside and the node started with it empty. */
-  corruptStore(store: 'dsht' | 'cache'): void;
+  corruptStore(store: 'dsht' | 'cache' | 'purge'): void;
+}
+
+export interface PurgeMetricsSink {
+  /** A purge applied here: taken here (`local`), sent by a member (`peer`), pulled (`catch-up`). */
+  purge(source: 'local' | 'peer' | 'catch-up', removed: number): void;
+  /** A request refused because its origin is on the blocklist. */
+  blocked(): void;
 }
 
 /**
@@ -138,6 +145,7 @@ export class CoralMetrics {
   readonly dsht: DshtMetricsSink;
   readonly index: IndexMetricsSink;
   readonly storage: StorageMetricsSink;
+  readonly purge: PurgeMetricsSink;
   readonly traffic: TrafficMetricsSink;
   /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
   readonly hotUrls: SpaceSaving<string>;
@@ -232,13 +240,41 @@ export class CoralMetrics {
     for (const to of ['client', 'peer']) responseBytes.inc({ to }, 0);
     const corrupt = new Counter({
       name: `${p}store_corruptions_total`,
-      help: 'Databases found corrupt at start, moved aside and started empty, by store (dsht, cache)',
+      help: 'Databases found corrupt at start, moved aside and started empty, by store (dsht, cache, purge)',
       labelNames: ['store'],
       registers,
     });
     // Both series exist from the start, so a dashboard or alert sees 0 rather than no data.
-    for (const store of ['dsht', 'cache']) corrupt.inc({ store }, 0);
+    for (const store of ['dsht', 'cache', 'purge']) corrupt.inc({ store }, 0);
     this.storage = { corruptStore: (store) => corrupt.inc({ store }) };
+    const purges = new Counter({
+      name: `${p}purges_total`,
+      help: 'Purges applied on this node, by source (local, peer, catch-up)',
+      labelNames: ['source'],
+      registers,
+    });
+    const purged = new Counter({
+      name: `${p}purged_objects_total`,
+      help: 'Stored responses dropped by purges, by source (local, peer, catch-up)',
+      labelNames: ['source'],
+      registers,
+    });
+    for (const source of ['local', 'peer', 'catch-up']) {
+      purges.inc({ source }, 0);
+      purged.inc({ source }, 0);
+    }
+    const blocked = new Counter({
+      name: `${p}blocked_requests_total`,
+      help: 'Proxy requests refused because their origin is on the blocklist',
+      registers,
+    });
+    this.purge = {
+      purge: (source, removed) => {
+        purges.inc({ source });
+        purged.inc({ source }, removed);
+      },
+      blocked: () => blocked.inc(),
+    };
 
     const holdersSkipped = new Counter({
       name: `${p}peer_holders_skipped_total`,

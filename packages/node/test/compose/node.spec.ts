@@ -98,6 +98,7 @@ describe('admin API of a running node', () => {
       proxy: true,
       dns: true,
       fleetKeys: true,
+      purgeLog: true,
     });
     const info = (await admin(nodeA, 'GET', '/v1/node')).json();
     expect(info.nodeId).toMatch(/^[0-9a-f]{40}$/);
