@@ -50,11 +50,10 @@ export function purgeRoutes(purges: FleetPurge): Route[] {
       /^\/v1\/purge\/log$/,
       async (_req, url) => {
         const limit = intParam(url, 'limit', 100, 1, PURGE_PAGE_LIMIT);
-        const now = Date.now();
         return json(200, {
           propagating: purges.propagating,
           size: purges.log.size,
-          completeSince: new Date(purges.log.completeSince(now)).toISOString(),
+          completeSince: new Date(purges.completeSince()).toISOString(),
           lastSync: purges.lastSync ?? null,
           entries: (await purges.log.recent(limit)).map((e) => ({
             ...e,

@@ -12,31 +12,35 @@ import { isIP } from 'node:net';
 import { canonicalHost } from '@coral/names';
 
 export class Blocklist {
-  readonly #domains: ReadonlySet<string>;
+  /** Names: each blocks itself and every name under it. */
+  readonly #names = new Set<string>();
+  /** IP addresses: each blocks exactly itself. */
+  readonly #ips = new Set<string>();
 
   /** `domains` must be canonical (see {@link parseDomain}). */
   constructor(domains: Iterable<string> = []) {
-    this.#domains = new Set(domains);
+    for (const d of domains) (isIP(d) !== 0 ? this.#ips : this.#names).add(d);
   }
 
   get size(): number {
-    return this.#domains.size;
+    return this.#names.size + this.#ips.size;
   }
 
   domains(): string[] {
-    return [...this.#domains].sort();
+    return [...this.#names, ...this.#ips].sort();
   }
 
   /** The listed domain that blocks `host` (canonical, as an origin host), or undefined. */
   match(host: string): string | undefined {
-    if (this.#domains.size === 0) return undefined;
+    if (this.size === 0) return undefined;
     let h = host.toLowerCase();
     if (h.endsWith('.')) h = h.slice(0, -1);
-    if (this.#domains.has(h)) return h;
-    if (isIP(h.replace(/^\[|\]$/g, '')) !== 0) return undefined;
+    const bare = h.replace(/^\[|\]$/g, '');
+    if (isIP(bare) !== 0) return this.#ips.has(bare) ? bare : undefined;
+    if (this.#names.has(h)) return h;
     for (let dot = h.indexOf('.'); dot >= 0; dot = h.indexOf('.', dot + 1)) {
       const parent = h.slice(dot + 1);
-      if (this.#domains.has(parent)) return parent;
+      if (this.#names.has(parent)) return parent;
     }
     return undefined;
   }
@@ -54,11 +58,8 @@ export function parseDomain(entry: string): string {
   if (isIP(bare) !== 0) return bare.toLowerCase();
   if (/[/:@\s]/.test(s)) throw new Error(`${JSON.stringify(entry)} is not a domain name`);
   try {
-    const host = canonicalHost(s);
-    if (!host.includes('.') && isIP(host) === 0) {
-      throw new Error('a single label would block a whole top-level domain');
-    }
-    return host;
+    // A single label (a whole top-level domain) is refused by canonicalHost.
+    return canonicalHost(s);
   } catch (err) {
     throw new Error(`${JSON.stringify(entry)} is not a domain name: ${(err as Error).message}`, {
       cause: err,

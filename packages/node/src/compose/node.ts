@@ -291,6 +291,7 @@ export class CoralNode implements AdminBackend {
 
     // The purge log, then the catch-up with the fleet's purges before clients are served.
     const purgeDir = join(dataDir, 'purge');
+    let purgeLogOpens = 0;
     this.#purgeLog = await step('purge log', () =>
       openStore({ ...storage, store: 'purge', dir: purgeDir }, async () => {
         const purgeLog = new PurgeLog({
@@ -298,7 +299,8 @@ export class CoralNode implements AdminBackend {
           maxEntries: config.purge.logMaxEntries,
           retentionMs: config.purge.logRetentionSeconds * 1000,
         });
-        await purgeLog.open(this.#clock.now());
+        // A second open is on an empty directory after the corrupt one was moved aside.
+        await purgeLog.open(this.#clock.now(), { replaced: ++purgeLogOpens > 1 });
         return purgeLog;
       }),
     );

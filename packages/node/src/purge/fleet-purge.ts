@@ -272,6 +272,11 @@ export class FleetPurge {
     });
   }
 
+  /** From when this node's log holds every purge of the fleet (ms). */
+  completeSince(): number {
+    return this.log.completeSince(this.#clock.now());
+  }
+
   /** One page of the log for a member's pull. */
   async page(
     since: number,
@@ -279,7 +284,7 @@ export class FleetPurge {
     after?: string,
   ): Promise<{ entries: PurgeEntry[]; next?: string; completeSince: number }> {
     const page = await this.log.since(since, Math.min(limit, PURGE_PAGE_LIMIT), after);
-    return { ...page, completeSince: this.log.completeSince(this.#clock.now()) };
+    return { ...page, completeSince: this.completeSince() };
   }
 
   /** Pull what this node has not seen from every live member and apply it (module comment). */
@@ -355,8 +360,11 @@ export class FleetPurge {
       result.applied++;
     }
     // The members' logs vouch only from `completeSince`: anything stored before it, and after the
-    // last sync, may have missed a purge that is no longer in any log.
-    if (completeSince > (watermark ?? -Infinity)) {
+    // last sync, may have missed a purge that is no longer in any log. A node that never synced
+    // has nothing to be behind on (a new node, or the first start with purges: everything was
+    // pulled from 0 and applied by time), unless its log replaced a lost one.
+    const behind = watermark ?? (this.log.replaced ? -Infinity : Infinity);
+    if (completeSince > behind) {
       const dropped = await this.#store.purgeWhere((m) => m.storedAt < completeSince);
       await this.log.raiseFloor(completeSince);
       result.gap = { before: new Date(completeSince).toISOString(), dropped };

@@ -52,6 +52,7 @@ export class PurgeLog {
   #created = 0;
   #floor = 0;
   #watermark: number | undefined;
+  #replaced = false;
 
   constructor(options: PurgeLogOptions) {
     this.#db = new Level<string, string>(options.dir, { valueEncoding: 'utf8' });
@@ -59,16 +60,24 @@ export class PurgeLog {
     this.#retentionMs = options.retentionMs ?? DEFAULT_PURGE_LOG_RETENTION_SECONDS * 1000;
   }
 
-  /** Open the database (created at `now` when new). Rejects as LevelDB does (locked, corrupt). */
-  async open(now: number): Promise<void> {
+  /**
+   * Open the database (created at `now` when new). `replaced`: it is created to replace a log that
+   * was lost (corrupt, moved aside), which the node's catch-up must not trust. Rejects as LevelDB
+   * does (locked, corrupt).
+   */
+  async open(now: number, opts: { replaced?: boolean } = {}): Promise<void> {
     await this.#db.open();
     const created = await this.#db.get('m!created');
     if (created === undefined) {
       this.#created = now;
-      await this.#db.put('m!created', String(now));
+      await this.#db.batch([
+        { type: 'put', key: 'm!created', value: String(now) },
+        ...(opts.replaced ? [{ type: 'put' as const, key: 'm!replaced', value: '1' }] : []),
+      ]);
     } else {
       this.#created = Number(created);
     }
+    this.#replaced = (await this.#db.get('m!replaced')) !== undefined;
     this.#floor = Number((await this.#db.get('m!floor')) ?? 0);
     const w = await this.#db.get('m!watermark');
     this.#watermark = w === undefined ? undefined : Number(w);
@@ -87,6 +96,11 @@ export class PurgeLog {
   /** When the log was created (ms). */
   get created(): number {
     return this.#created;
+  }
+
+  /** This log replaced one that was lost (see {@link open}). */
+  get replaced(): boolean {
+    return this.#replaced;
   }
 
   /** The time up to which this node last pulled the fleet's purges, if it ever did. */

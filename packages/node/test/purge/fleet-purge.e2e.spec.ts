@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_PATH, Fleet, fetchVia, stopProcess, type FleetNode } from '../../src/fleet/index.js';
 import { AdminClient } from '../../src/cli/client.js';
 import { bodyDigest } from '../../src/peer/requests.js';
-import { cliAt, tmpDir, waitFor } from '../helpers.js';
+import { cliAt, tmpDir, waitFor, waitReady } from '../helpers.js';
 
 /** Tags by path: `/img/*` carry Surrogate-Key (spaces), `/doc/*` Cache-Tag (commas). */
 function tagHeaders(path: string): Record<string, string> {
@@ -273,15 +273,7 @@ describe('fleet purge over five node processes', () => {
       stdio: ['ignore', fd, fd],
     });
     closeSync(fd);
-    const ready = await waitFor(
-      () =>
-        away.admin
-          .json<{ ready: boolean; checks: Record<string, boolean> }>('GET', '/readyz')
-          .then((x) => (x.ready ? x : false))
-          .catch(() => false),
-      60_000,
-      'the restarted node is ready',
-    );
+    const ready = await waitReady(away.admin, 'the restarted node is ready', 60_000);
     expect(ready.checks.purgeLog).toBe(true);
     // Ready means caught up: the purge is in its log and the tagged objects are gone.
     const log = await away.admin.json<{ entries: { id: string }[]; lastSync: { applied: number } }>(
