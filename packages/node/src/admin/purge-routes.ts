@@ -12,14 +12,21 @@
  */
 import { z } from 'zod';
 import { AdminRequestError } from '../errors.js';
-import { PEER_PURGE_PATH, PURGE_PAGE_LIMIT, type FleetPurge } from '../purge/fleet-purge.js';
+import {
+  MAX_PURGE_VALUE_LENGTH,
+  PEER_PURGE_PATH,
+  PURGE_PAGE_LIMIT,
+  type FleetPurge,
+} from '../purge/fleet-purge.js';
 import { CURSOR } from '../purge/purge-log.js';
 import { json, parseBody, type AdminRequest, type AdminResponse } from './server.js';
 
+/** Longest URL or prefix (as Fastly's 8 KB URL limit); members refuse longer entries. */
+const value = z.string().min(1).max(MAX_PURGE_VALUE_LENGTH);
 const purgeBody = z.union([
-  z.strictObject({ url: z.string().min(1) }),
-  z.strictObject({ prefix: z.string().min(1) }),
-  z.strictObject({ tag: z.string().min(1) }),
+  z.strictObject({ url: value }),
+  z.strictObject({ prefix: value }),
+  z.strictObject({ tag: value }),
 ]);
 
 type Route = [

@@ -20,8 +20,8 @@ import { PeerAuthError } from '../errors.js';
 export const PEER_AUTH_HEADER = 'coral-peer-auth';
 /** Bound on one member's answer to a peer request. */
 export const PEER_REQUEST_TIMEOUT_MS = 5_000;
-/** Largest answer read from a member (a page of the purge log is well below it). */
-export const PEER_MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+/** Largest answer read from a member (a full page of the purge log: 1,000 entries of ≤ 8 KB). */
+export const PEER_MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** What became of a request at one member. */
 export interface PeerResult {

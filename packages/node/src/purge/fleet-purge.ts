@@ -46,6 +46,8 @@ export const PURGE_MAX_PAGES = 20;
 export const PURGE_SKEW_MS = 5_000;
 /** Each pull starts this long before the last one (late and skewed entries; ids deduplicate). */
 export const PURGE_SYNC_OVERLAP_MS = 60_000;
+/** Longest value (URL, prefix or tag) of a purge. */
+export const MAX_PURGE_VALUE_LENGTH = 8_192;
 /** Retry period of the catch-up until a round succeeds after start. */
 export const PURGE_SYNC_RETRY_MS = 500;
 
@@ -116,7 +118,7 @@ const entrySchema = z.strictObject({
   id: z.string().regex(/^[0-9a-f]{32}$/),
   at: z.number().int().nonnegative(),
   kind: z.enum(['url', 'prefix', 'tag']),
-  value: z.string().min(1).max(8192),
+  value: z.string().min(1).max(MAX_PURGE_VALUE_LENGTH),
   origin: z.string().regex(/^[0-9a-f]{1,128}$/),
 });
 const pageSchema = z.object({
