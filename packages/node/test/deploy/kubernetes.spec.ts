@@ -187,7 +187,7 @@ async function podConfig(stsDoc: Obj) {
       throw new Error(`unexpected lookup of ${name}`);
     },
   });
-  return { config, env, podIp, token, fleetKey };
+  return { config, podIp, token, fleetKey };
 }
 
 describe('deploy/kubernetes manifests', () => {
@@ -310,7 +310,7 @@ describe('deploy/kubernetes manifests', () => {
   });
 
   it('give the node a configuration its own schema accepts, agreeing with the manifests', async () => {
-    const { config, env, podIp, token, fleetKey } = await podConfig(sts);
+    const { config, podIp, token, fleetKey } = await podConfig(sts);
     expect(config.advertise).toBe(podIp);
     expect(config.admin.token).toBe(token);
     // Keyed: the pods have a bootstrap list, so they need the key, and get it from the Secret.
