@@ -13,6 +13,7 @@ import { openSync, closeSync, rmSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HttpPeerSigner, Keyring } from '@coral/keyring';
+import { ManualClock } from '@coral/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_PATH, Fleet, fetchVia, stopProcess, type FleetNode } from '../../src/fleet/index.js';
 import { AdminClient } from '../../src/cli/client.js';
@@ -292,7 +293,7 @@ describe('fleet purge over five node processes', () => {
     passed++;
   });
 
-  it('refuses unsigned, forged, replayed and tampered propagations from an attacker’s socket', async () => {
+  it('refuses unsigned, forged, stale, replayed and tampered propagations from an attacker’s socket', async () => {
     await warm(['/x/1'], [nodes[1]!]);
     const target = nodes[1]!;
     const authority = `${target.ip}:8092`;
@@ -320,6 +321,16 @@ describe('fleet purge over five node processes', () => {
       ['unknown-key', { 'coral-peer-auth': sign(Keyring.generateKey()) }],
       ['bad-mac', { 'coral-peer-auth': sign(fleetKey, path, `${nodes[2]!.ip}:8092`) }],
       ['bad-mac', { 'coral-peer-auth': sign(fleetKey, path, authority, 'GET') }],
+      // Signed by the fleet an hour ago (a captured request played back later).
+      [
+        'stale',
+        {
+          'coral-peer-auth': new HttpPeerSigner({
+            keyring: Keyring.parse([fleetKey]),
+            clock: new ManualClock(Date.now() - 3_600_000),
+          }).sign({ method: 'POST', authority, path }),
+        },
+      ],
     ];
     for (const [reason, headers] of attempts) {
       const r = await raw(target, 'POST', path, headers, body);
