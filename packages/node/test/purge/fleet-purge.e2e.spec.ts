@@ -194,6 +194,25 @@ describe('fleet purge over five node processes', () => {
       expect(have.has(url('/u/1')), n.ip).toBe(false);
       expect(have.has(url('/u/2')), n.ip).toBe(true);
     }
+    // Every member withdrew its announcement: across every node's DSHT store, the newest record of
+    // each of the five is a tombstone.
+    const key = encodeURIComponent(`url:${url('/u/1')}`);
+    await waitFor(
+      async () => {
+        const newest = new Map<string, { state: string; at: number }>();
+        for (const n of nodes) {
+          const r = await n.admin.json<{
+            values: { holder?: { nodeId: string; state: string; at: number } }[];
+          }>('GET', `/v1/dsht/local/${key}`);
+          for (const { holder: h } of r.values) {
+            if (h && (newest.get(h.nodeId)?.at ?? -1) < h.at) newest.set(h.nodeId, h);
+          }
+        }
+        return newest.size === 5 && [...newest.values()].every((h) => h.state === 'withdrawn');
+      },
+      20_000,
+      'every announcement of /u/1 withdrawn',
+    );
     // Not served from any cache any more: the first fetch after the purge goes to the origin.
     const again = await fetchVia({ ip: nodes[4]!.ip, port: nodes[4]!.proxyPort }, name, '/u/1');
     expect(again.status).toBe(200);
