@@ -17,6 +17,7 @@
 import type { ChallengeEntry, InMemoryChallengeStore } from '@coral/dnssrv';
 import type { PeerAuth } from '@coral/httpprx';
 import type { Logger } from 'pino';
+import type { PeerAnswerAuth } from '../peer/answers.js';
 import { PeerRequests, PEER_REQUEST_TIMEOUT_MS } from '../peer/requests.js';
 
 export { PEER_AUTH_HEADER } from '../peer/requests.js';
@@ -56,10 +57,15 @@ export interface FleetChallengesComponents {
   store: InMemoryChallengeStore;
   /** The fleet's peer signer; absent: no propagation, and peer requests are refused. */
   peerAuth?: PeerAuth | undefined;
+  /** Seals and checks peer answers; required with `peerAuth` (peer/requests.ts). */
+  answerAuth?: PeerAnswerAuth | undefined;
+  /** This node's own admin addresses (peer/requests.ts `self`). */
+  self?: () => readonly string[];
+  onRefused?: (reason: string) => void;
   /** The live members other than this node, with the address they were verified at. */
   members: () => { nodeId: string; ip: string }[];
   fetch?: typeof fetch;
-  logger?: Pick<Logger, 'info' | 'warn'>;
+  logger?: Pick<Logger, 'info' | 'warn'> & Partial<Pick<Logger, 'debug'>>;
 }
 
 export interface FleetChallengesOptions {
@@ -81,6 +87,9 @@ export class FleetChallenges {
     this.#peers = new PeerRequests(
       {
         peerAuth: components.peerAuth,
+        answerAuth: components.answerAuth,
+        ...(components.self ? { self: components.self } : {}),
+        ...(components.onRefused ? { onRefused: components.onRefused } : {}),
         members: components.members,
         ...(components.fetch ? { fetch: components.fetch } : {}),
         logger: components.logger,
@@ -121,7 +130,11 @@ export class FleetChallenges {
    * Check a peer request against the fleet's keys; throws {@link PeerAuthError} unless it
    * verifies. `path` is the request target exactly as received.
    */
-  verifyPeer(req: { method: string; host: string | undefined; path: string; header?: string }) {
+  verifyPeer(req: {
+    method: string;
+    url: string;
+    headers: Record<string, string | string[] | undefined>;
+  }) {
     this.#peers.verify(req);
   }
 

@@ -13,7 +13,6 @@ import { z } from 'zod';
 import { DnsChallengeError } from '@coral/dnssrv';
 import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { PEER_ACME_PATH } from '../acme/fleet-challenges.js';
-import { peerRequestParts } from '../peer/requests.js';
 import { AdminRequestError } from '../errors.js';
 import { json, parseBody, type AdminRequest, type AdminResponse } from './server.js';
 
@@ -40,7 +39,7 @@ export function acmeRoutes(acme: FleetChallenges): Route[] {
   const challenge = /^\/v1\/acme\/challenges\/([^/]+)$/;
   const peerOne = new RegExp(`^${PEER_ACME_PATH.replaceAll('/', '\\/')}\\/([^/]+)$`);
   const peerAll = new RegExp(`^${PEER_ACME_PATH.replaceAll('/', '\\/')}$`);
-  const verify = (req: AdminRequest) => acme.verifyPeer(peerRequestParts(req));
+  const verify = (req: AdminRequest) => acme.verifyPeer(req);
   return [
     [
       'GET',

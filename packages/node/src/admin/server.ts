@@ -17,6 +17,8 @@ import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { acmeRoutes, isPeerPath } from './acme-routes.js';
 import type { FleetPurge } from '../purge/fleet-purge.js';
 import { purgeRoutes } from './purge-routes.js';
+import { PEER_ANSWER_HEADER, type PeerAnswerAuth } from '../peer/answers.js';
+import { verifiedPeerAuth } from '../peer/requests.js';
 import type { AdminBackend } from './backend.js';
 import { asset } from './dashboard/assets.js';
 import { DashboardData, type DashboardOptions } from './dashboard/data.js';
@@ -50,6 +52,8 @@ export interface AdminApiComponents {
   acme?: FleetChallenges;
   /** Fleet purges (admin/purge-routes.ts); absent: only the local `/v1/cache/purge`. */
   purges?: FleetPurge;
+  /** Seals the answers to peer requests that verified (peer/answers.ts); keyed mode. */
+  peerAnswers?: PeerAnswerAuth;
 }
 
 export interface AdminApiOptions {
@@ -117,6 +121,7 @@ export class AdminApi {
   readonly #backend: AdminBackend;
   readonly #metrics: CoralMetrics | undefined;
   readonly #logger: AdminApiComponents['logger'];
+  readonly #peerAnswers: PeerAnswerAuth | undefined;
   readonly #access: AdminAccess;
   readonly #dashboard: DashboardData | undefined;
   readonly #publicPaths: ReadonlySet<string>;
@@ -129,6 +134,7 @@ export class AdminApi {
     this.#backend = components.backend;
     this.#metrics = components.metrics;
     this.#logger = components.logger;
+    this.#peerAnswers = components.peerAnswers;
     const clock = components.clock ?? systemClock;
     this.#access = new AdminAccess(
       { clock },
@@ -316,6 +322,16 @@ export class AdminApi {
 
   /** Answer one request. Never throws: every failure becomes a JSON error with a stable code. */
   async handle(req: AdminRequest): Promise<AdminResponse> {
+    const res = await this.#handle(req);
+    // A member believes an answer to its peer request only with this seal (peer/answers.ts).
+    const auth = verifiedPeerAuth(req);
+    if (auth !== undefined && this.#peerAnswers) {
+      res.headers[PEER_ANSWER_HEADER] = this.#peerAnswers.seal(auth, res.status, res.body);
+    }
+    return res;
+  }
+
+  async #handle(req: AdminRequest): Promise<AdminResponse> {
     try {
       const url = new URL(req.url, 'http://admin.invalid');
       const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;

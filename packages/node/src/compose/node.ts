@@ -16,6 +16,7 @@ import { HttpPeerSigner, KeyringError, type KeyInfo, type Keyring } from '@coral
 import { FleetChallenges } from '../acme/fleet-challenges.js';
 import { Blocklist } from '../blocklist/blocklist.js';
 import { blockGate } from '../blocklist/gate.js';
+import { PeerAnswerAuth } from '../peer/answers.js';
 import { PeerRequests } from '../peer/requests.js';
 import { FleetPurge } from '../purge/fleet-purge.js';
 import { PurgeLog } from '../purge/purge-log.js';
@@ -259,6 +260,11 @@ export class CoralNode implements AdminBackend {
     // in keyed mode holder records are authenticated and peer requests are signed and checked.
     const members = new DshtFleetMembers(this.dsht, keyring !== undefined);
     const peerAuth = keyring ? new HttpPeerSigner({ keyring, clock: this.#clock }) : undefined;
+    // Node-to-node admin requests (purges, ACME): answers sealed with the same keys, and only
+    // requests addressed to this node's own admin address are taken (peer/requests.ts).
+    const answerAuth = keyring ? new PeerAnswerAuth(keyring) : undefined;
+    const peerSelf = () => this.#ownAdminAuthorities(config.admin.host, config.admin.port);
+    const onPeerRefused = (reason: string) => metrics.peerRefused(reason);
     this.proxy = await step('proxy', () =>
       openStore({ ...storage, store: 'cache', dir: join(dataDir, 'cache') }, async () => {
         const proxy = await services.proxy({
@@ -312,6 +318,9 @@ export class CoralNode implements AdminBackend {
         peers: new PeerRequests(
           {
             peerAuth: this.#peerAuth ?? peerAuth,
+            answerAuth,
+            self: peerSelf,
+            onRefused: onPeerRefused,
             members: () => this.#otherMembers(),
             logger: purgeLogger,
           },
@@ -353,6 +362,9 @@ export class CoralNode implements AdminBackend {
         store: this.challenges,
         // The fleet's signer (keyed mode) unless the caller gave one.
         peerAuth: this.#peerAuth ?? peerAuth,
+        answerAuth,
+        self: peerSelf,
+        onRefused: onPeerRefused,
         members: () => this.#otherMembers(),
         logger: log('acme'),
       },
@@ -366,6 +378,7 @@ export class CoralNode implements AdminBackend {
         clock: this.#clock,
         acme: this.acme,
         purges: this.purges,
+        ...(answerAuth ? { peerAnswers: answerAuth } : {}),
       },
       {
         token: config.admin.token,
@@ -720,6 +733,18 @@ export class CoralNode implements AdminBackend {
   }
 
   /** The verified live members other than this node, at the address they were verified at. */
+  /**
+   * The authorities members address this node's admin API by (the DSHT address it is verified
+   * at, as peer/requests.ts writes it), and the admin API's own host when it is a specific one.
+   */
+  #ownAdminAuthorities(adminHost: string, port: number): string[] {
+    const fmt = (ip: string) => `${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
+    const out: string[] = [];
+    if (this.dsht) out.push(fmt(this.dsht.contact.ip));
+    if (adminHost !== '0.0.0.0' && adminHost !== '::' && adminHost !== '') out.push(fmt(adminHost));
+    return out;
+  }
+
   #otherMembers(): { nodeId: string; ip: string }[] {
     if (!this.dsht) return [];
     const self = Buffer.from(this.dsht.contact.id).toString('hex');

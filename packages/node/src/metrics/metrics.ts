@@ -146,6 +146,8 @@ export class CoralMetrics {
   readonly index: IndexMetricsSink;
   readonly storage: StorageMetricsSink;
   readonly purge: PurgeMetricsSink;
+  /** A node-to-node admin request refused (peer/requests.ts), by reason. */
+  readonly peerRefused: (reason: string) => void;
   readonly traffic: TrafficMetricsSink;
   /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
   readonly hotUrls: SpaceSaving<string>;
@@ -268,6 +270,13 @@ export class CoralMetrics {
       help: 'Proxy requests refused because their origin is on the blocklist',
       registers,
     });
+    const peerRefused = new Counter({
+      name: `${p}peer_requests_refused_total`,
+      help: 'Node-to-node admin requests (purges, ACME) refused with 403, by reason',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.peerRefused = (reason) => peerRefused.inc({ reason });
     this.purge = {
       purge: (source, removed) => {
         purges.inc({ source });

@@ -30,7 +30,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { PurgeError } from '../errors.js';
 import type { PurgeMetricsSink } from '../metrics/metrics.js';
-import { bodyDigest, peerRequestParts, type PeerRequests } from '../peer/requests.js';
+import { bodyDigest, type PeerRequests } from '../peer/requests.js';
 import { canonicalSpec, purgeMatcher, type PurgeCandidate, type PurgeSpec } from './match.js';
 import { CURSOR, type PurgeEntry, type PurgeLog } from './purge-log.js';
 
@@ -166,7 +166,7 @@ export class FleetPurge {
     url: string;
     headers: Record<string, string | string[] | undefined>;
   }): void {
-    this.#peers.verify(peerRequestParts(req));
+    this.#peers.verify(req);
   }
 
   /** Whether purges travel between members (keyed mode). */

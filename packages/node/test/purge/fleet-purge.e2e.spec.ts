@@ -122,7 +122,7 @@ function raw(
   path: string,
   headers: Record<string, string>,
   body?: string,
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -137,7 +137,9 @@ function raw(
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: text, headers: res.headers }),
+        );
       },
     );
     req.on('error', reject);
@@ -376,6 +378,26 @@ describe('fleet purge over five node processes', () => {
     expect((await cachedUrls(target)).has(url('/x/1'))).toBe(true);
     const log = await target.admin.json<{ entries: { id: string }[] }>('GET', '/v1/purge/log');
     expect(log.entries.map((e) => e.id)).not.toContain('e'.repeat(32));
+
+    // A genuine pull signed for member B, captured and sent to member A with `Host: B`: A refuses
+    // it (it is not addressed to A), counts it, and B itself still takes it (nothing was burned).
+    const other = nodes[2]!;
+    const pullPath = '/v1/peer/purges?since=0&limit=10';
+    const forB = {
+      host: `${other.ip}:8092`,
+      'coral-peer-auth': sign(fleetKey, pullPath, `${other.ip}:8092`, 'GET'),
+    };
+    const reaimed = await raw(target, 'GET', pullPath, forB);
+    expect(reaimed.status, reaimed.body).toBe(403);
+    expect(JSON.parse(reaimed.body).error.message).toMatch(/not addressed to this node/);
+    expect(reaimed.headers['coral-peer-answer']).toBeUndefined();
+    expect(await target.admin.text('/metrics')).toMatch(
+      /coral_peer_requests_refused_total\{reason="wrong-host"\} [1-9]/,
+    );
+    const atB = await raw(other, 'GET', pullPath, forB);
+    expect(atB.status, atB.body).toBe(200);
+    // ...and B seals its answer for the member that asked (peer/answers.ts).
+    expect(atB.headers['coral-peer-answer']).toMatch(/^v1;kid=[0-9a-f]{8};mac=/);
 
     // Signed by the fleet: applied once; the very same request again is a replay.
     const good = { 'coral-peer-auth': sign(fleetKey) };

@@ -11,6 +11,7 @@ import { ManualClock } from '@coral/testkit';
 import { join } from 'node:path';
 import { AdminApi } from '../../src/admin/server.js';
 import type { AdminBackend } from '../../src/admin/backend.js';
+import { PeerAnswerAuth } from '../../src/peer/answers.js';
 import { PeerRequests, bodyDigest } from '../../src/peer/requests.js';
 import { FleetPurge, PURGE_SKEW_MS } from '../../src/purge/fleet-purge.js';
 import type { PurgeCandidate } from '../../src/purge/match.js';
@@ -72,11 +73,16 @@ async function fleetOf(
     });
     await log.open(clock.now(), { replaced: opts.replaced?.includes(name) ?? false });
     const store = new MemStore();
+    const ring = Keyring.parse([key]);
     const peers = new PeerRequests(
       {
         ...(opts.open
           ? {}
-          : { peerAuth: new HttpPeerSigner({ keyring: Keyring.parse([key]), clock }) }),
+          : {
+              peerAuth: new HttpPeerSigner({ keyring: ring, clock }),
+              answerAuth: new PeerAnswerAuth(ring),
+            }),
+        self: () => [`${ip}:8092`],
         members: () => members.filter((m) => m.ip !== ip).map((m) => ({ nodeId: m.id, ip: m.ip })),
         fetch: fetchVia,
       },
@@ -84,7 +90,14 @@ async function fleetOf(
     );
     const id = String(i + 1).repeat(40);
     const purges = new FleetPurge({ store, log, peers, clock }, { nodeId: id });
-    apis.set(ip, new AdminApi({ backend: {} as AdminBackend, purges }));
+    apis.set(
+      ip,
+      new AdminApi({
+        backend: {} as AdminBackend,
+        purges,
+        ...(opts.open ? {} : { peerAnswers: new PeerAnswerAuth(ring) }),
+      }),
+    );
     members.push({ ip, id, store, purges, log });
   }
   return { clock, down, members, key };
