@@ -8,7 +8,7 @@
  * fleet's peer signature (peer/requests.ts):
  *
  *   POST /v1/peer/purges/<sha256 of the body>     a member's purge
- *   GET  /v1/peer/purges?since=&limit=&after=     a page of the log, for a member's catch-up
+ *   GET  /v1/peer/purges?after=&limit=&log=       a page of the log, for a member's catch-up
  */
 import { z } from 'zod';
 import { AdminRequestError } from '../errors.js';
@@ -18,7 +18,6 @@ import {
   PURGE_PAGE_LIMIT,
   type FleetPurge,
 } from '../purge/fleet-purge.js';
-import { CURSOR } from '../purge/purge-log.js';
 import { json, parseBody, type AdminRequest, type AdminResponse } from './server.js';
 
 /** Longest URL or prefix (as Fastly's 8 KB URL limit); members refuse longer entries. */
@@ -82,13 +81,13 @@ export function purgeRoutes(purges: FleetPurge): Route[] {
       new RegExp(`^${peerPath}$`),
       async (req, url) => {
         purges.verifyPeer(req);
-        const since = intParam(url, 'since', 0, 0, Number.MAX_SAFE_INTEGER);
+        const after = intParam(url, 'after', 0, 0, Number.MAX_SAFE_INTEGER);
         const limit = intParam(url, 'limit', PURGE_PAGE_LIMIT, 1, PURGE_PAGE_LIMIT);
-        const after = url.searchParams.get('after') ?? undefined;
-        if (after !== undefined && !CURSOR.test(after)) {
-          throw new AdminRequestError('CORAL_ERR_ADMIN_BAD_REQUEST', 'after is not a cursor');
+        const log = url.searchParams.get('log') ?? undefined;
+        if (log !== undefined && !/^[0-9a-f]{1,64}$/.test(log)) {
+          throw new AdminRequestError('CORAL_ERR_ADMIN_BAD_REQUEST', 'log is not a log id');
         }
-        return json(200, await purges.page(since, limit, after));
+        return json(200, await purges.page(after, limit, log));
       },
     ],
   ];

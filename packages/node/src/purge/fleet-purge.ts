@@ -10,21 +10,31 @@
  * entry cannot be changed in flight. A member applies it to everything it stores, records it and
  * answers its count; an id it already holds is answered `duplicate` and changes nothing.
  *
- * A member that was down (or unreachable) catches up by pulling, signed, from every member:
+ * A member that was down (or unreachable) catches up by pulling, signed, from every member, by
+ * the member's local append sequence (purge-log.ts), from the cursor it keeps for that member:
  *
- *   GET /v1/peer/purges?since=<ms>&limit=<n>[&after=<cursor>]
- *       → { entries, next?, completeSince }
+ *   GET /v1/peer/purges?after=<seq>&limit=<n>[&log=<the member's log id the cursor is for>]
+ *       → { log, first, last, floor, completeSince, entries: [{ seq, ...entry }], more }
  *
- * at start (before the node turns ready) and every `syncIntervalMs`. Each entry it has not seen
- * is applied only to responses stored before the purge's time (plus {@link PURGE_SKEW_MS} for
- * clocks that disagree), then recorded. When the members' logs are not complete back to this
- * node's last sync (it was away longer than their retention, or their logs are newer), every
- * response it stored before the earliest time they vouch for is dropped as stale.
+ * at start (before the node turns ready) and every `syncIntervalMs`, page by page: each page is
+ * applied (in one pass over the store) and only then the cursor moves to its last entry, so a
+ * member that fails mid-pull is asked again from there. An entry not seen before is applied only
+ * to responses stored before the purge's time plus {@link PURGE_SKEW_MS} (the clock skew the
+ * fleet's signatures accept), then recorded. A **gap** — the member's oldest kept sequence is past
+ * this node's cursor — means purges were dropped from its log before this node read them (it was
+ * away longer than the log reaches): every response stored before the member's `floor` is dropped
+ * as stale. A log that replaced a lost one cannot know what it missed: its first catch-up drops
+ * what was stored before the members' logs are complete (`completeSince`). A member met for the
+ * first time (or whose log is new) is read from its start, with no gap: nothing is assumed lost.
+ *
+ * Answers are sealed (peer/requests.ts); entries and floors dated after now plus the skew are
+ * refused, so no member can claim a purge from the future.
  *
  * Open mode (no fleet keys): as for ACME challenges, nothing is sent or taken: a purge applies to
  * the node that took it, and the answer says so.
  */
 import { randomBytes } from 'node:crypto';
+import { REPLAY_WINDOW_MS } from '@coral/keyring';
 import type { Clock, TimerHandle } from '@coral/testkit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -32,7 +42,7 @@ import { PurgeError } from '../errors.js';
 import type { PurgeMetricsSink } from '../metrics/metrics.js';
 import { bodyDigest, type PeerRequests } from '../peer/requests.js';
 import { canonicalSpec, purgeMatcher, type PurgeCandidate, type PurgeSpec } from './match.js';
-import { CURSOR, type PurgeEntry, type PurgeLog } from './purge-log.js';
+import type { LoggedEntry, PurgeEntry, PurgeLog } from './purge-log.js';
 
 /** Path of the peer endpoints on every member's admin port. */
 export const PEER_PURGE_PATH = '/v1/peer/purges';
@@ -40,12 +50,14 @@ export const PEER_PURGE_PATH = '/v1/peer/purges';
 export const DEFAULT_PURGE_SYNC_INTERVAL_MS = 30_000;
 /** Entries per page of a pull. */
 export const PURGE_PAGE_LIMIT = 1_000;
-/** Pages read from one member in one round (the rest comes next round). */
-export const PURGE_MAX_PAGES = 20;
-/** A pulled purge also drops responses stored this long after its time (clock skew). */
-export const PURGE_SKEW_MS = 5_000;
-/** Each pull starts this long before the last one (late and skewed entries; ids deduplicate). */
-export const PURGE_SYNC_OVERLAP_MS = 60_000;
+/** Pages read from one member in one round (its cursor keeps the place: the rest comes next round). */
+export const PURGE_MAX_PAGES = 1_000;
+/**
+ * Clock skew allowed between members: a pulled purge also drops responses stored this long after
+ * its time, and times later than now plus this are refused. The fleet's signatures accept the
+ * same skew (@coral/keyring REPLAY_WINDOW_MS).
+ */
+export const PURGE_SKEW_MS = REPLAY_WINDOW_MS;
 /** Longest value (URL, prefix or tag) of a purge. */
 export const MAX_PURGE_VALUE_LENGTH = 8_192;
 /** Retry period of the catch-up until a round succeeds after start. */
@@ -122,10 +134,26 @@ const entrySchema = z.strictObject({
   origin: z.string().regex(/^[0-9a-f]{1,128}$/),
 });
 const pageSchema = z.object({
-  entries: z.array(entrySchema).max(PURGE_PAGE_LIMIT),
-  next: z.string().regex(CURSOR).optional(),
+  log: z.string().regex(/^[0-9a-f]{1,64}$/),
+  first: z.number().int().positive(),
+  last: z.number().int().nonnegative(),
+  floor: z.number().int().nonnegative(),
   completeSince: z.number().int().nonnegative(),
+  entries: z.array(entrySchema.extend({ seq: z.number().int().positive() })).max(PURGE_PAGE_LIMIT),
+  more: z.boolean(),
 });
+type Page = z.infer<typeof pageSchema>;
+
+/** One page of a member's log, as {@link FleetPurge.page} answers it. */
+export interface PurgePage {
+  log: string;
+  first: number;
+  last: number;
+  floor: number;
+  completeSince: number;
+  entries: LoggedEntry[];
+  more: boolean;
+}
 
 export class FleetPurge {
   readonly #store: PurgeTarget;
@@ -237,6 +265,11 @@ export class FleetPurge {
       return out;
     });
     const failed = members.filter((m) => !m.ok);
+    if (members.length === 0) {
+      // No member could be asked (none verified yet, or this node is cut off): nothing says the
+      // fleet has it; members pull it from this node's log when they reach it.
+      return { mode: 'sent', complete: false, members, reason: 'no live member to send it to' };
+    }
     if (failed.length > 0) {
       this.#logger?.warn(
         { purgeId: entry.id, failed },
@@ -261,6 +294,9 @@ export class FleetPurge {
       );
     }
     const entry = parseEntry(body);
+    if (entry.at > this.#clock.now() + PURGE_SKEW_MS) {
+      throw new PurgeError('CORAL_ERR_PURGE_INVALID', 'the purge is dated in the future');
+    }
     return this.#exclusive(async () => {
       if (await this.log.has(entry.id)) return { id: entry.id, count: 0, duplicate: true as const };
       const count = await this.#store.purgeWhere(purgeMatcher(entry));
@@ -274,19 +310,27 @@ export class FleetPurge {
     });
   }
 
-  /** From when this node's log holds every purge of the fleet (ms). */
+  /** From when this node's log holds every purge of the fleet (ms): its creation or its floor. */
   completeSince(): number {
-    return this.log.completeSince(this.#clock.now());
+    return Math.max(this.log.created, this.log.floor);
   }
 
-  /** One page of the log for a member's pull. */
-  async page(
-    since: number,
-    limit: number,
-    after?: string,
-  ): Promise<{ entries: PurgeEntry[]; next?: string; completeSince: number }> {
-    const page = await this.log.since(since, Math.min(limit, PURGE_PAGE_LIMIT), after);
-    return { ...page, completeSince: this.completeSince() };
+  /**
+   * One page of the log for a member's pull: entries after sequence `after` of the log `log`
+   * (when `log` is not this log's id, the member's cursor is for a log that was lost: from the
+   * start).
+   */
+  async page(after: number, limit: number, log?: string): Promise<PurgePage> {
+    const from = log !== undefined && log !== this.log.id ? 0 : after;
+    const page = await this.log.after(from, Math.min(limit, PURGE_PAGE_LIMIT));
+    return {
+      log: this.log.id,
+      first: this.log.firstSeq,
+      last: this.log.lastSeq,
+      floor: this.log.floor,
+      completeSince: this.completeSince(),
+      ...page,
+    };
   }
 
   /** Pull what this node has not seen from every live member and apply it (module comment). */
@@ -302,40 +346,23 @@ export class FleetPurge {
     const result: SyncResult = { asked: members.length, answered: 0, applied: 0, dropped: 0 };
     if (members.length === 0) return result;
     const roundStart = this.#clock.now();
-    const watermark = this.log.watermark;
-    const since = Math.max(0, (watermark ?? 0) - PURGE_SYNC_OVERLAP_MS);
-    const pulled = new Map<string, PurgeEntry>();
-    let completeSince = Infinity;
+    const replaced = this.log.replaced;
+    let vouchedFrom = Infinity;
     await Promise.all(
       members.map(async (member) => {
-        let after: string | undefined;
-        for (let page = 0; page < PURGE_MAX_PAGES; page++) {
-          const q = `since=${since}&limit=${PURGE_PAGE_LIMIT}${after ? `&after=${after}` : ''}`;
-          const r = await this.#peers.send(member, 'GET', `${PEER_PURGE_PATH}?${q}`);
-          const parsed = r.ok ? pageSchema.safeParse(r.body) : undefined;
-          if (!parsed?.success) {
-            if (page === 0) {
-              this.#logger?.warn(
-                { member: r.address, status: r.status, error: r.error ?? 'malformed answer' },
-                'purge log pull failed',
-              );
-            }
-            return;
-          }
-          if (page === 0) {
-            result.answered++;
-            completeSince = Math.min(completeSince, parsed.data.completeSince);
-          }
-          for (const e of parsed.data.entries) pulled.set(e.id, e);
-          after = parsed.data.next;
-          if (!after) return;
-        }
+        const read = await this.#pullMember(member, result);
+        if (read === undefined) return;
+        result.answered++;
+        vouchedFrom = Math.min(vouchedFrom, read.completeSince);
       }),
     );
     if (result.answered === 0) return result;
-    // Applying waits for purges in progress (not the other way round: the pull is done).
-    await this.#exclusive(() => this.#applyPulled(pulled, completeSince, watermark, result));
-    await this.log.setWatermark(roundStart);
+    // A log that replaced a lost one holds nothing from before: what this node stored before the
+    // members' logs are complete may have missed a purge no log holds any more.
+    if (replaced && Number.isFinite(vouchedFrom)) {
+      await this.#gap(vouchedFrom, result, 'this node lost its purge log');
+      await this.log.clearReplaced();
+    }
     if (result.applied > 0) {
       this.#logger?.info(
         { applied: result.applied, dropped: result.dropped },
@@ -347,40 +374,94 @@ export class FleetPurge {
     return result;
   }
 
-  async #applyPulled(
-    pulled: Map<string, PurgeEntry>,
-    completeSince: number,
-    watermark: number | undefined,
+  /**
+   * Read one member's log from this node's cursor to its end, page by page, applying each page
+   * before the cursor moves past it. Resolves to the member's first page's completeness when the
+   * whole log was read, undefined when the member failed (its cursor stays at what was applied).
+   */
+  async #pullMember(
+    member: { nodeId: string; ip: string },
     result: SyncResult,
-  ): Promise<void> {
-    for (const e of [...pulled.values()].sort((a, b) => a.at - b.at)) {
-      if (await this.log.has(e.id)) continue;
-      const n = await this.#store.purgeWhere(purgeMatcher(e, e.at + PURGE_SKEW_MS));
-      await this.log.append(e, this.#clock.now());
-      this.#metrics?.purge('catch-up', n);
-      result.dropped += n;
-      result.applied++;
-    }
-    // The members' logs vouch only from `completeSince`: anything stored before it, and after the
-    // last sync, may have missed a purge that is no longer in any log. A node that never synced
-    // has nothing to be behind on (a new node, or the first start with purges: everything was
-    // pulled from 0 and applied by time), unless its log replaced a lost one.
-    const behind = watermark ?? (this.log.replaced ? -Infinity : Infinity);
-    if (completeSince > behind) {
-      const dropped = await this.#store.purgeWhere((m) => m.storedAt < completeSince);
-      await this.log.raiseFloor(completeSince);
-      result.gap = { before: new Date(completeSince).toISOString(), dropped };
-      if (dropped > 0) {
+  ): Promise<{ completeSince: number } | undefined> {
+    let completeSince: number | undefined;
+    for (let n = 0; n < PURGE_MAX_PAGES; n++) {
+      const cursor = this.log.cursor(member.nodeId);
+      const q = cursor
+        ? `after=${cursor.seq}&limit=${PURGE_PAGE_LIMIT}&log=${cursor.log}`
+        : `after=0&limit=${PURGE_PAGE_LIMIT}`;
+      const r = await this.#peers.send(member, 'GET', `${PEER_PURGE_PATH}?${q}`);
+      const parsed = r.ok ? pageSchema.safeParse(r.body) : undefined;
+      const problem = !r.ok
+        ? (r.error ?? `HTTP ${r.status}`)
+        : !parsed?.success
+          ? 'malformed answer'
+          : this.#pageProblem(parsed.data, cursor?.log === parsed.data.log ? cursor.seq : 0);
+      if (problem !== undefined || !parsed?.success) {
         this.#logger?.warn(
-          {
-            lastSync: watermark === undefined ? null : new Date(watermark).toISOString(),
-            logsCompleteSince: result.gap.before,
-            dropped,
-          },
-          'away longer than the purge log reaches back: dropped every response stored before it',
+          { member: r.address, status: r.status, error: problem },
+          'purge log pull failed',
         );
+        return undefined;
       }
+      const page = parsed.data;
+      completeSince ??= page.completeSince;
+      const known = cursor?.log === page.log ? cursor : undefined;
+      await this.#exclusive(async () => {
+        // Entries this node never read were dropped from the member's log: it was away longer
+        // than the log reaches back.
+        if (known && page.first > known.seq + 1) {
+          await this.#gap(
+            page.floor,
+            result,
+            `the purge log of ${member.nodeId} moved past this node`,
+          );
+        }
+        await this.#applyPulled(page.entries, result);
+        const seq = page.entries.at(-1)?.seq ?? known?.seq ?? 0;
+        await this.log.setCursor(member.nodeId, { log: page.log, seq });
+      });
+      if (!page.more) return { completeSince };
     }
+    return undefined; // the rest next round, from the cursor
+  }
+
+  /** Why a member's page cannot be used, or undefined. */
+  #pageProblem(page: Page, after: number): string | undefined {
+    const latest = this.#clock.now() + PURGE_SKEW_MS;
+    if (page.floor > latest || page.completeSince > latest) return 'log complete since the future';
+    let prev = after;
+    for (const e of page.entries) {
+      if (e.at > latest) return `purge ${e.id} dated in the future`;
+      if (e.seq <= prev) return 'entries out of sequence';
+      prev = e.seq;
+    }
+    return undefined;
+  }
+
+  /** Drop everything stored before `before` (a time other nodes' logs can no longer vouch for). */
+  async #gap(before: number, result: SyncResult, why: string): Promise<void> {
+    const until = before + PURGE_SKEW_MS;
+    const dropped = await this.#store.purgeWhere((m) => m.storedAt < until);
+    result.dropped += dropped;
+    const at = new Date(until).toISOString();
+    result.gap = { before: at, dropped: (result.gap?.dropped ?? 0) + dropped };
+    this.#logger?.warn(
+      { why, before: at, dropped },
+      'away longer than the purge log reaches back: dropped every response stored before it',
+    );
+  }
+
+  /** Apply a page of pulled entries not seen before, in one pass over the store, and record them. */
+  async #applyPulled(entries: readonly PurgeEntry[], result: SyncResult): Promise<void> {
+    const fresh: PurgeEntry[] = [];
+    for (const e of entries) if (!(await this.log.has(e.id))) fresh.push(e);
+    if (fresh.length === 0) return;
+    const matchers = fresh.map((e) => purgeMatcher(e, e.at + PURGE_SKEW_MS));
+    const n = await this.#store.purgeWhere((m) => matchers.some((match) => match(m)));
+    const added = await this.log.appendAll(fresh, this.#clock.now());
+    added.forEach((_e, i) => this.#metrics?.purge('catch-up', i === 0 ? n : 0));
+    result.dropped += n;
+    result.applied += added.length;
   }
 
   /** The last catch-up round that reached a member. */

@@ -1,18 +1,23 @@
 /**
  * The purge log: every purge this node applied (its own and the fleet's), kept in a LevelDB
  * database (`<dataDir>/purge`) so a member that was down can pull what it missed from the others
- * (purge/fleet-purge.ts). Entries are idempotent by id, ordered by their time, and bounded both by
- * count (`purge.logMaxEntries`) and by age (`purge.logRetentionSeconds`).
+ * (purge/fleet-purge.ts). Each entry gets a local append **sequence number** (1, 2, 3... in the
+ * order this node recorded it), and members pull by sequence, never by the entries' times (which
+ * are other nodes' clocks): a member remembers, per member and per log, the last sequence it read
+ * (its **cursor**), so nothing is missed however late an entry arrives or however long a node was
+ * unreachable. Entries are idempotent by id and bounded by count (`purge.logMaxEntries`) and by
+ * age (`purge.logRetentionSeconds`, on this node's clock when it recorded them); the oldest go
+ * first. A puller whose cursor is older than the oldest sequence still kept has a **gap**: it
+ * knows it missed purges, and from what time the log is complete again ({@link floor}).
  *
- * The log also knows from when it is complete (`completeSince`): it holds every purge the fleet
- * made at or after that time. That is the latest of its creation, the time after the newest
- * entry it dropped (by count), the start of its retention (now minus the retention) and the end
- * of any gap a catch-up could not fill (`raiseFloor`). A node whose last sync is older than what
- * its members' logs can vouch for treats everything it stored before that as stale.
+ * A log has a random id chosen when it is created: a member whose log was lost starts a new
+ * sequence under a new id, and its pullers start over from its first entry.
  *
- * Keys: `e!<at, 16 digits>!<id>` → entry (JSON); `i!<id>` → at; `m!created`, `m!floor`,
- * `m!watermark` → ms.
+ * Keys: `s!<seq, 16 digits>` → entry (JSON, with `seq` and `recordedAt`); `i!<id>` → seq;
+ * `c!<member node id>` → cursor (JSON `{log, seq}`); `m!created`, `m!log`, `m!seq`, `m!floor`,
+ * `m!replaced` → meta.
  */
+import { randomBytes } from 'node:crypto';
 import { Level } from 'level';
 import type { PurgeKind } from './match.js';
 
@@ -34,15 +39,25 @@ export interface PurgeEntry {
   origin: string;
 }
 
+/** An entry as this log keeps it: with its local sequence number. */
+export type LoggedEntry = PurgeEntry & { seq: number };
+
+/** Where a puller is in one member's log. */
+export interface PurgeCursor {
+  /** The member's log id. */
+  log: string;
+  /** The last sequence read from it. */
+  seq: number;
+}
+
 export interface PurgeLogOptions {
   dir: string;
   maxEntries?: number;
   retentionMs?: number;
 }
 
-const AT_DIGITS = 16;
-const pad = (at: number) => String(Math.max(0, Math.floor(at))).padStart(AT_DIGITS, '0');
-const entryKey = (e: { at: number; id: string }) => `e!${pad(e.at)}!${e.id}`;
+const SEQ_DIGITS = 16;
+const seqKey = (seq: number) => `s!${String(seq).padStart(SEQ_DIGITS, '0')}`;
 
 export class PurgeLog {
   readonly #db: Level<string, string>;
@@ -50,9 +65,12 @@ export class PurgeLog {
   readonly #retentionMs: number;
   #count = 0;
   #created = 0;
+  #id = '';
+  #seq = 0;
+  #first = 1;
   #floor = 0;
-  #watermark: number | undefined;
   #replaced = false;
+  #cursors = new Map<string, PurgeCursor>();
 
   constructor(options: PurgeLogOptions) {
     this.#db = new Level<string, string>(options.dir, { valueEncoding: 'utf8' });
@@ -62,27 +80,37 @@ export class PurgeLog {
 
   /**
    * Open the database (created at `now` when new). `replaced`: it is created to replace a log that
-   * was lost (corrupt, moved aside), which the node's catch-up must not trust. Rejects as LevelDB
-   * does (locked, corrupt).
+   * was lost (corrupt, moved aside), so the node cannot know which purges it missed before
+   * (purge/fleet-purge.ts). Rejects as LevelDB does (locked, corrupt).
    */
   async open(now: number, opts: { replaced?: boolean } = {}): Promise<void> {
     await this.#db.open();
     const created = await this.#db.get('m!created');
     if (created === undefined) {
       this.#created = now;
+      this.#id = randomBytes(8).toString('hex');
       await this.#db.batch([
         { type: 'put', key: 'm!created', value: String(now) },
+        { type: 'put', key: 'm!log', value: this.#id },
         ...(opts.replaced ? [{ type: 'put' as const, key: 'm!replaced', value: '1' }] : []),
       ]);
     } else {
       this.#created = Number(created);
+      this.#id = (await this.#db.get('m!log')) ?? '';
     }
     this.#replaced = (await this.#db.get('m!replaced')) !== undefined;
     this.#floor = Number((await this.#db.get('m!floor')) ?? 0);
-    const w = await this.#db.get('m!watermark');
-    this.#watermark = w === undefined ? undefined : Number(w);
+    this.#seq = Number((await this.#db.get('m!seq')) ?? 0);
     this.#count = 0;
-    for await (const _k of this.#db.keys({ gte: 'e!', lt: 'e"' })) this.#count++;
+    this.#first = this.#seq + 1;
+    for await (const k of this.#db.keys({ gte: 's!', lt: 's"' })) {
+      if (this.#count === 0) this.#first = Number(k.slice(2));
+      this.#count++;
+    }
+    this.#cursors.clear();
+    for await (const [k, v] of this.#db.iterator({ gte: 'c!', lt: 'c"' })) {
+      this.#cursors.set(k.slice(2), JSON.parse(v) as PurgeCursor);
+    }
   }
 
   async close(): Promise<void> {
@@ -93,36 +121,58 @@ export class PurgeLog {
     return this.#count;
   }
 
+  /** This log's id (random, chosen when it was created). */
+  get id(): string {
+    return this.#id;
+  }
+
   /** When the log was created (ms). */
   get created(): number {
     return this.#created;
   }
 
-  /** This log replaced one that was lost (see {@link open}). */
+  /** The last sequence number given (0: none yet). */
+  get lastSeq(): number {
+    return this.#seq;
+  }
+
+  /** The oldest sequence still kept (`lastSeq + 1` when empty). */
+  get firstSeq(): number {
+    return this.#first;
+  }
+
+  /**
+   * The time (ms, this node's clock) after the newest entry it dropped, 0 if it never dropped
+   * one: a puller with a gap missed purges taken before it.
+   */
+  get floor(): number {
+    return this.#floor;
+  }
+
+  /** This log replaced one that was lost and has not completed a catch-up since (see {@link open}). */
   get replaced(): boolean {
     return this.#replaced;
   }
 
-  /** The time up to which this node last pulled the fleet's purges, if it ever did. */
-  get watermark(): number | undefined {
-    return this.#watermark;
+  async clearReplaced(): Promise<void> {
+    if (!this.#replaced) return;
+    this.#replaced = false;
+    await this.#db.del('m!replaced');
   }
 
-  async setWatermark(at: number): Promise<void> {
-    this.#watermark = at;
-    await this.#db.put('m!watermark', String(at));
+  /** The cursor of this node in `member`'s log, if it ever read it. */
+  cursor(member: string): PurgeCursor | undefined {
+    return this.#cursors.get(member);
   }
 
-  /** From when the log holds every purge the fleet made (see the module comment). */
-  completeSince(now: number): number {
-    return Math.max(this.#created, this.#floor, now - this.#retentionMs);
+  /** True once this node read any member's log (it has been part of a fleet's catch-up). */
+  get hasCursors(): boolean {
+    return this.#cursors.size > 0;
   }
 
-  /** The log cannot vouch for purges before `at` (a gap a catch-up found). */
-  async raiseFloor(at: number): Promise<void> {
-    if (at <= this.#floor) return;
-    this.#floor = at;
-    await this.#db.put('m!floor', String(at));
+  async setCursor(member: string, cursor: PurgeCursor): Promise<void> {
+    this.#cursors.set(member, cursor);
+    await this.#db.put(`c!${member}`, JSON.stringify(cursor));
   }
 
   async has(id: string): Promise<boolean> {
@@ -130,31 +180,56 @@ export class PurgeLog {
   }
 
   /**
-   * Record an entry; false when its id is already there (nothing changes). Then drop entries
-   * beyond the count and age bounds.
+   * Record entries not there yet (by id), each under the next sequence number, in one write;
+   * resolves to those recorded. Then drop entries beyond the count and age bounds.
    */
-  async append(entry: PurgeEntry, now: number): Promise<boolean> {
-    if (await this.has(entry.id)) return false;
-    await this.#db.batch([
-      { type: 'put', key: entryKey(entry), value: JSON.stringify(entry) },
-      { type: 'put', key: `i!${entry.id}`, value: String(entry.at) },
-    ]);
-    this.#count++;
+  async appendAll(entries: readonly PurgeEntry[], now: number): Promise<PurgeEntry[]> {
+    const added: PurgeEntry[] = [];
+    const ids = new Set<string>();
+    const ops: { type: 'put'; key: string; value: string }[] = [];
+    for (const e of entries) {
+      if (ids.has(e.id) || (await this.has(e.id))) continue;
+      ids.add(e.id);
+      const seq = this.#seq + added.length + 1;
+      const stored = { id: e.id, at: e.at, kind: e.kind, value: e.value, origin: e.origin };
+      ops.push(
+        {
+          type: 'put',
+          key: seqKey(seq),
+          value: JSON.stringify({ ...stored, seq, recordedAt: now }),
+        },
+        { type: 'put', key: `i!${e.id}`, value: String(seq) },
+      );
+      added.push(stored);
+    }
+    if (added.length === 0) return added;
+    ops.push({ type: 'put', key: 'm!seq', value: String(this.#seq + added.length) });
+    await this.#db.batch(ops);
+    if (this.#count === 0) this.#first = this.#seq + 1;
+    this.#seq += added.length;
+    this.#count += added.length;
     await this.prune(now);
-    return true;
+    return added;
   }
 
-  /** Drop entries older than the retention, and the oldest beyond the count bound. */
+  /** Record one entry; false when its id is already there (nothing changes). */
+  async append(entry: PurgeEntry, now: number): Promise<boolean> {
+    return (await this.appendAll([entry], now)).length === 1;
+  }
+
+  /** Drop entries recorded longer ago than the retention, and the oldest beyond the count bound. */
   async prune(now: number): Promise<number> {
-    const cutoff = entryKey({ at: now - this.#retentionMs, id: '' });
     const excess = this.#count - this.#maxEntries;
-    const drop: { key: string; entry: PurgeEntry }[] = [];
-    for await (const [key, value] of this.#db.iterator({ gte: 'e!', lt: 'e"' })) {
-      if (key >= cutoff && drop.length >= excess) break;
-      drop.push({ key, entry: JSON.parse(value) as PurgeEntry });
+    const drop: { key: string; entry: LoggedEntry & { recordedAt: number } }[] = [];
+    for await (const [key, value] of this.#db.iterator({ gte: 's!', lt: 's"' })) {
+      const entry = JSON.parse(value) as LoggedEntry & { recordedAt: number };
+      if (drop.length >= excess && entry.recordedAt >= now - this.#retentionMs) break;
+      drop.push({ key, entry });
     }
     if (drop.length === 0) return 0;
-    const newest = drop[drop.length - 1]!.entry.at;
+    const newest = drop[drop.length - 1]!.entry;
+    // A puller that had not read up to `newest` missed purges taken or recorded up to then.
+    const floor = drop.reduce((f, { entry: e }) => Math.max(f, e.recordedAt, e.at), 0) + 1;
     await this.#db.batch(
       drop.flatMap(({ key, entry }) => [
         { type: 'del' as const, key },
@@ -162,49 +237,36 @@ export class PurgeLog {
       ]),
     );
     this.#count -= drop.length;
-    // Entries at `newest` or before may be gone now: the log is complete only after it.
-    await this.raiseFloor(newest + 1);
+    this.#first = newest.seq + 1;
+    if (floor > this.#floor) {
+      this.#floor = floor;
+      await this.#db.put('m!floor', String(floor));
+    }
     return drop.length;
   }
 
-  /**
-   * Entries at or after `since`, oldest first, at most `limit`, resuming after the cursor `after`
-   * (the last entry of a previous page as `<at>!<id>`).
-   */
-  async since(
-    since: number,
-    limit: number,
-    after?: string,
-  ): Promise<{ entries: PurgeEntry[]; next?: string }> {
-    const gte = entryKey({ at: since, id: '' });
-    const range = after ? { gt: `e!${after}`, lt: 'e"' } : { gte, lt: 'e"' };
-    const entries: PurgeEntry[] = [];
-    let next: string | undefined;
-    for await (const [key, value] of this.#db.iterator(range)) {
-      if (key < gte) continue;
+  /** Entries after sequence `after`, oldest first, at most `limit`; `more` when there are others. */
+  async after(after: number, limit: number): Promise<{ entries: LoggedEntry[]; more: boolean }> {
+    const entries: LoggedEntry[] = [];
+    let more = false;
+    for await (const value of this.#db.values({ gt: seqKey(after), lt: 's"' })) {
       if (entries.length === limit) {
-        next = cursorOf(entries[entries.length - 1]!);
+        more = true;
         break;
       }
-      entries.push(JSON.parse(value) as PurgeEntry);
+      const { recordedAt: _r, ...e } = JSON.parse(value) as LoggedEntry & { recordedAt: number };
+      entries.push(e);
     }
-    return next ? { entries, next } : { entries };
+    return { entries, more };
   }
 
   /** The newest `limit` entries, newest first (for the admin API). */
-  async recent(limit: number): Promise<PurgeEntry[]> {
-    const out: PurgeEntry[] = [];
-    for await (const value of this.#db.values({ gte: 'e!', lt: 'e"', reverse: true, limit })) {
-      out.push(JSON.parse(value) as PurgeEntry);
+  async recent(limit: number): Promise<LoggedEntry[]> {
+    const out: LoggedEntry[] = [];
+    for await (const value of this.#db.values({ gte: 's!', lt: 's"', reverse: true, limit })) {
+      const { recordedAt: _r, ...e } = JSON.parse(value) as LoggedEntry & { recordedAt: number };
+      out.push(e);
     }
     return out;
   }
 }
-
-/** A page cursor: `<at, 16 digits>!<id>` of the last entry returned. */
-export function cursorOf(e: { at: number; id: string }): string {
-  return `${pad(e.at)}!${e.id}`;
-}
-
-/** A well-formed cursor (what {@link cursorOf} makes), for input checks. */
-export const CURSOR = /^\d{16}![0-9a-f]{32}$/;

@@ -39,20 +39,25 @@ interface Member {
   store: MemStore;
   purges: FleetPurge;
   log: PurgeLog;
+  peers: PeerRequests;
 }
 
 async function fleetOf(
   names: string[],
-  opts: { open?: boolean; retentionMs?: number; replaced?: string[] } = {},
+  opts: { open?: boolean; maxEntries?: number; replaced?: string[] } = {},
 ) {
   const clock = new ManualClock(1_000);
   const key = Keyring.generateKey();
   const down = new Set<string>();
+  /** Answers made up by whatever else listens at an address (or a member's bad answer). */
+  const impostors = new Map<string, (path: string, init?: RequestInit) => Promise<Response>>();
   const apis = new Map<string, AdminApi>();
   const members: Member[] = [];
   const fetchVia: typeof fetch = async (input, init) => {
     const u = new URL(String(input));
     const api = apis.get(u.hostname);
+    const impostor = impostors.get(u.hostname);
+    if (impostor) return impostor(u.pathname + u.search, init);
     if (!api || down.has(u.hostname)) {
       throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
     }
@@ -69,7 +74,7 @@ async function fleetOf(
     const ip = `127.0.0.${i + 1}`;
     const log = new PurgeLog({
       dir: join(tmpDir('fleet-purge'), name),
-      retentionMs: opts.retentionMs,
+      ...(opts.maxEntries ? { maxEntries: opts.maxEntries } : {}),
     });
     await log.open(clock.now(), { replaced: opts.replaced?.includes(name) ?? false });
     const store = new MemStore();
@@ -98,9 +103,9 @@ async function fleetOf(
         ...(opts.open ? {} : { peerAnswers: new PeerAnswerAuth(ring) }),
       }),
     );
-    members.push({ ip, id, store, purges, log });
+    members.push({ ip, id, store, purges, log, peers });
   }
-  return { clock, down, members, key };
+  return { clock, down, members, key, impostors, apis };
 }
 
 describe('FleetPurge', () => {
@@ -150,21 +155,183 @@ describe('FleetPurge', () => {
   });
 
   it('a member away longer than the logs reach back drops what it stored before them', async () => {
-    const { clock, down, members } = await fleetOf(['a', 'b'], { retentionMs: 60_000 });
+    const { clock, down, members } = await fleetOf(['a', 'b'], { maxEntries: 2 });
     const [a, b] = members as [Member, Member];
-    expect(await b.purges.sync()).toMatchObject({ answered: 1 });
-    expect(b.log.watermark).toBe(1_000);
+    await a.purges.purge({ kind: 'url', value: 'http://o.test/first' });
+    expect(await b.purges.sync()).toMatchObject({ answered: 1, applied: 0 }); // sent to b already
+    expect(b.log.cursor(a.id)).toEqual({ log: a.log.id, seq: 1 });
     b.store.add('http://o.test/old', 'z', 900);
     down.add(b.ip);
-    await clock.advance(200_000); // b away for 200 s; a's log keeps 60 s
-    await a.purges.purge({ kind: 'url', value: 'http://o.test/nothing' });
-    b.store.add('http://o.test/new', 'z', clock.now() - 30_000); // within what a vouches for
+    await clock.advance(200_000);
+    // Three purges while b is away: a's log keeps two, so b's cursor (1) is behind its first (3).
+    for (const v of ['x', 'y', 'w']) await a.purges.purge({ kind: 'tag', value: v });
+    expect(a.log.firstSeq).toBe(3);
+    const floor = a.log.floor;
+    await clock.advance(PURGE_SKEW_MS + 1);
+    b.store.add('http://o.test/new', 'z', clock.now()); // after what a vouches for: kept
     down.delete(b.ip);
     const sync = await b.purges.sync();
-    expect(sync.gap).toEqual({ before: new Date(clock.now() - 60_000).toISOString(), dropped: 1 });
+    expect(sync.gap).toEqual({ before: new Date(floor + PURGE_SKEW_MS).toISOString(), dropped: 1 });
     expect(b.store.urls()).toEqual(['http://o.test/new']);
-    // b now vouches only from there itself.
-    expect(b.log.completeSince(clock.now())).toBe(clock.now() - 60_000);
+    expect(b.log.cursor(a.id)).toEqual({ log: a.log.id, seq: 4 });
+    // Read up to the end: the next round finds no gap.
+    expect((await b.purges.sync()).gap).toBeUndefined();
+  });
+
+  it('a new member does not make an old one drop its cache (its log is new, not a gap)', async () => {
+    const { clock, down, members, apis, key } = await fleetOf(['a', 'b', 'n']);
+    const [a, b, n] = members as [Member, Member, Member];
+    down.add(n.ip); // n is not running yet
+    await b.purges.sync(); // b reads a's log: b has a cursor on a
+    b.store.add('http://o.test/kept', 'k', clock.now());
+    await clock.advance(600_000);
+    // n joins with a log created now; a is unreachable: n is all b can reach.
+    await n.log.close();
+    const fresh = new PurgeLog({ dir: join(tmpDir('fleet-purge'), 'n2') });
+    await fresh.open(clock.now());
+    n.log = fresh;
+    n.purges = new FleetPurge(
+      { store: n.store, log: fresh, peers: n.peers, clock },
+      { nodeId: n.id },
+    );
+    apis.set(
+      n.ip,
+      new AdminApi({
+        backend: {} as AdminBackend,
+        purges: n.purges,
+        peerAnswers: new PeerAnswerAuth(Keyring.parse([key])),
+      }),
+    );
+    expect(n.purges.completeSince()).toBe(clock.now());
+    down.delete(n.ip);
+    down.add(a.ip);
+    const sync = await b.purges.sync();
+    expect(sync).toMatchObject({ asked: 2, answered: 1 });
+    expect(sync.gap).toBeUndefined();
+    expect(b.store.urls()).toEqual(['http://o.test/kept']);
+  });
+
+  it('never loses a purge that reaches a log late (taken on a node cut off for minutes)', async () => {
+    const { clock, down, members } = await fleetOf(['a', 'b', 'x']);
+    const [a, b, x] = members as [Member, Member, Member];
+    for (const m of members) m.store.add('http://o.test/late', 'late', 500);
+    await b.purges.sync();
+    // x is cut off from everyone: its purge reaches nobody.
+    down.add(x.ip);
+    const cutOff = new Set([a.ip, b.ip]);
+    for (const ip of cutOff) down.add(ip);
+    const r = await x.purges.purge({ kind: 'tag', value: 'late' });
+    expect(r.propagation.complete).toBe(false);
+    for (const ip of cutOff) down.delete(ip);
+    await clock.advance(120_000);
+    await b.purges.sync(); // b is up to date with a (x is still unreachable to b)
+    down.delete(x.ip);
+    down.add(b.ip);
+    // a reaches x first and records x's purge, taken two minutes ago.
+    expect(await a.purges.sync()).toMatchObject({ applied: 1 });
+    down.delete(b.ip);
+    down.add(x.ip); // x is gone again: b learns of it from a's log only
+    expect(await b.purges.sync()).toMatchObject({ applied: 1, dropped: 1 });
+    expect(b.store.urls()).toEqual([]);
+  });
+
+  it('keeps its cursor where a pull failed and resumes from there', async () => {
+    const { clock, members, impostors, apis } = await fleetOf(['a', 'b']);
+    const [a, b] = members as [Member, Member];
+    const entries = Array.from({ length: 1_001 }, (_v, i) => ({
+      id: (i + 1).toString(16).padStart(32, '0'),
+      at: clock.now(),
+      kind: 'tag' as const,
+      value: `t${i}`,
+      origin: a.id,
+    }));
+    await a.log.appendAll(entries, clock.now());
+    b.store.add('http://o.test/last', 't1000', 500);
+    // a answers the first page, then its connection breaks.
+    let pages = 0;
+    impostors.set(a.ip, async (path, init) => {
+      if (++pages > 1)
+        throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } });
+      const r = await apis.get(a.ip)!.handle({
+        method: 'GET',
+        url: path,
+        headers: { host: `${a.ip}:8092`, ...(init?.headers as Record<string, string>) },
+        remoteAddress: '127.0.0.1',
+      });
+      return new Response(r.body, { status: r.status, headers: r.headers });
+    });
+    expect(await b.purges.sync()).toMatchObject({ answered: 0, applied: 1_000 });
+    expect(b.log.cursor(a.id)?.seq).toBe(1_000);
+    expect(b.purges.synced).toBe(false);
+    impostors.delete(a.ip);
+    expect(await b.purges.sync()).toMatchObject({ answered: 1, applied: 1, dropped: 1 });
+    expect(b.log.cursor(a.id)?.seq).toBe(1_001);
+    expect(b.purges.synced).toBe(true);
+  });
+
+  it('believes no answer it cannot authenticate, and no purge or floor from the future', async () => {
+    const { clock, members, impostors, key } = await fleetOf(['a', 'b']);
+    const [a, b] = members as [Member, Member];
+    await b.purges.sync();
+    b.store.add('http://o.test/kept', 'k', clock.now());
+    await clock.advance(1_000);
+    const forged = (body: object, seal: boolean) => async (_p: string, init?: RequestInit) => {
+      const text = JSON.stringify(body);
+      const auth = (init?.headers as Record<string, string>)['coral-peer-auth']!;
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (seal)
+        headers['coral-peer-answer'] = new PeerAnswerAuth(Keyring.parse([key])).seal(
+          auth,
+          200,
+          text,
+        );
+      return new Response(text, { status: 200, headers });
+    };
+    const now = clock.now();
+    const page = (over: object) => ({
+      log: a.log.id,
+      first: 1,
+      last: 1,
+      floor: 0,
+      completeSince: 0,
+      more: false,
+      entries: [
+        {
+          seq: 1,
+          id: 'f'.repeat(32),
+          at: now,
+          kind: 'prefix',
+          value: 'http://o.test/',
+          origin: a.id,
+        },
+      ],
+      ...over,
+    });
+    // Whatever listens at a's address without the fleet's keys: a gap and a purge of everything.
+    impostors.set(a.ip, forged(page({ first: 50, floor: now }), false));
+    expect(await b.purges.sync()).toMatchObject({ answered: 0, applied: 0, dropped: 0 });
+    // Sealed, but from the future (a member with a wild clock): refused all the same.
+    const future = now + PURGE_SKEW_MS + 1;
+    for (const over of [
+      { floor: future, first: 50 },
+      { completeSince: future },
+      {
+        entries: [
+          {
+            seq: 1,
+            id: 'f'.repeat(32),
+            at: future,
+            kind: 'prefix',
+            value: 'http://o.test/',
+            origin: a.id,
+          },
+        ],
+      },
+    ]) {
+      impostors.set(a.ip, forged(page(over), true));
+      expect(await b.purges.sync()).toMatchObject({ answered: 0, applied: 0, dropped: 0 });
+    }
+    expect(b.store.urls()).toEqual(['http://o.test/kept']);
   });
 
   it('a node whose purge log was lost treats what it stored before the fleet’s logs as stale', async () => {
@@ -177,9 +344,15 @@ describe('FleetPurge', () => {
     expect(b.store.urls()).toEqual(['http://o.test/kept-before']);
     // c: its log replaced a lost one: everything before a's and b's logs is stale.
     const sync = await c.purges.sync();
-    expect(sync.gap).toEqual({ before: new Date(1_000).toISOString(), dropped: 1 });
+    expect(sync.gap).toEqual({
+      before: new Date(1_000 + PURGE_SKEW_MS).toISOString(),
+      dropped: 1,
+    });
     expect(c.store.urls()).toEqual([]);
     expect(a.log.replaced).toBe(false);
+    expect(c.log.replaced).toBe(false); // once: the next round drops nothing
+    c.store.add('http://o.test/after', 'k', clock.now());
+    expect((await c.purges.sync()).gap).toBeUndefined();
   });
 
   it('open mode: applies here only and says why nothing was sent', async () => {
