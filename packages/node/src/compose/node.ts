@@ -7,7 +7,6 @@
 import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import { setTimeout as delay } from 'node:timers/promises';
 import { systemClock, type Clock } from '@coral/testkit';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
 import { toNodeInfo, type DshtAuthState } from '@coral/dsht';
@@ -538,6 +537,7 @@ export class CoralNode implements AdminBackend {
     this.#stopping ??= (async () => {
       this.#retry?.cancel();
       this.#purgeWaitTimer?.cancel();
+      this.#wakeMembersWait?.();
       this.certificates?.stop();
       // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
       const grace = this.config.shutdownGraceMs + 1_000;
@@ -574,7 +574,12 @@ export class CoralNode implements AdminBackend {
    * no list, is ready on its own and catches up when it meets members).
    */
   #purgeGated(): boolean {
-    return this.purges.propagating && this.#hasOtherMembers() && !this.#bootstrap.self;
+    // A node that took part in a fleet's catch-up before (its log has cursors: a restarted seed
+    // too) may have missed purges while it was down; a new node may hold a cache from before.
+    return (
+      this.purges.propagating &&
+      (this.purges.log.hasCursors || (this.#hasOtherMembers() && !this.#bootstrap.self))
+    );
   }
 
   /**
@@ -598,20 +603,38 @@ export class CoralNode implements AdminBackend {
   }
 
   /**
-   * Wait (bounded) for a verified member, then pull the purges this node has not seen. The wait is
-   * on real time: it waits for network events (the DSHT verifying its contacts), not on a timer of
-   * the node's own logic.
+   * Wait (up to {@link PURGE_STARTUP_MEMBERS_WAIT_MS} on the node's clock) for a verified member,
+   * woken by the DSHT's contact and round-trip events, then pull the purges this node has not seen.
    */
   async #purgeCatchUp(): Promise<void> {
-    const deadline = Date.now() + PURGE_STARTUP_MEMBERS_WAIT_MS;
-    while (this.#otherMembers().length === 0 && Date.now() < deadline && !this.#stopping) {
-      await delay(50, undefined, { ref: false });
-    }
+    await this.#waitForMembers(PURGE_STARTUP_MEMBERS_WAIT_MS);
     try {
       await this.purges.sync();
     } catch (err) {
       this.logger.warn({ err, component: 'purge' }, 'purge catch-up failed');
     }
+  }
+
+  #wakeMembersWait: (() => void) | undefined;
+
+  #waitForMembers(ms: number): Promise<void> {
+    if (this.#otherMembers().length > 0 || this.#stopping) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const check = () => {
+        if (this.#otherMembers().length > 0 || this.#stopping) done();
+      };
+      const timer = this.#clock.setTimeout(() => done(), ms);
+      const done = () => {
+        timer.cancel();
+        this.dsht.off('contact', check);
+        this.dsht.off('rtt', check);
+        if (this.#wakeMembersWait === done) this.#wakeMembersWait = undefined;
+        resolve();
+      };
+      this.dsht.on('contact', check);
+      this.dsht.on('rtt', check);
+      this.#wakeMembersWait = done;
+    });
   }
 
   /** The blocklist in use (canonical domains). */

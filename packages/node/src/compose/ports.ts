@@ -35,6 +35,9 @@ export interface DshtPort extends DshtValueStore {
   authState(): DshtAuthState;
   /** Keyed mode: isolation began or ended. */
   on(event: 'isolated', listener: (state: DshtAuthState) => void): unknown;
+  /** A contact learned, a round trip measured: membership may have changed. */
+  on(event: 'contact' | 'rtt', listener: () => void): unknown;
+  off(event: 'contact' | 'rtt', listener: () => void): unknown;
 }
 
 export interface ProxyPort {
