@@ -223,12 +223,15 @@ export class FleetPurge {
       ...canonical,
       origin: this.#nodeId,
     };
-    const count = await this.#exclusive(async () => {
+    // The members are asked while this node scans its own store (the entry is final already).
+    const local = this.#exclusive(async () => {
       const n = await this.#store.purgeWhere(purgeMatcher(canonical));
       await this.log.append(entry, now);
       this.#metrics?.purge('local', n);
       return n;
     });
+    const sent = this.#propagate(entry);
+    const [count, propagation] = await Promise.all([local, sent]);
     this.#logger?.info(
       { purgeId: entry.id, kind: entry.kind, value: entry.value, count },
       'purge taken',
@@ -239,7 +242,7 @@ export class FleetPurge {
       kind: entry.kind,
       value: entry.value,
       local: { nodeId: this.#nodeId, count },
-      propagation: await this.#propagate(entry),
+      propagation,
     };
     return result;
   }

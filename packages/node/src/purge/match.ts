@@ -8,7 +8,8 @@
  *   (`http://www.example.com/img/` selects `/img/a.png` and `/img/b/c.png`; the authority always
  *   ends the prefix's host, so `http://example.com` never selects `http://example.com.evil/`);
  * - `tag`: every response whose origin tagged it (Varnish xkey / Fastly `Surrogate-Key`: tags
- *   separated by spaces; Cloudflare `Cache-Tag`: tags separated by commas). Tags compare exactly.
+ *   separated by spaces; Cloudflare `Cache-Tag`: tags separated by commas; a repeated field, which
+ *   the proxy joins with ", ", splits the same way). Tags compare exactly.
  */
 import { normalizeUrl } from '@coral/httpprx';
 
@@ -29,13 +30,13 @@ export interface PurgeCandidate {
 /** Longest tag accepted (Fastly's limit on one surrogate key is 1 KB). */
 export const MAX_TAG_LENGTH = 1024;
 
-/** Tags of a stored response: `Surrogate-Key` (space-separated) and `Cache-Tag` (comma-separated). */
+/** Tags of a stored response: `Surrogate-Key` (space-separated) and `Cache-Tag` (comma-separated), repeated fields joined. */
 export function responseTags(headers: Record<string, string>): Set<string> {
   const tags = new Set<string>();
-  for (const t of (headers['surrogate-key'] ?? '').split(/[ \t]+/)) if (t) tags.add(t);
-  for (const t of (headers['cache-tag'] ?? '').split(',')) {
-    const v = t.trim();
-    if (v) tags.add(v);
+  // A response with several Surrogate-Key (or Cache-Tag) fields reaches us joined with ", "
+  // (RFC 9110 §5.3): both headers split on spaces and commas (no tag holds either).
+  for (const name of ['surrogate-key', 'cache-tag']) {
+    for (const t of (headers[name] ?? '').split(/[\s,]+/)) if (t) tags.add(t);
   }
   return tags;
 }

@@ -16,7 +16,7 @@ import { PeerRequests, bodyDigest } from '../../src/peer/requests.js';
 import { FleetPurge, PURGE_SKEW_MS } from '../../src/purge/fleet-purge.js';
 import type { PurgeCandidate } from '../../src/purge/match.js';
 import { PurgeLog } from '../../src/purge/purge-log.js';
-import { tmpDir } from '../helpers.js';
+import { tmpDir, waitFor } from '../helpers.js';
 
 class MemStore {
   objects: PurgeCandidate[] = [];
@@ -353,6 +353,23 @@ describe('FleetPurge', () => {
     expect(c.log.replaced).toBe(false); // once: the next round drops nothing
     c.store.add('http://o.test/after', 'k', clock.now());
     expect((await c.purges.sync()).gap).toBeUndefined();
+  });
+
+  it('asks the members while its own store is still being scanned', async () => {
+    const { members } = await fleetOf(['a', 'b']);
+    const [a, b] = members as [Member, Member];
+    b.store.add('http://o.test/1', 'x', 1);
+    let release!: () => void;
+    const scanning = new Promise<void>((r) => (release = r));
+    const scan = a.store.purgeWhere.bind(a.store);
+    a.store.purgeWhere = async (match) => {
+      await scanning; // a slow scan of a large store
+      return scan(match);
+    };
+    const taken = a.purges.purge({ kind: 'tag', value: 'x' });
+    await waitFor(() => b.store.urls().length === 0, 5_000, 'b purged during a’s scan');
+    release();
+    expect((await taken).propagation.members).toMatchObject([{ ok: true, count: 1 }]);
   });
 
   it('open mode: applies here only and says why nothing was sent', async () => {

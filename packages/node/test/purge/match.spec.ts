@@ -19,6 +19,8 @@ describe('purge matching', () => {
       'f',
     ]);
     expect(responseTags({}).size).toBe(0);
+    // Two Surrogate-Key fields, as the proxy stores them: joined with ", ".
+    expect([...responseTags({ 'surrogate-key': 'a b, c d' })]).toEqual(['a', 'b', 'c', 'd']);
   });
 
   it('normalizes URLs and prefixes as the proxy keys them, and refuses bad values', () => {
