@@ -28,7 +28,10 @@ import { PEER_ANSWER_HEADER, type PeerAnswerAuth } from './answers.js';
 export const PEER_AUTH_HEADER = 'coral-peer-auth';
 /** Bound on one member's answer to a peer request. */
 export const PEER_REQUEST_TIMEOUT_MS = 5_000;
-/** Largest answer read from a member (a full page of the purge log: 1,000 entries of ≤ 8 KB). */
+/**
+ * Largest answer read from a member: twice a full page of the purge log (1,000 entries whose value
+ * is at most 8 KB; URLs and prefixes are normalized and tags hold no space, so JSON adds little).
+ */
 export const PEER_MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 /** `PeerResult.error` of an answer larger than the bound (refused unread past it). */
 export const PEER_ANSWER_TOO_LARGE = 'answer-too-large';
