@@ -39,7 +39,7 @@ import {
   UNVERIFIED_REPLIES_PER_SECOND,
 } from '../constants.js';
 import { AbortedError, DshtError, RemoteError, RpcTimeoutError } from '../errors.js';
-import { addressString, isIdOf } from '../id/id.js';
+import { addressString, adoptVerifiedId } from '../id/id.js';
 import { hostKey } from '../limits/address.js';
 import { GlobalBucket, SourceLimiter } from '../limits/rate-limiter.js';
 import { decodePayload, encodePayload } from '../wire/codec.js';
@@ -402,7 +402,7 @@ export class Rpc {
 
   #verify(sender: Contact, from: Address): boolean {
     if (!this.#allowNat && sender.ip !== from.ip) return false;
-    return isIdOf(sender.id, sender.ip, sender.port);
+    return adoptVerifiedId(sender);
   }
 
   #receive(data: Uint8Array, from: Address): void {
@@ -462,7 +462,7 @@ export class Rpc {
     for (let i = 0; i < list.length; i++) {
       const c = list[i]!;
       let drop = false;
-      if (!isIdOf(c.id, c.ip, c.port)) {
+      if (!adoptVerifiedId(c)) {
         this.counters.listedIdMismatch++;
         drop = true;
       } else {
