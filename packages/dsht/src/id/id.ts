@@ -90,12 +90,9 @@ export function assertId(x: unknown, what = 'id'): asserts x is Id {
   if (!isId(x)) throw new InvalidArgumentError(`${what} must be a ${ID_BYTES}-byte Uint8Array`);
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
+/** Lower-case hex of the bytes: one flat string (no chain of concatenations left to flatten). */
 export function toHex(id: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < id.length; i++) s += HEX[id[i]!]!;
-  return s;
+  return Buffer.from(id.buffer, id.byteOffset, id.length).toString('hex');
 }
 
 export function fromHex(hex: string): Id {

@@ -317,7 +317,7 @@ export class Rpc {
           resolve: (r) => {
             // Refused for want of a token, or trimmed: ask once more with the token it brought.
             const refused = r.body.type === 'ERROR' && r.body.code === WireErrorCode.TOKEN_REQUIRED;
-            if ((refused || r.truncated) && !askedWithToken && this.peerTokens.get(peer)) {
+            if ((refused || r.truncated) && !askedWithToken && this.peerTokens.has(peer)) {
               askedWithToken = true;
               this.counters.tokenRetries++;
               send();
@@ -432,7 +432,7 @@ export class Rpc {
       const addr = addressString(from.ip, from.port);
       let first = false;
       if (msg.token) {
-        first = this.peerTokens.get(addr) === undefined;
+        first = !this.peerTokens.has(addr);
         this.peerTokens.set(addr, msg.token);
       }
       this.#filterListed(msg.body);
