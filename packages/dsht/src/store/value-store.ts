@@ -143,6 +143,13 @@ const LIVE = 2;
 /** No record / slot. */
 const NIL = -1;
 
+// Shared empty arrays: a store starts with nothing allocated (`grown` replaces them on first use,
+// never writing into them), so a node that stores nothing pays for no capacity.
+const NO_F64 = new Float64Array(0);
+const NO_U32 = new Uint32Array(0);
+const NO_I32 = new Int32Array(0);
+const NO_U8 = new Uint8Array(0);
+
 /** A typed array at least `n` long: `a` itself, or a copy of it twice as long (or more). */
 function grown<T extends Float64Array | Uint32Array | Int32Array | Uint8Array>(a: T, n: number): T {
   if (a.length >= n) return a;
@@ -156,7 +163,7 @@ function grown<T extends Float64Array | Uint32Array | Int32Array | Uint8Array>(a
  * growing or compacting copies into a new buffer, so views given out earlier stay valid.
  */
 class Arena {
-  buf = new Uint8Array(0);
+  buf = NO_U8;
   used = 0;
   /** Bytes of regions no longer in use (reclaimed by `compact`). */
   dead = 0;
@@ -202,30 +209,30 @@ export class ValueStore {
   #slotIndex = new Map<string, number>();
   #slotFree: number[] = [];
   #slotCount = 0;
-  #sLevel = new Uint8Array(0);
-  #sKeyOff = new Uint32Array(0);
-  #sKeyLen = new Uint8Array(0);
+  #sLevel = NO_U8;
+  #sKeyOff = NO_U32;
+  #sKeyLen = NO_U8;
   /** First and last record of the slot (insertion order), NIL when none. */
-  #sHead = new Int32Array(0);
-  #sTail = new Int32Array(0);
-  #sValues = new Uint32Array(0);
+  #sHead = NO_I32;
+  #sTail = NO_I32;
+  #sValues = NO_U32;
   /** Leaky bucket level and the time it was last drained. */
-  #sBucket = new Float64Array(0);
-  #sBucketAt = new Float64Array(0);
+  #sBucket = NO_F64;
+  #sBucketAt = NO_F64;
   /** Accepted stores and store requests (accepted or refused) since the slot was created. */
-  #sAccepted = new Uint32Array(0);
-  #sRequests = new Uint32Array(0);
+  #sAccepted = NO_U32;
+  #sRequests = NO_U32;
 
   // Values, by record index, in typed arrays (ids and sources as references to shared objects).
   #recFree: number[] = [];
   #recCount = 0;
-  #rExpires = new Float64Array(0);
-  #rStored = new Float64Array(0);
-  #rValOff = new Uint32Array(0);
-  #rValLen = new Uint32Array(0);
-  #rSlot = new Int32Array(0);
-  #rNext = new Int32Array(0);
-  #rFlags = new Uint8Array(0);
+  #rExpires = NO_F64;
+  #rStored = NO_F64;
+  #rValOff = NO_U32;
+  #rValLen = NO_U32;
+  #rSlot = NO_I32;
+  #rNext = NO_I32;
+  #rFlags = NO_U8;
   #rPublisher: Array<Id | undefined> = [];
   #rStoredBy: Array<Id | undefined> = [];
   #rSource: Array<string | undefined> = [];
