@@ -50,8 +50,8 @@ COPY --from=build /src/packages packages
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
-# proxy, DSHT (UDP), DNS (UDP and TCP; 5353 because a non-root user cannot bind 53), admin
-EXPOSE 8090/tcp 8091/udp 5353/udp 5353/tcp 8092/tcp
+# proxy (http, https), DSHT (UDP), DNS (UDP and TCP; 5353 because a non-root user cannot bind 53), admin
+EXPOSE 8090/tcp 8443/tcp 8091/udp 5353/udp 5353/tcp 8092/tcp
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.CORAL_ADMIN_PORT||8092)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 ENTRYPOINT ["node", "packages/node/bin/coral-node.js"]

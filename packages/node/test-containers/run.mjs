@@ -14,7 +14,8 @@
 //
 // Run it alone: `flock /tmp/coral-docker.lock npm run test:containers`.
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,11 +34,13 @@ const PUBLISH = '127.0.77.1';
 const ZONE_NAME = 'www.origin.test.8080.nyud.net';
 const ORIGIN_URL = 'http://www.origin.test:8080';
 const NODES = ['node1', 'node2', 'node3'];
-/** Published ports of docker-compose.yml: proxy and admin per node, DNS on node1. */
+/** The same origin's one-label name, for the TLS listener (`*.<zone>` certificates cover it). */
+const TLS_NAME = 'www-origin-test---h8080.nyud.net';
+/** Published ports of docker-compose.yml: proxy (http, https) and admin per node, DNS on node1. */
 const PORTS = {
-  node1: { proxy: 8090, admin: 8092 },
-  node2: { proxy: 8190, admin: 8192 },
-  node3: { proxy: 8290, admin: 8292 },
+  node1: { proxy: 8090, tls: 8443, admin: 8092 },
+  node2: { proxy: 8190, tls: 8543, admin: 8192 },
+  node3: { proxy: 8290, tls: 8643, admin: 8292 },
 };
 const DNS = { ip: PUBLISH, port: 5353 };
 const token = randomBytes(16).toString('hex');
@@ -109,6 +112,39 @@ const dc = (args, opts = {}) =>
     },
   );
 const docker = (args) => must('docker', args);
+
+/** GET `path` of the test origin from `node`'s published TLS port, trusting only `ca`. */
+function httpsGet(node, ca, path) {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: PUBLISH,
+        port: PORTS[node].tls,
+        servername: TLS_NAME,
+        path,
+        headers: { host: `${TLS_NAME}:${PORTS[node].tls}` },
+        ca,
+        timeout: 10_000,
+      },
+      (res) => {
+        const protocol = res.socket?.getProtocol?.() ?? 'unknown';
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode,
+            body: Buffer.concat(chunks),
+            cacheStatus: String(res.headers['cache-status'] ?? ''),
+            protocol,
+          }),
+        );
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}
 const containerOf = async (service) => (await dc(['ps', '-q', service])).stdout.trim();
 const inspect = async (id, format) => (await docker(['inspect', '-f', format, id])).stdout.trim();
 const imageId = async (ref) =>
@@ -331,6 +367,26 @@ async function main() {
     if (counts.byPath[path] !== 1)
       throw new Error(`the origin served ${path} ${counts.byPath[path]} times`);
     return `node1 "${first.cacheStatus}", node2 "${second.cacheStatus}", origin requests for ${path}: 1`;
+  });
+
+  // https: each node's TLS listener, published, with the certificate of the local development CA the
+  // node made in its volume on first start (a client that trusts that CA verifies the name).
+  await check("each node serves https with its local CA's certificate", async () => {
+    const seen = [];
+    for (const n of ['node1', 'node2']) {
+      const caFile = join(workDir, `${n}-local-ca.pem`);
+      await docker(['cp', `${ids[n]}:/data/tls/local-ca.pem`, caFile]);
+      const r = await httpsGet(n, readFileSync(caFile), path);
+      if (r.status !== 200 || !r.body.equals(body))
+        throw new Error(`${n} over https: ${r.status} (${r.body.length} bytes)`);
+      seen.push(`${n} ${r.status} "${r.cacheStatus}" (${r.protocol})`);
+    }
+    // The override for a real certificate names the same files on every node.
+    const cfg = (await dc(['-f', join(root, 'docker-compose.tls.yml'), 'config'])).stdout;
+    const certs = cfg.match(/CORAL_TLS_CERT: \/etc\/coral\/tls\/fullchain\.pem/g) ?? [];
+    if (certs.length !== NODES.length)
+      throw new Error(`docker-compose.tls.yml sets the certificate on ${certs.length} nodes`);
+    return `${seen.join(', ')}; docker-compose.tls.yml merges for ${certs.length} nodes`;
   });
 
   let killed;

@@ -150,6 +150,46 @@ const pod = sts.spec.template;
 const container = pod.spec.containers[0] as Obj;
 const portNamed = (name: string) => (container.ports as Obj[]).find((p) => p.name === name);
 
+/** What a pod of `stsDoc` runs with: the image's ENV, the container's environment, the ConfigMap. */
+async function podConfig(stsDoc: Obj) {
+  const c = stsDoc.spec.template.spec.containers[0] as Obj;
+  // The image's ENV (runtime stage of the Dockerfile), then the container's environment.
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  const imageEnv = Object.fromEntries(
+    [...runtime.matchAll(/^ENV\s+(.*)$/gm)].flatMap((m) =>
+      [...m[1]!.matchAll(/(\w+)=(\S+)/g)].map((kv) => [kv[1]!, kv[2]!]),
+    ),
+  );
+  expect(imageEnv.CORAL_DATA_DIR).toBe('/data');
+  const podIp = '10.244.1.7';
+  const token = 'k8s-test-token-0123456789abcdef';
+  const fleetKey = 'cd'.repeat(32);
+  const secrets: Record<string, string> = { 'admin-token': token, 'fleet-keys': fleetKey };
+  const env: Record<string, string> = { ...imageEnv };
+  for (const e of c.env as Obj[]) {
+    if (e.value !== undefined) env[e.name] = e.value;
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'status.podIP') env[e.name] = podIp;
+    else if (e.valueFrom?.secretKeyRef) env[e.name] = secrets[e.valueFrom.secretKeyRef.key]!;
+    else throw new Error(`no stand-in for ${e.name}`);
+  }
+  // CORAL_CONFIG names the ConfigMap's file where the pod mounts it.
+  const configMount = (c.volumeMounts as Obj[]).find((m) => m.name === 'config')!;
+  const cm = find('ConfigMap', 'coral-config');
+  const key = Object.keys(cm.data)[0]!;
+  expect(env.CORAL_CONFIG).toBe(`${configMount.mountPath}/${key}`);
+  const file = join(mkdtempSync(join(tmpdir(), 'coral-k8s-')), key);
+  writeFileSync(file, cm.data[key]);
+
+  const config = await loadStartConfig({
+    env: { ...env, CORAL_CONFIG: file },
+    lookup: async (name) => {
+      throw new Error(`unexpected lookup of ${name}`);
+    },
+  });
+  return { config, podIp, token, fleetKey };
+}
+
 describe('deploy/kubernetes manifests', () => {
   it('validate against the Kubernetes API schemas', () => {
     expect(manifests.length).toBeGreaterThanOrEqual(6);
@@ -270,40 +310,7 @@ describe('deploy/kubernetes manifests', () => {
   });
 
   it('give the node a configuration its own schema accepts, agreeing with the manifests', async () => {
-    // The image's ENV (runtime stage of the Dockerfile), then the container's environment.
-    const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
-    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
-    const imageEnv = Object.fromEntries(
-      [...runtime.matchAll(/^ENV\s+(.*)$/gm)].flatMap((m) =>
-        [...m[1]!.matchAll(/(\w+)=(\S+)/g)].map((kv) => [kv[1]!, kv[2]!]),
-      ),
-    );
-    expect(imageEnv.CORAL_DATA_DIR).toBe('/data');
-    const podIp = '10.244.1.7';
-    const token = 'k8s-test-token-0123456789abcdef';
-    const fleetKey = 'cd'.repeat(32);
-    const secrets: Record<string, string> = { 'admin-token': token, 'fleet-keys': fleetKey };
-    const env: Record<string, string> = { ...imageEnv };
-    for (const e of container.env as Obj[]) {
-      if (e.value !== undefined) env[e.name] = e.value;
-      else if (e.valueFrom?.fieldRef?.fieldPath === 'status.podIP') env[e.name] = podIp;
-      else if (e.valueFrom?.secretKeyRef) env[e.name] = secrets[e.valueFrom.secretKeyRef.key]!;
-      else throw new Error(`no stand-in for ${e.name}`);
-    }
-    // CORAL_CONFIG names the ConfigMap's file where the pod mounts it.
-    const configMount = (container.volumeMounts as Obj[]).find((m) => m.name === 'config')!;
-    const cm = find('ConfigMap', 'coral-config');
-    const key = Object.keys(cm.data)[0]!;
-    expect(env.CORAL_CONFIG).toBe(`${configMount.mountPath}/${key}`);
-    const file = join(mkdtempSync(join(tmpdir(), 'coral-k8s-')), key);
-    writeFileSync(file, cm.data[key]);
-
-    const config = await loadStartConfig({
-      env: { ...env, CORAL_CONFIG: file },
-      lookup: async (name) => {
-        throw new Error(`unexpected lookup of ${name}`);
-      },
-    });
+    const { config, podIp, token, fleetKey } = await podConfig(sts);
     expect(config.advertise).toBe(podIp);
     expect(config.admin.token).toBe(token);
     // Keyed: the pods have a bootstrap list, so they need the key, and get it from the Secret.
@@ -313,6 +320,8 @@ describe('deploy/kubernetes manifests', () => {
     for (const [host] of [[config.host], [config.dns.host], [config.admin.host]])
       expect(host).toBe('0.0.0.0');
     expect(portNamed('proxy')!.containerPort).toBe(config.proxy.port);
+    expect(portNamed('proxy-tls')!.containerPort).toBe(config.proxy.tlsPort);
+    expect(config.tls.localCa).toBe(true);
     expect(portNamed('dsht')!.containerPort).toBe(config.dsht.port);
     expect(portNamed('dns-udp')!.containerPort).toBe(config.dns.port);
     expect(portNamed('dns-tcp')!.containerPort).toBe(config.dns.port);
@@ -332,5 +341,33 @@ describe('deploy/kubernetes manifests', () => {
       /^(\d+)Gi$/.exec(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage)![1],
     );
     expect(config.proxy.diskBudgetBytes).toBeLessThan(gi * 2 ** 30);
+  });
+  it('have a tls component that mounts the coral-tls Secret as the certificate every pod serves', async () => {
+    const component = parse(readFileSync(join(dir, 'tls/kustomization.yaml'), 'utf8')) as Obj;
+    expect(component.kind).toBe('Component');
+    const [patch] = component.patches as Obj[];
+    expect(patch!.target).toMatchObject({ kind: 'StatefulSet', name: sts.metadata.name });
+    // Apply its JSON patch (RFC 6902 `add` operations only) to the StatefulSet.
+    const ops = parse(patch!.patch as string) as Obj[];
+    const patched = structuredClone(sts);
+    for (const op of ops) {
+      expect(op.op).toBe('add');
+      const keys = (op.path as string).split('/').slice(1);
+      const last = keys.pop()!;
+      let at: Obj = patched;
+      for (const k of keys) at = at[k];
+      expect(at, op.path).toBeDefined();
+      if (last === '-') at.push(op.value);
+      else at[last] = op.value;
+    }
+    expect(schemaErrors([{ where: 'tls component', doc: patched }])).toEqual([]);
+    const c = patched.spec.template.spec.containers[0] as Obj;
+    const mount = (c.volumeMounts as Obj[]).find((m) => m.name === 'tls')!;
+    const volume = (patched.spec.template.spec.volumes as Obj[]).find((v) => v.name === 'tls')!;
+    expect(volume.secret.secretName).toBe('coral-tls');
+    const { config } = await podConfig(patched);
+    // A kubernetes.io/tls Secret holds tls.crt and tls.key.
+    expect(config.tls.cert).toBe(`${mount.mountPath}/tls.crt`);
+    expect(config.tls.key).toBe(`${mount.mountPath}/tls.key`);
   });
 });
