@@ -403,7 +403,9 @@ export class CoralProxy {
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
     const core = this.#core;
     const client = req.socket.remoteAddress ?? '';
-    if (!this.#limiter.take(client)) {
+    // One clock read serves the limiter and the fast path.
+    const now = core.clock.now();
+    if (!this.#limiter.take(client, now)) {
       core.metrics?.rateLimited();
       const err = new ProxyError('CORAL_RATE_LIMITED', `too many requests from ${client}`);
       sendError(res, req.method ?? 'GET', err, core.via, core.metrics, {
@@ -411,7 +413,7 @@ export class CoralProxy {
       });
       return;
     }
-    if (this.#opened && !this.#closing && fastHit(core, req, res)) return;
+    if (this.#opened && !this.#closing && fastHit(core, req, res, now)) return;
     req.on('error', () => {});
     res.on('error', () => {});
     this.#active++;

@@ -47,15 +47,19 @@ export function fastPathHost(rawHeaders: readonly string[]): string | undefined 
   return host;
 }
 
-/** Answered from a hot object? */
-export function fastHit(core: ProxyCore, req: IncomingMessage, res: ServerResponse): boolean {
+/** Answered from a hot object? `now`: the clock as read for this request. */
+export function fastHit(
+  core: ProxyCore,
+  req: IncomingMessage,
+  res: ServerResponse,
+  now: number,
+): boolean {
   const method = req.method;
   if (method !== 'GET' && method !== 'HEAD') return false;
   const host = fastPathHost(req.rawHeaders);
   if (host === undefined) return false;
   const e = core.hot.route(host, req.url ?? '');
   if (!e || !e.fast) return false;
-  const now = core.clock.now();
   const age = currentAge(e.meta.facts, now);
   if (age >= e.lifetime) return false;
   if (now - e.touchedAt >= TOUCH_EVERY_MS) {

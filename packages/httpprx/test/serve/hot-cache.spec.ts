@@ -3,8 +3,8 @@ import { HotCache } from '../../src/serve/hot-cache.js';
 import { keyOf, metaFor } from '../store/contract.js';
 
 describe('HotCache', () => {
-  it('keeps small objects within its budget and reuses the header block within a second', () => {
-    const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
+  it('keeps small objects within its budget; the header block is patched only when the age changes', () => {
+    const hot = new HotCache({ budgetBytes: 5000, maxObjectBytes: 1000 });
     const body = Buffer.alloc(800, 1);
     hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: ['x', 'y'] });
     hot.put(metaFor('big', Buffer.alloc(1001)), Buffer.alloc(1001), {
@@ -16,13 +16,20 @@ describe('HotCache', () => {
     const e = hot.get(keyOf('a'))!;
     const b1 = HotCache.block(e, 5);
     expect(b1).toEqual(['x', 'y', 'age', '5', 'cache-status', 'Coral; hit; ttl=55']);
-    expect(HotCache.block(e, 5)).toBe(b1);
-    expect(HotCache.block(e, 6)).not.toBe(b1);
-    for (const k of ['b', 'c', 'd'])
-      hot.put(metaFor(k, body), body, { lifetime: 1, fast: true, headers: [] });
-    expect(hot.get(keyOf('a'))).toBeUndefined(); // evicted: 4 × (800 + 1024 + headers) > 6000
-    hot.delete(keyOf('d'));
-    expect(hot.get(keyOf('d'))).toBeUndefined();
+    const age5 = b1[3];
+    expect(HotCache.block(e, 5)[3]).toBe(age5); // same second: nothing rebuilt
+    expect(HotCache.block(e, 6)).toEqual([
+      'x',
+      'y',
+      'age',
+      '6',
+      'cache-status',
+      'Coral; hit; ttl=54',
+    ]);
+    hot.put(metaFor('b', body), body, { lifetime: 1, fast: true, headers: [] });
+    expect(hot.get(keyOf('a'))).toBeUndefined(); // evicted: 2 × (800 + 2048 + block) > 5000
+    hot.delete(keyOf('b'));
+    expect(hot.get(keyOf('b'))).toBeUndefined();
   });
 
   it('refuses a body that does not match its metadata', () => {
@@ -36,7 +43,7 @@ describe('HotCache', () => {
   });
 
   it('routes raw Host and target spellings to an entry while it is hot, and forgets them with it', () => {
-    const hot = new HotCache({ budgetBytes: 3000, maxObjectBytes: 1000 });
+    const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
     const body = Buffer.alloc(800, 1);
     const e = hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: [] })!;
     hot.addRoute(e, 'x.nyud.net', '/a');
