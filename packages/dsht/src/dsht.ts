@@ -245,6 +245,9 @@ export class Dsht extends EventEmitter<DshtEvents> {
     let stored: Contact[] = [];
     if (this.#persistence) {
       stored = await restoreState(this.#persistence, this.store);
+      const { damaged } = this.#persistence;
+      if (damaged.contacts + damaged.values > 0)
+        this.#logger.warn({ ...damaged }, 'skipped stored records that could not be decoded');
       writeThrough(this.store, this.#persistence, this.#logger);
     }
 

@@ -70,6 +70,8 @@ export class Persistence {
   #queue: BatchOp[] = [];
   #contactKeys = new Set<string>();
   #flushing: Promise<void> = Promise.resolve();
+  /** Records skipped on load because they could not be decoded (a damaged or foreign database). */
+  readonly damaged = { contacts: 0, values: 0 };
 
   constructor(components: { db: KeyValueDb }) {
     this.#db = components.db;
@@ -95,26 +97,23 @@ export class Persistence {
         out.push({ level: Number(level), contact, lastSeen: o.lastSeen });
         this.#contactKeys.add(k);
       } catch {
-        // A damaged record is skipped; the rest still load.
+        // A damaged record is skipped (and counted); the rest still load.
+        this.damaged.contacts++;
       }
     }
     return out;
   }
 
-  async loadValues(): Promise<StoredValue[]> {
-    const out: StoredValue[] = [];
-    for await (const v of this.values()) out.push(v);
-    return out;
-  }
-
   /**
    * The stored values, one at a time as the database yields them (a restart restores each as it
-   * is read: 100,000s of values are never all held twice). Damaged records are skipped.
+   * is read: 100,000s of values are never all held twice). Damaged records are skipped and counted
+   * in {@link Persistence.damaged}.
    */
   async *values(): AsyncGenerator<StoredValue, void, undefined> {
     for await (const [k, v] of this.#db.iterator({ gte: 'v!', lt: 'v~' })) {
       const sv = decodeValueRecord(k, v);
       if (sv) yield sv;
+      else this.damaged.values++;
     }
   }
 
