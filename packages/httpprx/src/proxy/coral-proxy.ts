@@ -362,26 +362,37 @@ export class CoralProxy {
     return out;
   }
 
-  /** Remove every stored variant of `url` and withdraw the announcement. */
+  /** Remove every stored variant of `url` and withdraw the announcement (in the background). */
   async purge(url: string): Promise<boolean> {
     await this.open();
     const keyBytes = urlKey(normalizeUrl(url));
     const removed = await invalidate(this.#core, Buffer.from(keyBytes).toString('hex'));
-    await withdraw(this.#core, keyBytes);
+    this.#withdrawSoon(keyBytes);
     return removed > 0;
   }
 
   /**
    * Remove every stored variant whose metadata matches (purge by prefix, by tag...); URLs left
-   * with no variant are withdrawn from the index. Resolves to the number of variants removed.
+   * with no variant are withdrawn from the index (in the background). Resolves to the number of
+   * variants removed.
    */
   async purgeWhere(match: (meta: StoredMeta) => boolean): Promise<number> {
     await this.open();
     const gone = await this.#core.store.deleteWhere(match);
     for (const primary of new Set(gone.map((m) => m.primary))) {
-      if (!this.#core.store.has(primary)) await withdraw(this.#core, Buffer.from(primary, 'hex'));
+      if (!this.#core.store.has(primary)) this.#withdrawSoon(Buffer.from(primary, 'hex'));
     }
     return gone.length;
+  }
+
+  /**
+   * Withdraw an announcement without waiting for it: a DSHT put can wait seconds on retries to
+   * unreachable members, and a purge's answer must not (failures are logged by `withdraw`).
+   * close() waits for withdrawals in progress like other tasks.
+   */
+  #withdrawSoon(keyBytes: Uint8Array): void {
+    const task = withdraw(this.#core, keyBytes).finally(() => this.#core.tasks.delete(task));
+    this.#core.tasks.add(task);
   }
 
   /** Refresh `complete` announcements of every fresh stored object (run periodically). */

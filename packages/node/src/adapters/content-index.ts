@@ -228,23 +228,3 @@ export class DshtContentIndex implements ContentIndex {
 function rank(r: { state: string }): number {
   return r.state === 'complete' ? 2 : r.state === 'fetching' ? 1 : 0;
 }
-
-/**
- * `index` as the proxy sees it, with `withdraw` resolving at once while the tombstone put goes on
- * in the background (a failure is logged). The proxy awaits its withdrawals after a purge, and a
- * put waits for RPC retries to every unreachable member near the key (seconds while a member is
- * down): a fleet purge's answer, and the member's 5 s bound, must not wait for them.
- */
-export function withdrawInBackground(
-  index: DshtContentIndex,
-  logger?: Pick<Logger, 'debug'>,
-): ContentIndex {
-  return {
-    lookup: (key, opts) => index.lookup(key, opts),
-    announce: (key, holder, ttl) => index.announce(key, holder, ttl),
-    withdraw: (key) => {
-      index.withdraw(key).catch((err: unknown) => logger?.debug({ err }, 'withdraw failed'));
-      return Promise.resolve();
-    },
-  };
-}

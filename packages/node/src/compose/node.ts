@@ -32,7 +32,7 @@ import type {
 } from '../admin/backend.js';
 import { AdminApi } from '../admin/server.js';
 import { fleetView, type FleetView } from '../admin/dashboard/fleet.js';
-import { DshtContentIndex, withdrawInBackground } from '../adapters/content-index.js';
+import { DshtContentIndex } from '../adapters/content-index.js';
 import {
   resolveAddresses,
   resolveBootstrap,
@@ -269,7 +269,7 @@ export class CoralNode implements AdminBackend {
         const proxy = await services.proxy({
           ...args,
           logger, // the proxy labels its lines itself (component: httpprx)
-          index: withdrawInBackground(this.index, log('index')),
+          index: this.index,
           self,
           dataDir: join(dataDir, 'cache'),
           members,
@@ -513,7 +513,12 @@ export class CoralNode implements AdminBackend {
         }
         if (this.#stopping) return;
         if (this.dsht.routes(0).length > 0) {
-          await this.dsht.join().catch(() => undefined);
+          // A failed self-lookup still leaves the contacts the pings verified: joined, with a note.
+          await this.dsht
+            .join()
+            .catch((err: unknown) =>
+              this.logger.warn({ err }, 'self-lookup after the bootstrap pings failed'),
+            );
           this.#joined = true;
           this.logger.info(
             { contacts: this.dsht.routes(0).length, attempts: this.#joinAttempts },
