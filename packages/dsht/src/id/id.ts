@@ -28,10 +28,16 @@ export function nodeIdFor(ip: string, port: number): Id {
   return sha1(addressString(ip, port));
 }
 
-/** The memo of `isIdOf`: per IP, its canonical string and the id of each port seen. */
+/** The memo of `isIdOf`: per IP, its canonical string and, per port seen, the id and address string. */
 interface HostIds {
   ip: string;
-  ports: Map<number, Id>;
+  ports: Map<number, AddressIds>;
+}
+
+interface AddressIds {
+  id: Id;
+  /** `addressString(ip, port)`, one string per address for every map keyed by it. */
+  addr: string;
 }
 const expectedIds = new Map<string, HostIds>();
 let expectedCount = 0;
@@ -60,13 +66,24 @@ export function adoptVerifiedId(c: { id: Id; ip: string; port: number }): boolea
   return true;
 }
 
+/**
+ * `addressString(ip, port)`, the memo's copy when the address was verified before (every sender
+ * the RPC layer accepts was): the per-peer maps keyed by it then share one string per peer, and a
+ * datagram builds none. Same value as `addressString` either way.
+ */
+export function addressKey(ip: string, port: number): string {
+  return expectedIds.get(ip)?.ports.get(port)?.addr ?? addressString(ip, port);
+}
+
 /** The memo's id for `ip:port` when `id` equals it, else undefined. */
 function verifiedId(id: Id, ip: string, port: number): Id | undefined {
   let host = expectedIds.get(ip);
   let expected = host?.ports.get(port);
   if (!expected) {
+    const addr = addressString(ip, port);
+    let hashed: Id;
     try {
-      expected = nodeIdFor(ip, port);
+      hashed = sha1(addr);
     } catch {
       return undefined;
     }
@@ -76,10 +93,11 @@ function verifiedId(id: Id, ip: string, port: number): Id | undefined {
       host = undefined;
     }
     if (!host) expectedIds.set(ip, (host = { ip, ports: new Map() }));
+    expected = { id: hashed, addr };
     host.ports.set(port, expected);
     expectedCount++;
   }
-  return idEquals(expected, id) ? expected : undefined;
+  return idEquals(expected.id, id) ? expected.id : undefined;
 }
 
 export function isId(x: unknown): x is Id {

@@ -34,6 +34,11 @@ export interface SourceLimiterOptions {
 /** Request types in the order of a source's bucket slots. */
 const TYPES = Object.keys(RATE_LIMITS) as RequestType[];
 const SLOT = Object.fromEntries(TYPES.map((t, i) => [t, i])) as Record<RequestType, number>;
+/**
+ * A new source's state: every type full (time -Infinity). Copied with `slice()`, so each record's
+ * array is exactly its size — pushing pair by pair left spare capacity in every one.
+ */
+const EMPTY_STATE: readonly number[] = TYPES.flatMap(() => [0, -Infinity]);
 
 /**
  * One source's (host's or network's) buckets, one per request type: `state` holds each type's
@@ -42,7 +47,10 @@ const SLOT = Object.fromEntries(TYPES.map((t, i) => [t, i])) as Record<RequestTy
  */
 interface SourceBuckets {
   state: number[];
-  /** When it was last moved to the most-recent end of the LRU map. */
+  /**
+   * When it was last moved to the most-recent end of the LRU map (it is moved when used at least a
+   * second after that, so the last use is less than a second after `touched`).
+   */
   touched: number;
 }
 
@@ -51,6 +59,8 @@ export class SourceLimiter {
   readonly netMultiplier: number;
   #clock: Clock;
   #max: number;
+  /** A record unused this long has every bucket full again (see #forgetIdle). */
+  #idleMs: number;
   /** Hosts' and networks' buckets, each least recently used first (half the bound each). */
   #hosts = new Map<string, SourceBuckets>();
   #nets = new Map<string, SourceBuckets>();
@@ -62,6 +72,12 @@ export class SourceLimiter {
     this.limits = { ...RATE_LIMITS, ...options.limits };
     this.netMultiplier = options.netMultiplier ?? NET_RATE_MULTIPLIER;
     this.#max = options.maxEntries ?? RATE_LIMIT_ENTRIES;
+    // The longest time any bucket takes to refill from empty (a network's takes as long as a
+    // host's), plus the second by which `touched` may lag the last use (see #source).
+    let refill = 0;
+    for (const t of TYPES)
+      refill = Math.max(refill, (this.limits[t].burst / this.limits[t].perSecond) * 1000);
+    this.#idleMs = refill + 1_000;
   }
 
   /** Sources (hosts and networks) whose buckets are held. */
@@ -130,12 +146,25 @@ export class SourceLimiter {
       }
       return b;
     }
-    const state: number[] = [];
-    for (let i = 0; i < TYPES.length; i++) state.push(0, -Infinity);
-    b = { state, touched: now };
+    b = { state: EMPTY_STATE.slice(), touched: now };
+    this.#forgetIdle(map, now);
     if (map.size >= Math.max(1, this.#max >> 1)) map.delete(map.keys().next().value as string);
     map.set(key, b);
     return b;
+  }
+
+  /**
+   * Drop up to two of the least recently used records whose every bucket has refilled: a record
+   * idle for `#idleMs` reads exactly as a new one would (full), so forgetting it changes no
+   * decision — it only keeps the map to the sources heard from in the last few seconds instead of
+   * everyone a busy node (one near a hot key) ever heard from, up to the bound.
+   */
+  #forgetIdle(map: Map<string, SourceBuckets>, now: number): void {
+    let n = 0;
+    for (const [k, b] of map) {
+      if (n++ >= 2 || now - b.touched < this.#idleMs) return;
+      map.delete(k);
+    }
   }
 }
 

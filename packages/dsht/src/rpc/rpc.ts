@@ -39,7 +39,7 @@ import {
   UNVERIFIED_REPLIES_PER_SECOND,
 } from '../constants.js';
 import { AbortedError, DshtError, RemoteError, RpcTimeoutError } from '../errors.js';
-import { addressString, adoptVerifiedId } from '../id/id.js';
+import { addressKey, adoptVerifiedId } from '../id/id.js';
 import { hostKey } from '../limits/address.js';
 import { GlobalBucket, SourceLimiter } from '../limits/rate-limiter.js';
 import { decodePayload, encodePayload } from '../wire/codec.js';
@@ -277,7 +277,7 @@ export class Rpc {
     const signal = opts.signal;
     if (signal?.aborted) return Promise.reject(new AbortedError());
     const retries = opts.retries ?? this.#retries;
-    const peer = addressString(to.ip, to.port);
+    const peer = addressKey(to.ip, to.port);
     const type = body.type;
     const stats = (this.counters.byType[type] ??= { ok: 0, timeout: 0, error: 0 });
     return new Promise<RpcReply>((resolve, reject) => {
@@ -429,7 +429,7 @@ export class Rpc {
         return;
       }
       this.counters.responsesReceived++;
-      const addr = addressString(from.ip, from.port);
+      const addr = addressKey(from.ip, from.port);
       let first = false;
       if (msg.token) {
         first = !this.peerTokens.has(addr);
@@ -482,7 +482,7 @@ export class Rpc {
 
   #serve(msg: Extract<Message, { kind: 'request' }>, from: Address, size: number): void {
     this.counters.requestsReceived++;
-    const addr = addressString(from.ip, from.port);
+    const addr = addressKey(from.ip, from.port);
     const type: RequestType = msg.body.type;
     const verified = msg.token !== undefined && this.tokens.check(addr, msg.token);
     if (!verified && (type === 'STORE' || type === 'STORE_PROBE')) {
