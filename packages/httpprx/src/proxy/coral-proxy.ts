@@ -201,7 +201,7 @@ export class CoralProxy {
       tasks: new Set(),
     };
     this.#fetcher = new Fetcher(this.#core);
-    this.handler = (req, res) => this.#onRequest(req, res);
+    this.handler = this.#onRequest;
   }
 
   /** The SmartConnect origin connector (its `stats()` and `cacheSnapshot()` feed the admin API). */
@@ -411,7 +411,8 @@ export class CoralProxy {
   // ---------------------------------------------------------------------------------------------
   // Requests
 
-  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+  /** The request handler (an arrow, so that `handler` is this very function, not a wrapper). */
+  readonly #onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const core = this.#core;
     const client = req.socket.remoteAddress ?? '';
     // One clock read serves the limiter and the fast path.
@@ -435,7 +436,7 @@ export class CoralProxy {
         e instanceof ProxyError ? e : new ProxyError('CORAL_ORIGIN_UNREACHABLE', String(e));
       sendError(res, req.method ?? 'GET', err, core.via, core.metrics);
     });
-  }
+  };
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     await this.open();

@@ -12,7 +12,7 @@ import { currentAge } from '../cache/policy.js';
 import type { ProxyCore } from '../proxy/core.js';
 import { HotCache } from './hot-cache.js';
 
-/** Store LRU refreshes from the fast path, at most one per object per this many ms. */
+/** LRU refreshes (hot cache and store) from the fast path, at most one per object per this many ms. */
 const TOUCH_EVERY_MS = 1000;
 
 /** Request fields that could change the answer: such a request takes the full path. */
@@ -64,6 +64,7 @@ export function fastHit(
   if (age >= e.lifetime) return false;
   if (now - e.touchedAt >= TOUCH_EVERY_MS) {
     e.touchedAt = now;
+    core.hot.touch(e);
     core.store.touch(e.meta.key);
   }
   res.writeHead(e.meta.status, HotCache.block(e, age));

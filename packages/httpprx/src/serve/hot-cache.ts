@@ -46,8 +46,10 @@ export interface HotEntry {
   blockAge: number;
   /** Raw (Host, target) pairs routed to this entry. */
   routes: Array<[string, string]>;
-  /** Clock time the fast path last refreshed the store's LRU for it. */
+  /** Clock time the fast path last refreshed its recency (here and in the store's LRU). */
   touchedAt: number;
+  /** Still in the cache (false once evicted, replaced or deleted: its routes are gone too). */
+  live: boolean;
 }
 
 export class HotCache {
@@ -88,6 +90,7 @@ export class HotCache {
       blockAge: -1,
       routes: [],
       touchedAt: 0,
+      live: true,
     };
     this.#lru.set(meta.key, entry);
     return this.#lru.get(meta.key) === entry ? entry : undefined;
@@ -97,10 +100,19 @@ export class HotCache {
     this.#lru.delete(key);
   }
 
-  /** The entry a raw Host and target were routed to, if it is still hot (marks it used). */
+  /**
+   * The entry a raw Host and target were routed to, if it is still hot. It does not mark the entry
+   * used: the fast path calls `touch` at most once a second per entry, which keeps the LRU order
+   * to within a second without the LRU's bookkeeping on every hit.
+   */
   route(host: string, target: string): HotEntry | undefined {
     const e = this.#routes.get(host)?.get(target);
-    return e && this.#lru.get(e.meta.key) === e ? e : undefined;
+    return e?.live ? e : undefined;
+  }
+
+  /** Mark `e` used (most recent in the LRU order). */
+  touch(e: HotEntry): void {
+    if (e.live) this.#lru.get(e.meta.key);
   }
 
   /** Route a raw Host and target (already admitted and mapped to `e`'s URL) to `e`. */
@@ -117,6 +129,7 @@ export class HotCache {
   }
 
   #unroute(e: HotEntry): void {
+    e.live = false;
     for (const [host, target] of e.routes) {
       const byTarget = this.#routes.get(host);
       if (byTarget?.get(target) === e) {

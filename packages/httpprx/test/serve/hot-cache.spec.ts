@@ -58,4 +58,30 @@ describe('HotCache', () => {
     expect(hot.route('x.nyud.net', '/a')).toBeUndefined();
     expect(e.routes).toEqual([]);
   });
+
+  it('routes only to live entries; recency comes from touch, not from routing', () => {
+    // Room for two entries of 800 + 2048 + block bytes, not three.
+    const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
+    const body = Buffer.alloc(800, 1);
+    const a = hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    const b = hot.put(metaFor('b', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    hot.addRoute(a, 'x.nyud.net', '/a');
+    hot.addRoute(b, 'x.nyud.net', '/b');
+    // Routing to `a` does not make it recent: the next entry evicts it (the oldest).
+    expect(hot.route('x.nyud.net', '/a')).toBe(a);
+    const c = hot.put(metaFor('c', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    expect(a.live).toBe(false);
+    expect(hot.route('x.nyud.net', '/a')).toBeUndefined();
+    // A touch does: `b` was put before `c` but touched after it, so `c` goes first.
+    hot.touch(b);
+    hot.put(metaFor('d', body), body, { lifetime: 60, fast: true, headers: [] });
+    expect(c.live).toBe(false);
+    expect(hot.route('x.nyud.net', '/b')).toBe(b);
+    // A replaced entry is no longer routed, and touching it does not bring it back.
+    const b2 = hot.put(metaFor('b', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    expect(b.live).toBe(false);
+    expect(hot.route('x.nyud.net', '/b')).toBeUndefined();
+    hot.touch(b);
+    expect(hot.get(keyOf('b'))).toBe(b2);
+  });
 });
