@@ -8,11 +8,13 @@
  * at an address from the holder record, through the peer connector (./connector.ts).
  * A peer request carries the peer header, `Cache-Control: only-if-cached` and, with a `PeerAuth`,
  * `Coral-Peer-Auth`: the peer answers from its cache or an in-flight fetch, or 504, and never
- * fetches on our behalf.
+ * fetches on our behalf. The one exception is the ask of the member designated to fetch the URL
+ * (`designated`, ./rendezvous.ts): it carries the designated marker and the client's own cache
+ * directives instead of `only-if-cached`, and that member fetches from the origin on a miss.
  */
 import type { Clock } from '@coral/testkit';
 import type { Holder } from '../content-index.js';
-import { PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
+import { DESIGNATED_HEADER, PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
 import type { Upstream, UpstreamResponse } from '../origin/upstream.js';
 import type { PeerAuth } from './auth.js';
 import type { PeerConnector } from './connector.js';
@@ -36,6 +38,8 @@ export interface PeerRequest {
   /** Our node ID, sent in the peer header. */
   nodeId: string;
   via: string;
+  /** Ask the member designated for this URL to fetch it on a miss (one target). */
+  designated?: boolean;
 }
 
 export interface PeerWinner {
@@ -117,9 +121,10 @@ export function racePeers(
         ...endToEnd,
         host: req.host,
         [PEER_HEADER]: req.nodeId,
-        'cache-control': 'only-if-cached',
         via: req.via,
       };
+      if (req.designated) headers[DESIGNATED_HEADER] = '1';
+      else headers['cache-control'] = 'only-if-cached';
       if (deps.auth) {
         headers[PEER_AUTH_HEADER] = deps.auth.sign({ method: 'GET', authority: req.host, path });
       }
