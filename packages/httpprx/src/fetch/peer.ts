@@ -107,8 +107,13 @@ export async function fetchFromPeers(
   unregister: () => void,
   designated = false,
 ): Promise<boolean> {
+  // The designated member answers 102 at once when it takes the ask, then waits on its origin.
   const patience = (h: Holder) =>
-    h.state === 'fetching' ? core.limits.peerFetchingTimeoutMs : core.limits.peerTimeoutMs;
+    designated
+      ? core.limits.peerTimeoutMs
+      : h.state === 'fetching'
+        ? core.limits.peerFetchingTimeoutMs
+        : core.limits.peerTimeoutMs;
   let unreachable = false;
   const winner = await racePeers(
     {
@@ -129,6 +134,7 @@ export async function fetchFromPeers(
       nodeId: core.self.nodeId,
       via: headers['via'] ?? core.via,
       designated,
+      takenPatienceMs: core.limits.originTimeoutMs + core.limits.peerTimeoutMs,
     },
     patience,
   );
@@ -175,7 +181,7 @@ export async function fetchFromPeers(
       peerVerified: core.members?.recordsAuthenticated === true,
       notMembers,
       verify: { size: h.size, sha256 },
-      idleMs: patience(h),
+      idleMs: designated ? core.limits.peerFetchingTimeoutMs : patience(h),
     },
     unregister,
   );

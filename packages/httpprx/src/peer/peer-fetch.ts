@@ -40,6 +40,11 @@ export interface PeerRequest {
   via: string;
   /** Ask the member designated for this URL to fetch it on a miss (one target). */
   designated?: boolean;
+  /**
+   * With `designated`: the patience once the member answered 102 Processing (it took the ask and
+   * is fetching from the origin), replacing the holder's patience.
+   */
+  takenPatienceMs?: number;
 }
 
 export interface PeerWinner {
@@ -92,14 +97,14 @@ export function racePeers(
     let done = false;
     const controllers = holders.map(() => new AbortController());
     const lost = holders.map(() => false);
-    const timers = holders.map((holder, i) =>
+    const expire = (i: number, ms: number) =>
       clock.setTimeout(() => {
         if (done || lost[i]) return;
-        deps.onEvent?.({ type: 'peer-timeout', holders: [holder] });
+        deps.onEvent?.({ type: 'peer-timeout', holders: [holders[i]!] });
         controllers[i]!.abort(new Error('peer timeout'));
         lose(i);
-      }, patienceMs(holder)),
-    );
+      }, ms);
+    const timers = holders.map((holder, i) => expire(i, patienceMs(holder)));
     const lose = (i: number) => {
       if (lost[i]) return;
       lost[i] = true;
@@ -128,42 +133,59 @@ export function racePeers(
       if (deps.auth) {
         headers[PEER_AUTH_HEADER] = deps.auth.sign({ method: 'GET', authority: req.host, path });
       }
-      deps.upstream.request({ url: url.href, method: 'GET', headers, signal: ac.signal }).then(
-        (response) => {
-          if (done || lost[i] || response.status !== 200) {
-            if (!done && !lost[i]) {
-              deps.onEvent?.({ type: 'peer-refused', holder, status: response.status });
+      const taken = req.takenPatienceMs;
+      const onInfo =
+        req.designated && taken !== undefined
+          ? (status: number) => {
+              if (status !== 102 || done || lost[i]) return;
+              timers[i]!.cancel();
+              timers[i] = expire(i, taken);
             }
-            response.body.on('error', () => {});
-            response.body.destroy();
-            lose(i);
-            return;
-          }
-          done = true;
-          for (const t of timers) t.cancel();
-          controllers.forEach((c, j) => {
-            if (j !== i) c.abort(new Error('another peer won'));
-          });
-          resolve({
-            holder,
-            target,
-            response,
-            requestTime,
-            responseTime: clock.now(),
-            abort: () => ac.abort(new Error('peer transfer aborted')),
-          });
-        },
-        (err: unknown) => {
-          if (!done && !lost[i]) {
-            deps.onEvent?.({
-              type: 'peer-error',
-              holder,
-              error: (err as { code?: string }).code ?? String(err),
+          : undefined;
+      deps.upstream
+        .request({
+          url: url.href,
+          method: 'GET',
+          headers,
+          signal: ac.signal,
+          ...(onInfo ? { onInfo } : {}),
+        })
+        .then(
+          (response) => {
+            if (done || lost[i] || response.status !== 200) {
+              if (!done && !lost[i]) {
+                deps.onEvent?.({ type: 'peer-refused', holder, status: response.status });
+              }
+              response.body.on('error', () => {});
+              response.body.destroy();
+              lose(i);
+              return;
+            }
+            done = true;
+            for (const t of timers) t.cancel();
+            controllers.forEach((c, j) => {
+              if (j !== i) c.abort(new Error('another peer won'));
             });
-          }
-          lose(i);
-        },
-      );
+            resolve({
+              holder,
+              target,
+              response,
+              requestTime,
+              responseTime: clock.now(),
+              abort: () => ac.abort(new Error('peer transfer aborted')),
+            });
+          },
+          (err: unknown) => {
+            if (!done && !lost[i]) {
+              deps.onEvent?.({
+                type: 'peer-error',
+                holder,
+                error: (err as { code?: string }).code ?? String(err),
+              });
+            }
+            lose(i);
+          },
+        );
     });
   });
 }

@@ -123,7 +123,12 @@ export function route(
     method === 'GET' &&
     req.headers[DESIGNATED_HEADER] !== undefined &&
     designatedHere(core.members, core.self.nodeId, keyBytes);
-  if (designated) core.metrics?.designated?.('taken');
+  if (designated) {
+    core.metrics?.designated?.('taken');
+    // 102 Processing (RFC 2518 §10.1; a 1xx any HTTP/1.1 client parses, RFC 9110 §15.2): the
+    // asker knows at once that its ask was taken, and waits for the origin instead of failing over.
+    res.writeProcessing();
+  }
   const u = new URL(url);
   return {
     req,

@@ -6,9 +6,9 @@
  */
 import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { request } from 'node:http';
+import { createServer as createHttpServer, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PEER_FETCHING_TIMEOUT_MS } from '../../src/constants.js';
+import { PEER_FETCHING_TIMEOUT_MS, PEER_TIMEOUT_MS } from '../../src/constants.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import type { LiveMember } from '../../src/peer/members.js';
@@ -63,6 +63,17 @@ function pathFor(f: Pair, who: string): string {
     const path = `/obj${i}`;
     const top = topMember(A, urlKey(f.url(path)), [member(B)]);
     if ((top === undefined ? A : B) === who) return path;
+  }
+}
+
+const C = 'cc'.repeat(20);
+
+/** A path of `f`'s origin (`prefix` + a number) for which member C outranks A and B. */
+function pathForC(f: Pair, prefix: string, skip = 0): string {
+  for (let i = 0, found = 0; ; i++) {
+    const path = `${prefix}${i}`;
+    if (topMember(C, urlKey(f.url(path)), [member(A), member(B)]) === undefined && found++ >= skip)
+      return path;
   }
 }
 
@@ -190,11 +201,8 @@ describe('one fetcher per object over real sockets', () => {
   it('a designated member that does not answer: the asker falls back to the index, then the origin', async () => {
     const f = await fleet();
     // C outranks A and B for this path, and nothing listens at its address.
-    const ids = Array.from({ length: 64 }, (_, i) => i.toString(16).padStart(2, '0').repeat(20));
-    const path = '/down';
-    const key = urlKey(f.url(path));
-    const c = ids.find((id) => topMember(id, key, [member(A), member(B)]) === undefined)!;
-    f.members!.set(c, { ip: '127.0.0.9', httpPort: 9 });
+    const path = pathForC(f, '/down');
+    f.members!.set(C, { ip: '127.0.0.9', httpPort: 9 });
     const rb = await get(f.b.port, f.origin.coralHost, path, {}, 'GET', '127.0.0.4');
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
@@ -217,26 +225,53 @@ describe('one fetcher per object over real sockets', () => {
       for (const s of accepted) s.destroy();
       await new Promise<void>((r) => silent.close(() => r()));
     });
-    const ids = Array.from({ length: 200 }, (_, i) => i.toString(16).padStart(2, '0').repeat(20));
-    const keyOf = (p: string) => urlKey(f.url(p));
-    const others = [member(A), member(B)];
-    const c = ids.find(
-      (id) =>
-        topMember(id, keyOf('/s1'), others) === undefined &&
-        topMember(id, keyOf('/s2'), others) === undefined,
-    )!;
-    f.members!.set(c, { ip: '127.0.0.9', httpPort: (silent.address() as AddressInfo).port });
-    const pending = get(f.b.port, f.origin.coralHost, '/s1', {}, 'GET', '127.0.0.4');
+    const [s1, s2] = [pathForC(f, '/s'), pathForC(f, '/s', 1)];
+    f.members!.set(C, { ip: '127.0.0.9', httpPort: (silent.address() as AddressInfo).port });
+    const pending = get(f.b.port, f.origin.coralHost, s1, {}, 'GET', '127.0.0.4');
     await until(() => asks === 1, 'B asked C');
     await f.clock.advance(PEER_FETCHING_TIMEOUT_MS);
     const rb = await pending;
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
     // The next miss designated to C does not wait on it again.
-    const rb2 = await get(f.b.port, f.origin.coralHost, '/s2', {}, 'GET', '127.0.0.4');
+    const rb2 = await get(f.b.port, f.origin.coralHost, s2, {}, 'GET', '127.0.0.4');
     expect(rb2.status).toBe(200);
     expect(asks).toBe(1);
     expect(f.origin.hits).toHaveLength(2);
+  });
+
+  it('a designated member that took the ask (102 Processing) is waited for while its origin is slow', async () => {
+    const f = await fleet();
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let asked = 0;
+    const slow = createHttpServer((_req, res) => {
+      asked++;
+      res.writeProcessing();
+      void released.then(() => {
+        res.writeHead(200, { 'cache-control': 'max-age=600', 'content-length': BODY.length });
+        res.end(BODY);
+      });
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.9', r));
+    cleanups.push(async () => {
+      slow.closeAllConnections();
+      await new Promise<void>((r) => slow.close(() => r()));
+    });
+    const path = pathForC(f, '/slow');
+    f.members!.set(C, { ip: '127.0.0.9', httpPort: (slow.address() as AddressInfo).port });
+    const pending = get(f.b.port, f.origin.coralHost, path, {}, 'GET', '127.0.0.4');
+    await until(() => asked === 1, 'B asked C');
+    // B has seen the 102 once its peer-timeout timer is gone (replaced by the origin's patience).
+    await until(() => (f.clock.nextAt() ?? Infinity) > T0 + PEER_TIMEOUT_MS, 'B saw the 102');
+    // Well past the peer timeouts, within the origin's: B keeps waiting on C.
+    await f.clock.advance(PEER_FETCHING_TIMEOUT_MS + 2_000);
+    release();
+    const rb = await pending;
+    expect(rb.status).toBe(200);
+    expect(rb.body.equals(BODY)).toBe(true);
+    expect(rb.headers['cache-status']).toMatch(new RegExp(`detail=peer-${C.slice(0, 12)}`));
+    expect(f.origin.hits).toHaveLength(0);
   });
 
   it('a member not designated for the URL refuses a signed ask (views disagree); it never fetches', async () => {
