@@ -275,7 +275,14 @@ async function runOnce(runSeed) {
       claimsLost: 0,
       peerFetchErrors: 0,
       originFetches: 0,
-      designated: { self: 0, asked: 0, 'ask-failed': 0, taken: 0 },
+      designated: {
+        self: 0,
+        asked: 0,
+        'ask-refused': 0,
+        'ask-timeout': 0,
+        'ask-error': 0,
+        taken: 0,
+      },
     };
     const sum = (text, re) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
     for (const n of fleet.nodes) {
@@ -353,7 +360,10 @@ try {
       ['wall (s)', res.wallSeconds],
       ['claims won / lost', `${res.claimsWon} / ${res.claimsLost}`],
       ['failed peer fetches', res.peerFetchErrors],
-      ['designated self/asked/failed/taken', Object.values(res.designated).join(' / ')],
+      [
+        'designated self/asked/refused/timeout/error/taken',
+        Object.values(res.designated).join(' / '),
+      ],
     ];
     if (failure !== 'none') {
       rows.push(

@@ -185,8 +185,10 @@ export class Fetcher {
           unregister,
           true,
         );
-        core.metrics?.designated?.(served ? 'asked' : 'ask-failed');
-        if (served) return;
+        if (served) {
+          core.metrics?.designated?.('asked');
+          return;
+        }
         // It is down, or sees the membership differently: the index and its claims decide.
       }
       const found = await peerTargets(core, ctx.keyBytes, this.#penalties);

@@ -107,14 +107,11 @@ export async function fetchFromPeers(
   unregister: () => void,
   designated = false,
 ): Promise<boolean> {
-  // The designated member answers 102 at once when it takes the ask, then waits on its origin.
+  // The designated member answers 102 as soon as it takes the ask, then waits on its origin.
   const patience = (h: Holder) =>
-    designated
-      ? core.limits.peerTimeoutMs
-      : h.state === 'fetching'
-        ? core.limits.peerFetchingTimeoutMs
-        : core.limits.peerTimeoutMs;
-  let unreachable = false;
+    h.state === 'fetching' ? core.limits.peerFetchingTimeoutMs : core.limits.peerTimeoutMs;
+  let failure: 'refused' | 'timeout' | 'error' | undefined;
+  let processing = false;
   const winner = await racePeers(
     {
       upstream: core.peers,
@@ -122,7 +119,10 @@ export async function fetchFromPeers(
       connector: core.peerConnector,
       ...(core.peerAuth ? { auth: core.peerAuth } : {}),
       onEvent: (e) => {
-        if (e.type !== 'peer-refused') unreachable = true;
+        if (e.type === 'peer-processing') processing = true;
+        else
+          failure =
+            e.type === 'peer-refused' ? 'refused' : e.type === 'peer-timeout' ? 'timeout' : 'error';
         core.log.debug(e, 'peer event');
       },
     },
@@ -141,7 +141,13 @@ export async function fetchFromPeers(
   if (!winner) {
     // A designated member that did not answer at all is skipped for a while (its misses go to
     // the index); one that refused only sees the membership differently.
-    if (designated && unreachable) for (const t of targets) penalties.penalize(t.holder.nodeId);
+    if (designated) {
+      core.metrics?.designated?.(`ask-${failure ?? 'error'}`);
+      // Skipped for a while when it never showed it was alive (no answer, not even its 102); one
+      // that refused sees the membership differently, one that took the ask is only slow.
+      if (failure !== 'refused' && !processing)
+        for (const t of targets) penalties.penalize(t.holder.nodeId);
+    }
     return false;
   }
   const h = winner.holder;
@@ -181,7 +187,7 @@ export async function fetchFromPeers(
       peerVerified: core.members?.recordsAuthenticated === true,
       notMembers,
       verify: { size: h.size, sha256 },
-      idleMs: designated ? core.limits.peerFetchingTimeoutMs : patience(h),
+      idleMs: patience(h),
     },
     unregister,
   );

@@ -60,7 +60,8 @@ export interface PeerWinner {
 export type PeerEvent =
   | { type: 'peer-error'; holder: Holder; error: string }
   | { type: 'peer-refused'; holder: Holder; status: number }
-  | { type: 'peer-timeout'; holders: Holder[] };
+  | { type: 'peer-timeout'; holders: Holder[] }
+  | { type: 'peer-processing'; holder: Holder };
 
 /**
  * Race `targets` (already the nearest few members); resolves to the first 200, or undefined once
@@ -140,6 +141,7 @@ export function racePeers(
               if (status !== 102 || done || lost[i]) return;
               timers[i]!.cancel();
               timers[i] = expire(i, taken);
+              deps.onEvent?.({ type: 'peer-processing', holder });
             }
           : undefined;
       deps.upstream

@@ -8,7 +8,7 @@ import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createServer as createHttpServer, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PEER_FETCHING_TIMEOUT_MS, PEER_TIMEOUT_MS } from '../../src/constants.js';
+import { PEER_FETCHING_TIMEOUT_MS } from '../../src/constants.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import type { LiveMember } from '../../src/peer/members.js';
@@ -262,8 +262,11 @@ describe('one fetcher per object over real sockets', () => {
     f.members!.set(C, { ip: '127.0.0.9', httpPort: (slow.address() as AddressInfo).port });
     const pending = get(f.b.port, f.origin.coralHost, path, {}, 'GET', '127.0.0.4');
     await until(() => asked === 1, 'B asked C');
-    // B has seen the 102 once its peer-timeout timer is gone (replaced by the origin's patience).
-    await until(() => (f.clock.nextAt() ?? Infinity) > T0 + PEER_TIMEOUT_MS, 'B saw the 102');
+    // B has seen the 102 once its fetching-patience timer is gone (replaced by the origin's patience).
+    await until(
+      () => (f.clock.nextAt() ?? Infinity) > T0 + PEER_FETCHING_TIMEOUT_MS,
+      'B saw the 102',
+    );
     // Well past the peer timeouts, within the origin's: B keeps waiting on C.
     await f.clock.advance(PEER_FETCHING_TIMEOUT_MS + 2_000);
     release();

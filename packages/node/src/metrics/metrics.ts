@@ -18,8 +18,8 @@ export interface ProxyMetricsSink {
   holderSkipped(reason: 'not-member'): void;
   /** An incoming peer request refused with 403: why `Coral-Peer-Auth` did not verify. */
   peerRejected(reason: string): void;
-  /** The designated fetcher: self, asked, ask-failed (misses), taken (members' asks). */
-  designated(event: 'self' | 'asked' | 'ask-failed' | 'taken'): void;
+  /** The designated fetcher: self, asked, ask-refused/-timeout/-error (misses), taken (members' asks). */
+  designated(event: 'self' | 'asked' | 'ask-refused' | 'ask-timeout' | 'ask-error' | 'taken'): void;
 }
 
 /**
@@ -304,11 +304,12 @@ export class CoralMetrics {
       peerRejected.inc({ reason }, 0);
     const designated = new Counter({
       name: `${p}designated_fetch_total`,
-      help: 'The designated fetcher (one per object, rendezvous hashing): misses fetched as the designated member (self), served by the designated member (asked) or not (ask-failed: the index decided), and members\' asks taken as the designated member (taken)',
+      help: "The designated fetcher (one per object, rendezvous hashing): misses fetched as the designated member (self), served by the designated member (asked) or not (ask-refused, ask-timeout, ask-error: the index decided), and members' asks taken as the designated member (taken)",
       labelNames: ['event'],
       registers,
     });
-    for (const event of ['self', 'asked', 'ask-failed', 'taken']) designated.inc({ event }, 0);
+    for (const event of ['self', 'asked', 'ask-refused', 'ask-timeout', 'ask-error', 'taken'])
+      designated.inc({ event }, 0);
     // Read from the DSHT at each scrape (it keeps its own monotonic counters): copied, not counted.
     const trust = () => this.#trust;
     new Counter({
