@@ -270,7 +270,20 @@ async function runOnce(runSeed) {
       .reduce((s, [, n]) => s + n, 0);
 
     // What the surviving nodes say about themselves: claims won and lost, failed peer fetches.
-    const fleetCounters = { claimsWon: 0, claimsLost: 0, peerFetchErrors: 0, originFetches: 0 };
+    const fleetCounters = {
+      claimsWon: 0,
+      claimsLost: 0,
+      peerFetchErrors: 0,
+      originFetches: 0,
+      designated: {
+        self: 0,
+        asked: 0,
+        'ask-refused': 0,
+        'ask-timeout': 0,
+        'ask-error': 0,
+        taken: 0,
+      },
+    };
     const sum = (text, re) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
     for (const n of fleet.nodes) {
       if (victims.has(n.index)) continue;
@@ -285,6 +298,10 @@ async function runOnce(runSeed) {
         text,
         /^coral_origin_fetches_total\{outcome="ok"\} (\d+)/gm,
       );
+      for (const event of Object.keys(fleetCounters.designated)) {
+        const re = new RegExp(`^coral_designated_fetch_total\\{event="${event}"\\} (\\d+)`, 'gm');
+        fleetCounters.designated[event] += sum(text, re);
+      }
     }
     return {
       seed: runSeed,
@@ -343,6 +360,10 @@ try {
       ['wall (s)', res.wallSeconds],
       ['claims won / lost', `${res.claimsWon} / ${res.claimsLost}`],
       ['failed peer fetches', res.peerFetchErrors],
+      [
+        'designated self/asked/refused/timeout/error/taken',
+        Object.values(res.designated).join(' / '),
+      ],
     ];
     if (failure !== 'none') {
       rows.push(

@@ -113,6 +113,7 @@ export class CoralProxy {
       peerFetchingTimeoutMs: options.peerFetchingTimeoutMs ?? PEER_FETCHING_TIMEOUT_MS,
       peerRace: options.peerRace ?? PEER_RACE,
       indexTimeoutMs: options.indexTimeoutMs ?? INDEX_TIMEOUT_MS,
+      originTimeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
     };
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;
@@ -150,7 +151,7 @@ export class CoralProxy {
         // every private address to Coralized names.
         privateAllowed: [...sites.values()].map((o) => originKey(o.hostname, o.port)),
         ...(options.hosts ? { hosts: options.hosts } : {}),
-        timeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
+        timeoutMs: limits.originTimeoutMs,
         negativeTtlMs: options.negativeTtlMs ?? NEGATIVE_TTL_MS,
         ...(options.originCa ? { originCa: options.originCa } : {}),
       },
@@ -188,7 +189,7 @@ export class CoralProxy {
       origin: new Upstream(
         { connect: connector.connect },
         {
-          headersTimeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
+          headersTimeoutMs: limits.originTimeoutMs,
           bodyTimeoutMs: options.originBodyTimeoutMs ?? ORIGIN_BODY_TIMEOUT_MS,
         },
       ),

@@ -257,7 +257,9 @@ export class CoralNode implements AdminBackend {
     );
     // Peer fetches go only to the DSHT's verified members, at the address each was verified at;
     // in keyed mode holder records are authenticated and peer requests are signed and checked.
-    const members = new DshtFleetMembers(this.dsht, keyring !== undefined);
+    const members = new DshtFleetMembers(this.dsht, keyring !== undefined, {
+      designated: config.index.designated,
+    });
     const peerAuth = keyring ? new HttpPeerSigner({ keyring, clock: this.#clock }) : undefined;
     // Node-to-node admin requests (purges, ACME): answers sealed with the same keys, and only
     // requests addressed to this node's own admin address are taken (peer/requests.ts).

@@ -56,6 +56,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['tls.key', 'string'],
   ['tls.originCa', 'list'],
   ['tls.localCa', 'bool'],
+  ['index.designated', 'bool'],
   ['index.claims', 'bool'],
   ['index.claimStepMs', 'int'],
   ['index.claimRankCap', 'int'],

@@ -198,6 +198,11 @@ const fleetSchema = z.strictObject({
 });
 
 const indexSchema = z.strictObject({
+  /**
+   * One fetcher per object: a miss asks the live member designated for its URL by rendezvous
+   * hashing (nearest cluster first), which fetches from the origin once for every asker.
+   */
+  designated: z.boolean().default(true),
   /** Claim cold misses in the DSHT so one node fetches each object for the fleet (docs/node.md). */
   claims: z.boolean().default(true),
   /** Head start per rank before a lower-ranked node claims, in ms. */

@@ -18,6 +18,8 @@ export interface ProxyMetricsSink {
   holderSkipped(reason: 'not-member'): void;
   /** An incoming peer request refused with 403: why `Coral-Peer-Auth` did not verify. */
   peerRejected(reason: string): void;
+  /** The designated fetcher: self, asked, ask-refused/-timeout/-error (misses), taken (members' asks). */
+  designated(event: 'self' | 'asked' | 'ask-refused' | 'ask-timeout' | 'ask-error' | 'taken'): void;
 }
 
 /**
@@ -300,6 +302,14 @@ export class CoralMetrics {
     });
     for (const reason of ['missing', 'malformed', 'unknown-key', 'bad-mac', 'stale', 'replayed'])
       peerRejected.inc({ reason }, 0);
+    const designated = new Counter({
+      name: `${p}designated_fetch_total`,
+      help: "The designated fetcher (one per object, rendezvous hashing): misses fetched as the designated member (self), served by the designated member (asked) or not (ask-refused, ask-timeout, ask-error: the index decided), and members' asks taken as the designated member (taken)",
+      labelNames: ['event'],
+      registers,
+    });
+    for (const event of ['self', 'asked', 'ask-refused', 'ask-timeout', 'ask-error', 'taken'])
+      designated.inc({ event }, 0);
     // Read from the DSHT at each scrape (it keeps its own monotonic counters): copied, not counted.
     const trust = () => this.#trust;
     new Counter({
@@ -384,6 +394,7 @@ export class CoralMetrics {
       rateLimited: () => rateLimited.inc({ service: 'proxy' }),
       holderSkipped: (reason) => holdersSkipped.inc({ reason: label(reason) }),
       peerRejected: (reason) => peerRejected.inc({ reason: label(reason) }),
+      designated: (event) => designated.inc({ event }),
     };
     this.dns = {
       answer: (method, rcode) => answers.inc({ method: label(method), rcode: label(rcode) }),
