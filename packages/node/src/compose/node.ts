@@ -101,6 +101,8 @@ export class CoralNode implements AdminBackend {
   purges!: FleetPurge;
   #purgeLog: PurgeLog | undefined;
   #purgeWaitOver = false;
+  /** The purge check of readiness passed once (it is not taken back). */
+  #purgeReady = false;
   #purgeWaitTimer: { cancel(): void } | undefined;
   /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
   #blocklist = new Blocklist();
@@ -943,9 +945,13 @@ export class CoralNode implements AdminBackend {
     };
     if (this.config.dns.enabled) checks.dns = this.listening.dns !== undefined && !this.#stopping;
     // Purges taken while this node was away are applied before it counts as ready.
+    // Once passed, it stays passed: the gate is about what a node missed while it was away, and a
+    // first catch-up round with a member that joined later (which writes cursors) is no reason to
+    // turn a serving node away.
     checks.purgeLog =
       this.purges !== undefined &&
-      (!this.#purgeGated() || this.purges.synced || this.#purgeWaitOver);
+      (this.#purgeReady || !this.#purgeGated() || this.purges.synced || this.#purgeWaitOver);
+    if (checks.purgeLog) this.#purgeReady = true;
     const view: ReadinessView = { ready: false, checks };
     if (this.trust.mode === 'keyed' && this.dsht) {
       // Keyed: not isolated (it still authenticates its fleet's traffic).
