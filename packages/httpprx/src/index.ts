@@ -26,7 +26,7 @@ export type { ClaimResult, ContentIndex, Holder } from './content-index.js';
 export { InMemoryContentIndex } from './memory-index.js';
 export type { PeerAuth } from './peer/auth.js';
 export type { FleetMembers, LiveMember } from './peer/members.js';
-export { chooseFetcher, designatedHere, topMember } from './peer/rendezvous.js';
+export { chooseFetcher, designatedHere, rendezvousRank, topMember } from './peer/rendezvous.js';
 export type { FetcherChoice } from './peer/rendezvous.js';
 export { InMemoryFleetMembers } from './peer/memory-members.js';
 export { CoralProxy } from './proxy/coral-proxy.js';

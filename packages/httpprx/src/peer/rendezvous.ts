@@ -50,6 +50,22 @@ export function topMember(
 }
 
 /**
+ * The place of `selfId` in the rendezvous order of `ids` (itself included or not) for `key`: 0 when
+ * no other id outranks it. The same order as the designated fetcher's, so the claims' head start
+ * (the fallback) puts the designated member first too.
+ */
+export function rendezvousRank(selfId: string, key: Uint8Array, ids: Iterable<string>): number {
+  const self = selfId.toLowerCase();
+  const mine = weight(self, key);
+  let rank = 0;
+  for (const id of ids) {
+    const other = id.toLowerCase();
+    if (other !== self && outranks(weight(other, key), other, mine, self)) rank++;
+  }
+  return rank;
+}
+
+/**
  * The designated fetchers of `key` as this node sees them: `near`, the top member of its own
  * cluster (itself included); `global`, the top member of the whole fleet. Undefined without a
  * membership to choose from (no `live()`, or no other live member).

@@ -4,13 +4,12 @@
  * `NodeDirectory`), plus the admin API, metrics and logs. `CoralNode.start()` brings the services
  * up in dependency order and `stop()` takes them down in reverse, within a bound.
  */
-import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
 import { toNodeInfo, type DshtAuthState } from '@coral/dsht';
-import type { PeerAuth } from '@coral/httpprx';
+import { rendezvousRank as rankAmong, type PeerAuth } from '@coral/httpprx';
 import { HttpPeerSigner, KeyringError, type KeyInfo, type Keyring } from '@coral/keyring';
 import { FleetChallenges } from '../acme/fleet-challenges.js';
 import { Blocklist } from '../blocklist/blocklist.js';
@@ -1041,16 +1040,16 @@ export class CoralNode implements AdminBackend {
 }
 
 /**
- * This node's place among the live proxies in a rendezvous (highest random weight) order for
- * `key`: 0 when no live node scores higher. Every node computes the same order from the same set.
+ * This node's place among the live proxies in the rendezvous (highest random weight) order for
+ * `key` that also designates its fetcher (@coral/httpprx): 0 when no live node scores higher.
+ * Every node computes the same order from the same set.
  */
 export function rendezvousRank(selfId: string, key: Uint8Array, live: { id: string }[]): number {
-  const keyHex = Buffer.from(key).toString('hex');
-  const score = (id: string) => createHash('sha1').update(`${id}:${keyHex}`).digest('hex');
-  const mine = score(selfId);
-  let rank = 0;
-  for (const n of live) if (n.id !== selfId && score(n.id) > mine) rank++;
-  return rank;
+  return rankAmong(
+    selfId,
+    key,
+    live.map((n) => n.id),
+  );
 }
 
 async function step<T>(service: string, fn: () => Promise<T> | T): Promise<T> {
