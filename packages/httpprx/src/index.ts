@@ -22,7 +22,10 @@
  * // curl -H 'Host: www.example.com.nyud.net' http://127.0.0.1:8090/
  * ```
  */
-export type { ClaimResult, ContentIndex, Holder } from './content-index.js';
+export type { ClaimResult, ContentIndex, Holder, SiteControlRecord } from './content-index.js';
+export { parseCoralControl, CORAL_CONTROL_HEADER } from './site-control/coral-control.js';
+export type { CoralControl } from './site-control/coral-control.js';
+export { siteKey, siteOf } from './site-control/opt-outs.js';
 export { InMemoryContentIndex } from './memory-index.js';
 export type { PeerAuth } from './peer/auth.js';
 export type { FleetMembers, LiveMember } from './peer/members.js';

@@ -32,6 +32,8 @@ import {
   MAX_OBJECT_BYTES,
   MEMORY_BUDGET_BYTES,
   NEGATIVE_TTL_MS,
+  OPT_OUT_MAX_SITES,
+  OPT_OUT_RECHECK_MS,
   ORIGIN_BODY_TIMEOUT_MS,
   ORIGIN_TIMEOUT_MS,
   PEER_FETCHING_TIMEOUT_MS,
@@ -59,6 +61,8 @@ import type { OriginBase } from '../request/target.js';
 import { fastHit } from '../serve/fast-path.js';
 import { HotCache } from '../serve/hot-cache.js';
 import { forwardUnsafe, invalidate } from '../site/site.js';
+import { OptOuts, siteOf } from '../site-control/opt-outs.js';
+import { sendHome } from '../site-control/redirect.js';
 import { DiskStore } from '../store/disk-store.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { StoredMeta } from '../store/types.js';
@@ -199,6 +203,21 @@ export class CoralProxy {
       ),
       peerConnector,
       limits,
+      optOuts: new OptOuts(
+        {
+          clock,
+          index: components.index,
+          members: components.members,
+          log,
+          metrics: components.metrics,
+        },
+        {
+          nodeId: options.self.nodeId,
+          recheckMs: options.optOutRecheckMs ?? OPT_OUT_RECHECK_MS,
+          lookupTimeoutMs: limits.indexTimeoutMs,
+          maxSites: OPT_OUT_MAX_SITES,
+        },
+      ),
       tasks: new Set(),
     };
     this.#fetcher = new Fetcher(this.#core);
@@ -396,6 +415,11 @@ export class CoralProxy {
     this.#core.tasks.add(task);
   }
 
+  /** Origins that sent their clients home (`Coral-Control: redirect-home`), with the end of each. */
+  optOuts(): Array<{ site: string; until: number }> {
+    return this.#core.optOuts.list();
+  }
+
   /** Refresh `complete` announcements of every fresh stored object (run periodically). */
   reannounce(): number {
     return reannounceAll(this.#core);
@@ -450,6 +474,14 @@ export class CoralProxy {
     const ctx = route(core, this.#route, req, res);
     if (!ctx) return;
     if (method !== 'GET' && method !== 'HEAD') return forwardUnsafe(core, ctx);
+    // An origin that opted out gets its clients back (Coralized names; a configured site's origin
+    // is the operator's own). A member asking for it is told we do not serve it.
+    if (ctx.mode === 'coral') {
+      const until = await core.optOuts.until(siteOf(ctx.url));
+      if (until > core.clock.now()) {
+        return ctx.peer ? this.#fetcher.refuse(ctx, 'the origin opted out') : sendHome(core, ctx);
+      }
+    }
     return lookup(core, this.#fetcher, ctx);
   }
 }

@@ -14,6 +14,7 @@ import type { PeerConnector } from '../peer/connector.js';
 import type { FleetMembers } from '../peer/members.js';
 import type { CacheStore } from '../store/types.js';
 import type { HotCache } from '../serve/hot-cache.js';
+import type { OptOuts } from '../site-control/opt-outs.js';
 import type { Logger, ProxyMetrics } from './types.js';
 
 export interface ProxyLimits {
@@ -53,6 +54,8 @@ export interface ProxyCore {
   peers: Upstream;
   peerConnector: PeerConnector;
   limits: ProxyLimits;
+  /** Origins that asked the fleet to send their clients home (../site-control/). */
+  optOuts: OptOuts;
   /** Fetch tasks in progress (transfer + commit), awaited by close(). */
   tasks: Set<Promise<void>>;
 }

@@ -37,6 +37,11 @@ export interface ProxyMetrics {
   ): void;
   /** A request the HTTP parser refused (answered 400/408/431 and closed): the error code. */
   clientError?(code: string): void;
+  /**
+   * Origin opt-out (`Coral-Control: redirect-home`): `recorded` this node's origin fetch carried
+   * it, `learned` a member's record was read from the index, `redirected` a client was sent home.
+   */
+  optOut?(event: 'recorded' | 'learned' | 'redirected'): void;
 }
 
 export type { Resolver } from '../connect/index.js';
@@ -135,6 +140,11 @@ export interface ProxyOptions {
   closeTimeoutMs?: number;
   /** Re-announcement sweep interval (ms). Default `REANNOUNCE_INTERVAL_MS` (src/constants.ts). */
   reannounceIntervalMs?: number;
+  /**
+   * How long a member believes the fleet's index holds no opt-out for a site before it reads it
+   * again (ms, injected clock). Default `OPT_OUT_RECHECK_MS` (src/constants.ts).
+   */
+  optOutRecheckMs?: number;
 }
 
 /** A certificate chain and its private key, PEM (leaf first, then intermediates). */
