@@ -157,6 +157,9 @@ export async function streamResponse(
       maxBytes: max,
       length: declared,
       ...(o.idleMs !== undefined ? { idle: { clock: core.clock, ms: o.idleMs } } : {}),
+      ...(o.source === 'origin'
+        ? { share: (n: number) => core.bandwidth.origin.take(ctx.domain, n) }
+        : {}),
     });
     if (!r.ok) {
       core.log.warn(

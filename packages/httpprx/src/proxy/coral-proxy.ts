@@ -62,6 +62,8 @@ import { fastHit } from '../serve/fast-path.js';
 import { HotCache } from '../serve/hot-cache.js';
 import { forwardUnsafe, invalidate } from '../site/site.js';
 import { OptOuts, siteOf } from '../site-control/opt-outs.js';
+import { FairShare } from '../fairness/fair-share.js';
+import type { DomainTraffic } from '../fairness/fair-share.js';
 import { sendHome } from '../site-control/redirect.js';
 import { DiskStore } from '../store/disk-store.js';
 import { MemoryStore } from '../store/memory-store.js';
@@ -77,6 +79,16 @@ import type {
   TlsCertificate,
   TlsListenOptions,
 } from './types.js';
+
+/** One bandwidth share as `CoralProxy.traffic()` reports it. */
+export interface TrafficShare {
+  /** The cap (bytes per second), 0 when unlimited. */
+  capBytesPerSec: number;
+  /** Chunks waiting for a grant right now (one per throttled flow). */
+  waiting: number;
+  /** The top domains by bytes since start, then `(other)`. */
+  domains: DomainTraffic[];
+}
 
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -218,6 +230,16 @@ export class CoralProxy {
           maxSites: OPT_OUT_MAX_SITES,
         },
       ),
+      bandwidth: {
+        origin: new FairShare(
+          { clock },
+          { bytesPerSec: options.bandwidth?.originBytesPerSec ?? 0 },
+        ),
+        served: new FairShare(
+          { clock },
+          { bytesPerSec: options.bandwidth?.servedBytesPerSec ?? 0 },
+        ),
+      },
       tasks: new Set(),
     };
     this.#fetcher = new Fetcher(this.#core);
@@ -418,6 +440,19 @@ export class CoralProxy {
   /** Origins that sent their clients home (`Coral-Control: redirect-home`), with the end of each. */
   optOuts(): Array<{ site: string; until: number }> {
     return this.#core.optOuts.list();
+  }
+
+  /**
+   * Body bytes per origin domain since start — fetched from origins and served — with the time
+   * flows waited for the bandwidth caps: the `top` domains by bytes, then `(other)`.
+   */
+  traffic(top = 20): { origin: TrafficShare; served: TrafficShare } {
+    const view = (s: FairShare): TrafficShare => ({
+      capBytesPerSec: s.bytesPerSec,
+      waiting: s.queued,
+      domains: s.stats(top),
+    });
+    return { origin: view(this.#core.bandwidth.origin), served: view(this.#core.bandwidth.served) };
   }
 
   /** Refresh `complete` announcements of every fresh stored object (run periodically). */

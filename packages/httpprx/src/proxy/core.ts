@@ -15,6 +15,7 @@ import type { FleetMembers } from '../peer/members.js';
 import type { CacheStore } from '../store/types.js';
 import type { HotCache } from '../serve/hot-cache.js';
 import type { OptOuts } from '../site-control/opt-outs.js';
+import type { FairShare } from '../fairness/fair-share.js';
 import type { Logger, ProxyMetrics } from './types.js';
 
 export interface ProxyLimits {
@@ -56,6 +57,8 @@ export interface ProxyCore {
   limits: ProxyLimits;
   /** Origins that asked the fleet to send their clients home (../site-control/). */
   optOuts: OptOuts;
+  /** The bandwidth caps and per-domain counts: origin fetches, bytes served (../fairness/). */
+  bandwidth: { origin: FairShare; served: FairShare };
   /** Fetch tasks in progress (transfer + commit), awaited by close(). */
   tasks: Set<Promise<void>>;
 }
@@ -79,6 +82,8 @@ export interface RequestCtx {
   host: string;
   /** Normalized upstream URL. */
   url: string;
+  /** The origin's host name (bandwidth shares and per-domain counts). */
+  domain: string;
   /** Path and query of `url`. */
   path: string;
   /** Hex urlKey of `url`, and its bytes. */

@@ -145,6 +145,13 @@ export interface ProxyOptions {
    * again (ms, injected clock). Default `OPT_OUT_RECHECK_MS` (src/constants.ts).
    */
   optOutRecheckMs?: number;
+  /**
+   * Node-wide bandwidth caps (bytes per second, 0 or absent = unlimited), each shared max-min
+   * fairly between origin domains (../fairness/fair-share.ts): `originBytesPerSec` for body
+   * bytes fetched from origins (not from peers), `servedBytesPerSec` for body bytes sent to
+   * clients and peers. Bytes are counted per domain either way (`CoralProxy.traffic()`).
+   */
+  bandwidth?: { originBytesPerSec?: number; servedBytesPerSec?: number };
 }
 
 /** A certificate chain and its private key, PEM (leaf first, then intermediates). */

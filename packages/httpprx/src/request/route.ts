@@ -142,6 +142,7 @@ export function route(
     httpPort: core.self.httpPort,
     host,
     url,
+    domain: u.hostname,
     path: u.pathname + u.search,
     primary: Buffer.from(keyBytes).toString('hex'),
     keyBytes,

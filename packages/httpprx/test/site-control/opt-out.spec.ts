@@ -93,7 +93,7 @@ describe('Coral-Control: redirect-home', () => {
 
     // Expiry: both serve the site again.
     f.control.clear();
-    f.clock.advance(121_000);
+    await f.clock.advance(121_000);
     const later = await viaA(f, '/other?q=1');
     expect(later.status).toBe(200);
     expect(later.body.toString()).toBe('body of /other?q=1');

@@ -94,6 +94,10 @@ export const realServices: ServiceFactory = {
         ...(p.peerTimeoutMs > 0 ? { peerTimeoutMs: p.peerTimeoutMs } : {}),
         ...(p.indexTimeoutMs > 0 ? { indexTimeoutMs: p.indexTimeoutMs } : {}),
         ...(p.peerFetchingTimeoutMs > 0 ? { peerFetchingTimeoutMs: p.peerFetchingTimeoutMs } : {}),
+        bandwidth: {
+          originBytesPerSec: p.originBytesPerSec,
+          servedBytesPerSec: p.servedBytesPerSec,
+        },
         ...(p.clientRateLimitPerSecond > 0
           ? { rateLimit: { perSecond: p.clientRateLimitPerSecond } }
           : {}),
