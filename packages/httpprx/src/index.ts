@@ -38,6 +38,7 @@ export { FairShare, OTHER_DOMAIN } from './fairness/fair-share.js';
 export type { DomainTraffic, FairShareOptions } from './fairness/fair-share.js';
 export type {
   CacheListEntry,
+  CommitCandidate,
   Logger,
   ProxyComponents,
   ProxyMetrics,

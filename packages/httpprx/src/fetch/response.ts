@@ -201,6 +201,7 @@ export async function streamResponse(
       size,
       sha256,
       lifetime: rules.lifetime,
+      fetchStartedAt: o.requestTime,
     });
   }
   return { ok: true, committed };

@@ -240,6 +240,7 @@ export class CoralProxy {
           { bytesPerSec: options.bandwidth?.servedBytesPerSec ?? 0 },
         ),
       },
+      admit: components.admit,
       tasks: new Set(),
     };
     this.#fetcher = new Fetcher(this.#core);

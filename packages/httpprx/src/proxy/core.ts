@@ -16,7 +16,7 @@ import type { CacheStore } from '../store/types.js';
 import type { HotCache } from '../serve/hot-cache.js';
 import type { OptOuts } from '../site-control/opt-outs.js';
 import type { FairShare } from '../fairness/fair-share.js';
-import type { Logger, ProxyMetrics } from './types.js';
+import type { CommitCandidate, Logger, ProxyMetrics } from './types.js';
 
 export interface ProxyLimits {
   maxObjectBytes: number;
@@ -59,6 +59,8 @@ export interface ProxyCore {
   optOuts: OptOuts;
   /** The bandwidth caps and per-domain counts: origin fetches, bytes served (../fairness/). */
   bandwidth: { origin: FairShare; served: FairShare };
+  /** The store's last check before a commit (`ProxyComponents.admit`). */
+  admit: ((candidate: CommitCandidate) => boolean | Promise<boolean>) | undefined;
   /** Fetch tasks in progress (transfer + commit), awaited by close(). */
   tasks: Set<Promise<void>>;
 }

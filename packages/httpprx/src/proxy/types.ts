@@ -42,6 +42,8 @@ export interface ProxyMetrics {
    * it, `learned` a member's record was read from the index, `redirected` a client was sent home.
    */
   optOut?(event: 'recorded' | 'learned' | 'redirected'): void;
+  /** A fetched response not stored because `admit` refused it (a purge came while it was fetched). */
+  commitRefused?(): void;
 }
 
 export type { Resolver } from '../connect/index.js';
@@ -69,6 +71,25 @@ export interface ProxyComponents {
    * `CORAL_PEER_UNAUTHORIZED`. Absent: peer requests are neither signed nor checked.
    */
   peerAuth?: PeerAuth;
+  /**
+   * The last word before a fetched response is stored (C1: a purge must not be undone by a fetch
+   * in flight). Called with the response's URL, stored header fields and the clock time its
+   * upstream request was sent, right before the commit and once more right after it; `false`
+   * (either time) and it is not kept — the clients that asked still get it. The node answers
+   * from its purge log: false when a purge matching it was applied at or after `fetchStartedAt`.
+   * Absent: every storable response is kept.
+   */
+  admit?: (candidate: CommitCandidate) => boolean | Promise<boolean>;
+}
+
+/** A response about to be stored, as `ProxyComponents.admit` sees it. */
+export interface CommitCandidate {
+  /** Normalized URL. */
+  url: string;
+  /** The response's stored header fields (lowercase names; tags in `surrogate-key` / `cache-tag`). */
+  headers: Readonly<Record<string, string>>;
+  /** Clock time the upstream request (origin or peer) was sent (ms). */
+  fetchStartedAt: number;
 }
 
 export interface ProxyOptions {
