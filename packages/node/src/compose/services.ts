@@ -9,6 +9,7 @@ import { Dsht, DshtClusterBinding, DshtDirectory, LEVEL_COUNT } from '@coral/dsh
 import { CoralProxy, urlKey } from '@coral/httpprx';
 import { DnsServer, type NodeInfo } from '@coral/dnssrv';
 import { TlsError } from '../errors.js';
+import { registerProxyTraffic } from '../metrics/proxy-traffic.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
 
 /**
@@ -69,11 +70,13 @@ export const realServices: ServiceFactory = {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
-    return new CoralProxy(
+    let proxy: CoralProxy | undefined;
+    const events = registerProxyTraffic(metrics.registry, () => proxy);
+    proxy = new CoralProxy(
       {
         index,
         logger,
-        metrics: metrics.proxy,
+        metrics: { ...metrics.proxy, ...events },
         ...(members ? { members } : {}),
         ...(peerAuth ? { peerAuth } : {}),
       },
@@ -102,7 +105,8 @@ export const realServices: ServiceFactory = {
           ? { rateLimit: { perSecond: p.clientRateLimitPerSecond } }
           : {}),
       },
-    ) as ProxyPort;
+    );
+    return proxy as ProxyPort;
   },
 
   dns({ config, logger, metrics, directory, challenges }) {
