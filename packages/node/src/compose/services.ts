@@ -70,9 +70,10 @@ export const realServices: ServiceFactory = {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
-    let proxy: CoralProxy | undefined;
-    const events = registerProxyTraffic(metrics.registry, () => proxy);
-    proxy = new CoralProxy(
+    // The metrics read the proxy at each scrape; its events go to them from the start.
+    const built: { proxy?: CoralProxy } = {};
+    const events = registerProxyTraffic(metrics.registry, () => built.proxy);
+    const proxy = new CoralProxy(
       {
         index,
         logger,
@@ -106,6 +107,7 @@ export const realServices: ServiceFactory = {
           : {}),
       },
     );
+    built.proxy = proxy;
     return proxy as ProxyPort;
   },
 
