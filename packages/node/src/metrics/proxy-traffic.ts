@@ -16,13 +16,30 @@ import { DEFAULT_METRICS_PREFIX } from './metrics.js';
 export const TRAFFIC_TOP_DOMAINS = 20;
 
 type TrafficSource = Pick<CoralProxy, 'traffic'>;
+type Events = Pick<ProxyMetrics, 'optOut' | 'commitRefused'>;
 
-/** Register the per-domain metrics of `proxy`; returns the event callbacks for its `metrics`. */
+/** Registries already holding these metrics: a proxy built again (a store reopened) rebinds. */
+const bound = new WeakMap<Registry, { source: () => TrafficSource | undefined; events: Events }>();
+
+/**
+ * Register the per-domain metrics of `proxy` (once per registry; a later call rebinds them to
+ * its proxy); returns the event callbacks for its `metrics`.
+ */
 export function registerProxyTraffic(
   registry: Registry,
   proxy: () => TrafficSource | undefined,
   prefix = DEFAULT_METRICS_PREFIX,
-): Pick<ProxyMetrics, 'optOut' | 'commitRefused'> {
+): Events {
+  const known = bound.get(registry);
+  if (known) {
+    known.source = proxy;
+    return known.events;
+  }
+  const state: { source: () => TrafficSource | undefined; events: Events } = {
+    source: proxy,
+    events: {},
+  };
+  bound.set(registry, state);
   const registers = [registry];
   const perDomain = (
     name: string,
@@ -35,7 +52,7 @@ export function registerProxyTraffic(
       labelNames: ['domain'],
       registers,
       collect() {
-        const p = proxy();
+        const p = state.source();
         this.reset();
         if (!p) return;
         for (const { domain, value } of read(p.traffic(TRAFFIC_TOP_DOMAINS))) {
@@ -69,7 +86,7 @@ export function registerProxyTraffic(
     labelNames: ['direction'],
     registers,
     collect() {
-      const t = proxy()?.traffic(0);
+      const t = state.source()?.traffic(0);
       this.set({ direction: 'origin' }, t?.origin.capBytesPerSec ?? 0);
       this.set({ direction: 'served' }, t?.served.capBytesPerSec ?? 0);
     },
@@ -86,5 +103,6 @@ export function registerProxyTraffic(
     help: 'Fetched responses not stored because a purge matching them was applied while they were fetched',
     registers,
   });
-  return { optOut: (event) => optOut.inc({ event }), commitRefused: () => refused.inc() };
+  state.events = { optOut: (event) => optOut.inc({ event }), commitRefused: () => refused.inc() };
+  return state.events;
 }

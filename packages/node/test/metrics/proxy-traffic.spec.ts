@@ -33,4 +33,24 @@ describe('per-domain proxy traffic metrics', () => {
     expect(text).toContain('coral_origin_opt_out_total{event="redirected"} 1');
     expect(text).toContain('coral_commits_refused_total 1');
   });
+
+  it('a proxy built again on the same registry rebinds the metrics', async () => {
+    const registry = new Registry();
+    const view = (bytes: number) => ({
+      traffic: () => ({
+        origin: {
+          capBytesPerSec: 0,
+          waiting: 0,
+          domains: [{ domain: 'x.example', bytes, throttledMs: 0 }],
+        },
+        served: { capBytesPerSec: 0, waiting: 0, domains: [] },
+      }),
+    });
+    registerProxyTraffic(registry, () => view(1));
+    const events = registerProxyTraffic(registry, () => view(2));
+    events.commitRefused?.();
+    const text = await registry.metrics();
+    expect(text).toContain('coral_origin_domain_bytes_total{domain="x.example"} 2');
+    expect(text).toContain('coral_commits_refused_total 1');
+  });
 });
