@@ -170,3 +170,26 @@ describe('served bandwidth cap', () => {
     expect(greedy.hits.length + lone.hits.length).toBe(7);
   });
 });
+
+describe('served bandwidth cap on hits from memory', () => {
+  it('a hot hit the bucket cannot pay for waits its turn instead of taking the fast path', async () => {
+    const px = await proxyWith({ bandwidth: { servedBytesPerSec: 64 * 1024 } });
+    const o = await bigOrigin('127.0.0.2', 40 * 1024);
+    const fetchOne = () => download(px, o.coralHost, '/hot');
+    // The miss takes 40 KiB of the 64 KiB bucket.
+    const miss = fetchOne();
+    await until(() => miss.done, 'the miss');
+    const waitOne = async () => {
+      const d = fetchOne();
+      await until(() => d.done || px.proxy.traffic().served.waiting === 1, 'the hit waits');
+      expect(d.done).toBe(false);
+      // 40 KiB more than the 24 KiB left: granted once the clock has refilled the difference.
+      await drive(px, 'served', [d], () => d.done);
+      expect([d.status, d.bytes]).toEqual([200, 40 * 1024]);
+    };
+    await waitOne(); // a hit on the full path (it also routes the fast path to the object)
+    await waitOne(); // the fast path cannot pay: the full path waits
+    expect(o.hits.length).toBe(1);
+    expect(bytesOf(px, 'served', 'origin.test')).toBe(3 * 40 * 1024);
+  });
+});
