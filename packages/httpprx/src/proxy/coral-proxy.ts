@@ -513,7 +513,7 @@ export class CoralProxy {
     // An origin that opted out gets its clients back (Coralized names; a configured site's origin
     // is the operator's own). A member asking for it is told we do not serve it.
     if (ctx.mode === 'coral') {
-      const until = await core.optOuts.until(siteOf(ctx.url));
+      const until = await core.optOuts.until(siteOf(ctx.url), ctx.peer);
       if (until > core.clock.now()) {
         return ctx.peer ? this.#fetcher.refuse(ctx, 'the origin opted out') : sendHome(core, ctx);
       }

@@ -99,12 +99,13 @@ export class OptOuts {
 
   /**
    * Until when requests for `site` are sent home (ms; `<= now`: they are not). Reads the index
-   * when the site's state is unknown or old (keyed mode).
+   * when the site's state is unknown or old (keyed mode), unless `localOnly` (a member's peer
+   * request: the member looked before it asked).
    */
-  until(site: string): number | Promise<number> {
+  until(site: string, localOnly = false): number | Promise<number> {
     const now = this.#c.clock.now();
     const s = this.#sites.get(site);
-    const read = this.#fleet && this.#c.index.siteControl !== undefined;
+    const read = !localOnly && this.#fleet && this.#c.index.siteControl !== undefined;
     if (s && (s.until > now || !read || now - s.checkedAt < this.#o.recheckMs)) return s.until;
     if (!read) return 0;
     let p = this.#pending.get(site);

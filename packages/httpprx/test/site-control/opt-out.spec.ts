@@ -90,6 +90,10 @@ describe('Coral-Control: redirect-home', () => {
     expect((await viaA(f, '/optout')).status).toBe(307);
     expect((await get(f.a.port, f.origin.coralHost, '/optout', {}, 'HEAD')).status).toBe(307);
     expect(f.origin.hits.length).toBe(hits);
+    // A member asking for it (peer request) is told it is not served here; no redirect for peers.
+    const asked = await viaA(f, '/optout', { 'x-coral-peer': '1' });
+    expect(asked.status).toBe(504);
+    expect(asked.headers['x-coral-error']).toBe('CORAL_NOT_CACHED');
 
     // Expiry: both serve the site again.
     f.control.clear();
