@@ -14,9 +14,13 @@
 //
 // Failures: `--kill F` SIGKILLs a fraction F of the nodes (the bootstrap node first, the others
 // chosen by the seed) once `--fail-at` of the requests have completed; `--stop F` SIGSTOPs them
-// instead (SIGCONT at the end). A client whose request fails on a failed node asks the next address
-// of its DNS answer, as browsers do; the JSON line separates what failed on the failed nodes from
-// what failed on the survivors, and gives the survivors' slowest answer after the failure.
+// instead (SIGCONT at the end). A client that cannot reach an address (refused, reset, or no answer
+// within `--client-timeout-ms`) does what browsers do: it tries the next address of its DNS answer,
+// and once every address it has failed, asks DNS again (each node's DNS server in turn), so the
+// fleet's failure detection decides how soon clients stop meeting failed nodes. A client knows
+// only what it saw fail. The JSON line separates what failed on the failed nodes from what failed
+// on the survivors (`reResolved`: the fresh DNS answers), and gives the survivors' slowest answer
+// after the failure.
 // `--runs N` repeats the whole run with seeds seed..seed+N-1, a fresh fleet each time.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -151,6 +155,7 @@ async function runOnce(runSeed) {
       errorsOnFailed: 0,
       errorsOnSurvivors: 0,
       retriedOk: 0,
+      reResolved: 0,
       failedRequests: 0,
       survivorMaxMsAfterFailure: 0,
       survivorSlowAfterFailure: 0,
@@ -207,7 +212,7 @@ async function runOnce(runSeed) {
         errorSamples.push(
           `${err.code ?? err.message} (${failedNode ? 'failed' : 'surviving'} ${ip})`,
         );
-        return { ok: false, onFailed: failedNode };
+        return { ok: false, onFailed: failedNode, network: true };
       }
     };
 
@@ -231,23 +236,51 @@ async function runOnce(runSeed) {
           return;
         }
         // The client's own order of the answer's addresses: the first, then the next on failure.
-        const addresses = proxies.map((_, j) => proxies[(k + j) % proxies.length]);
+        // What failed is what this client saw fail (no oracle): it tries the next address of its
+        // answer, and when every address it has failed, asks DNS again (the nameservers in turn,
+        // as a stub resolver with several does) for an answer without them.
+        let addresses = proxies.map((_, j) => proxies[(k + j) % proxies.length]);
+        const bad = new Set();
+        const nextAddress = async () => {
+          const left = addresses.filter((a) => !bad.has(a));
+          if (left.length > 0) return left[0];
+          for (let j = 0; j < nodes; j++) {
+            const ns = fleet.nodes[(k + j) % nodes];
+            try {
+              const fresh = await resolveThrough({ ip: ns.ip, port: ns.dnsPort }, name, {
+                localAddress,
+                timeoutMs: 1_000,
+                tries: 1,
+              });
+              c.reResolved++;
+              addresses = fresh.filter((a) => !bad.has(a));
+              if (addresses.length > 0) return addresses[0];
+            } catch {
+              /* this nameserver did not answer: the next one */
+            }
+          }
+          return undefined;
+        };
         for (const i of order) {
           c.clientRequests++;
           let result = await attempt(addresses[0], i, agent, localAddress);
-          if (!result.ok && result.onFailed) {
-            c.errorsOnFailed++;
-            // As a browser does: the next address of the answer (a failed one may be next too).
-            const next = addresses.find((a) => !failedIps.has(a));
+          if (!result.ok) {
+            // A request to a node that had failed counts against it; any other, against the fleet.
+            if (result.onFailed) c.errorsOnFailed++;
+            else c.errorsOnSurvivors++;
+          }
+          if (!result.ok && result.network) {
+            // As a browser does when it cannot reach an address: the next one (of this answer,
+            // or of a fresh one).
+            bad.add(addresses[0]);
+            const next = await nextAddress();
             if (next) {
-              addresses.splice(addresses.indexOf(next), 1);
-              addresses.unshift(next);
+              addresses = [next, ...addresses.filter((a) => a !== next)];
               result = await attempt(next, i, agent, localAddress);
               if (result.ok) c.retriedOk++;
-              else if (!result.onFailed) c.errorsOnSurvivors++;
+              else if (result.onFailed) c.errorsOnFailed++;
+              else c.errorsOnSurvivors++;
             }
-          } else if (!result.ok) {
-            c.errorsOnSurvivors++;
           }
           if (!result.ok) c.failedRequests++;
           c.completed++;
@@ -316,6 +349,7 @@ async function runOnce(runSeed) {
             failedNodes: [...victims].map((i) => fleet.nodes[i].ip),
             errorsOnFailedNodes: c.errorsOnFailed,
             retriedOk: c.retriedOk,
+            reResolved: c.reResolved,
             errorsOnSurvivors: c.errorsOnSurvivors,
             survivorMaxMsAfterFailure: Number(c.survivorMaxMsAfterFailure.toFixed(1)),
             survivorSlowAfterFailure: c.survivorSlowAfterFailure,
@@ -368,7 +402,10 @@ try {
     if (failure !== 'none') {
       rows.push(
         [`${failure === 'kill' ? 'killed' : 'stopped'} nodes`, res.failedNodes.join(' ')],
-        ['errors on failed nodes', `${res.errorsOnFailedNodes} (${res.retriedOk} retried ok)`],
+        [
+          'errors on failed nodes',
+          `${res.errorsOnFailedNodes} (${res.retriedOk} retried ok, ${res.reResolved} DNS asked again)`,
+        ],
         ['errors on survivors', res.errorsOnSurvivors],
         [
           'survivors: max ms after',
