@@ -6,9 +6,9 @@
  */
 import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createServer as createHttpServer, request } from 'node:http';
+import { createServer as createHttpServer, request, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PEER_FETCHING_TIMEOUT_MS } from '../../src/constants.js';
+import { PEER_FETCHING_TIMEOUT_MS, PEER_TIMEOUT_MS } from '../../src/constants.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import type { LiveMember } from '../../src/peer/members.js';
@@ -229,7 +229,8 @@ describe('one fetcher per object over real sockets', () => {
     f.members!.set(C, { ip: '127.0.0.9', httpPort: (silent.address() as AddressInfo).port });
     const pending = get(f.b.port, f.origin.coralHost, s1, {}, 'GET', '127.0.0.4');
     await until(() => asks === 1, 'B asked C');
-    await f.clock.advance(PEER_FETCHING_TIMEOUT_MS);
+    // Within the peer timeout (not the fetching patience: a member that took the ask says so at once).
+    await f.clock.advance(PEER_TIMEOUT_MS);
     const rb = await pending;
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
@@ -240,15 +241,19 @@ describe('one fetcher per object over real sockets', () => {
     expect(f.origin.hits).toHaveLength(2);
   });
 
-  it('a designated member that took the ask (102 Processing) is waited for while its origin is slow', async () => {
-    const f = await fleet();
+  /**
+   * Member C outranks A and B for `path` and is a scripted HTTP server: it takes every ask with a
+   * 102 and sends another each time `beat()` is called, and the final answer on `release()`.
+   */
+  async function scriptedC(f: Pair, prefix: string) {
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
-    let asked = 0;
+    const asks: ServerResponse[] = [];
     const slow = createHttpServer((_req, res) => {
-      asked++;
+      asks.push(res);
       res.writeProcessing();
       void released.then(() => {
+        if (res.destroyed) return;
         res.writeHead(200, { 'cache-control': 'max-age=600', 'content-length': BODY.length });
         res.end(BODY);
       });
@@ -258,23 +263,62 @@ describe('one fetcher per object over real sockets', () => {
       slow.closeAllConnections();
       await new Promise<void>((r) => slow.close(() => r()));
     });
-    const path = pathForC(f, '/slow');
+    const path = pathForC(f, prefix);
     f.members!.set(C, { ip: '127.0.0.9', httpPort: (slow.address() as AddressInfo).port });
-    const pending = get(f.b.port, f.origin.coralHost, path, {}, 'GET', '127.0.0.4');
-    await until(() => asked === 1, 'B asked C');
-    // B has seen the 102 once its fetching-patience timer is gone (replaced by the origin's patience).
-    await until(
-      () => (f.clock.nextAt() ?? Infinity) > T0 + PEER_FETCHING_TIMEOUT_MS,
-      'B saw the 102',
-    );
-    // Well past the peer timeouts, within the origin's: B keeps waiting on C.
-    await f.clock.advance(PEER_FETCHING_TIMEOUT_MS + 2_000);
-    release();
+    return {
+      path,
+      asks,
+      release,
+      beat: () => asks.forEach((res) => res.writeProcessing()),
+    };
+  }
+
+  /**
+   * Wait until B has moved its patience past `at` (it saw the 102 just sent). Its first patience,
+   * before any 102, is the peer timeout too, so the first 102 shows only through the next ones.
+   */
+  const sawBeatAfter = (f: Pair, at: number) =>
+    until(() => (f.clock.nextAt() ?? Infinity) > at, 'B saw the 102');
+
+  it('a designated member that took the ask (102 Processing) is waited for while its 102s keep coming', async () => {
+    const f = await fleet();
+    const c = await scriptedC(f, '/slow');
+    const pending = get(f.b.port, f.origin.coralHost, c.path, {}, 'GET', '127.0.0.4');
+    await until(() => c.asks.length === 1, 'B asked C');
+    // Well past every peer patience, with a 102 within each peer timeout: B keeps waiting on C.
+    for (let waited = 0; waited < PEER_FETCHING_TIMEOUT_MS + 2_000; waited += PEER_TIMEOUT_MS / 2) {
+      await f.clock.advance(PEER_TIMEOUT_MS / 2);
+      c.beat();
+      await sawBeatAfter(f, f.clock.now() + PEER_TIMEOUT_MS / 2);
+    }
+    c.release();
     const rb = await pending;
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
     expect(rb.headers['cache-status']).toMatch(new RegExp(`detail=peer-${C.slice(0, 12)}`));
     expect(f.origin.hits).toHaveLength(0);
+  });
+
+  it('a designated member that falls silent after its 102 is given up within the peer timeout, and skipped', async () => {
+    const f = await fleet();
+    const c = await scriptedC(f, '/hung');
+    const pending = get(f.b.port, f.origin.coralHost, c.path, {}, 'GET', '127.0.0.4');
+    await until(() => c.asks.length === 1, 'B asked C');
+    // One more beat, then nothing (hung, as under SIGSTOP): one peer timeout later B falls back.
+    await f.clock.advance(PEER_TIMEOUT_MS / 2);
+    c.beat();
+    await sawBeatAfter(f, f.clock.now() + PEER_TIMEOUT_MS / 2);
+    await f.clock.advance(PEER_TIMEOUT_MS);
+    const rb = await pending;
+    expect(rb.status).toBe(200);
+    expect(rb.body.equals(BODY)).toBe(true);
+    expect(rb.headers['cache-status']).toMatch(/fwd=uri-miss/);
+    expect(f.origin.hits).toHaveLength(1);
+    // The next miss designated to C goes elsewhere at once.
+    const other = pathForC(f, '/hung', 1);
+    const rb2 = await get(f.b.port, f.origin.coralHost, other, {}, 'GET', '127.0.0.4');
+    expect(rb2.status).toBe(200);
+    expect(c.asks).toHaveLength(1);
   });
 
   it('a member not designated for the URL refuses a signed ask (views disagree); it never fetches', async () => {
