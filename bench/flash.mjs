@@ -141,6 +141,14 @@ async function runOnce(runSeed) {
   );
   try {
     await fleet.start();
+    // How much of the fleet each node knows as live members when the crowd starts (the designated
+    // fetcher is chosen from that view; a node that does not know the member designated for a URL
+    // may fetch it itself).
+    const views = await Promise.all(
+      fleet.nodes.map(
+        async (n) => (await n.admin.json('GET', '/v1/clusters')).liveProxies?.length ?? 0,
+      ),
+    );
     const totalRequests = clients * objects;
     const started = performance.now();
     const latencies = [];
@@ -339,6 +347,7 @@ async function runOnce(runSeed) {
     return {
       seed: runSeed,
       originRequests,
+      membersKnownAtStart: { min: Math.min(...views), max: Math.max(...views) },
       clientRequests: c.clientRequests,
       clientErrors: c.failedRequests + c.dnsErrors * objects,
       corruptBodies: c.corruptBodies,
@@ -386,6 +395,10 @@ try {
       ['client errors', res.clientErrors],
       ['corrupt bodies', res.corruptBodies],
       ['origin requests', res.originRequests],
+      [
+        'members known at start',
+        `${res.membersKnownAtStart.min}–${res.membersKnownAtStart.max} of ${nodes} (each node's view)`,
+      ],
       [
         'served local/peer/origin',
         `${res.servedBy.local} / ${res.servedBy.peer} / ${res.servedBy.origin}`,

@@ -108,13 +108,12 @@ export async function fetchFromPeers(
   designated = false,
 ): Promise<boolean> {
   // The designated member answers 102 as soon as it takes the ask, and again at a beat while it
-  // waits on its origin (../peer/processing.ts): the peer timeout bounds the wait for each sign of
-  // life, the origin's the whole wait. A holder the index says is fetching answers only once its
-  // own origin does, so it gets the fetching patience.
+  // waits on its origin (../peer/processing.ts): the fetching patience bounds the wait for each
+  // sign of life (a member busy with a flash crowd may take a while to read the ask: the peer
+  // timeout alone made asks to busy members fail over to the origin), the origin's the whole wait.
+  // A holder the index says is fetching answers only once its own origin does: the same patience.
   const patience = (h: Holder) =>
-    designated || h.state !== 'fetching'
-      ? core.limits.peerTimeoutMs
-      : core.limits.peerFetchingTimeoutMs;
+    h.state === 'fetching' ? core.limits.peerFetchingTimeoutMs : core.limits.peerTimeoutMs;
   let failure: 'refused' | 'timeout' | 'error' | undefined;
   let processing = false;
   let fellSilent = false;
@@ -143,7 +142,7 @@ export async function fetchFromPeers(
       via: headers['via'] ?? core.via,
       designated,
       takenPatienceMs: core.limits.originTimeoutMs + core.limits.peerTimeoutMs,
-      beatPatienceMs: core.limits.peerTimeoutMs,
+      beatPatienceMs: core.limits.peerFetchingTimeoutMs,
     },
     patience,
   );

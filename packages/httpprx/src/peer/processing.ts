@@ -10,12 +10,12 @@ import type { ServerResponse } from 'node:http';
 import type { Clock, TimerHandle } from '@coral/testkit';
 
 /**
- * The beat for an asker whose patience between signs of life is `peerTimeoutMs`: three beats to
- * each patience, so one late beat (a busy event loop, a lost segment's retransmission) does not
+ * The beat for an asker whose patience between signs of life is `patienceMs` (its fetching
+ * patience, `peerFetchingTimeoutMs`): three beats to each patience, so one late beat (a busy event loop, a lost segment's retransmission) does not
  * make the asker give up on a member that is working.
  */
-export function processingIntervalMs(peerTimeoutMs: number): number {
-  return Math.max(10, Math.floor(peerTimeoutMs / 3));
+export function processingIntervalMs(patienceMs: number): number {
+  return Math.max(10, Math.floor(patienceMs / 3));
 }
 
 /**

@@ -128,7 +128,7 @@ export function route(
     core.metrics?.designated?.('taken');
     // 102 Processing at once and then at a beat until the head (../peer/processing.ts): the asker
     // knows its ask was taken, and waits for the origin while the beats keep coming.
-    keepProcessing(res, core.clock, processingIntervalMs(core.limits.peerTimeoutMs));
+    keepProcessing(res, core.clock, processingIntervalMs(core.limits.peerFetchingTimeoutMs));
   }
   const u = new URL(url);
   return {

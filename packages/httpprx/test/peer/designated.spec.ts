@@ -8,10 +8,11 @@ import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createServer as createHttpServer, request, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PEER_FETCHING_TIMEOUT_MS, PEER_TIMEOUT_MS } from '../../src/constants.js';
+import { PEER_FETCHING_TIMEOUT_MS } from '../../src/constants.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import type { LiveMember } from '../../src/peer/members.js';
+import { processingIntervalMs } from '../../src/peer/processing.js';
 import { chooseFetcher, designatedHere, topMember } from '../../src/peer/rendezvous.js';
 import { ManualClock } from '@coral/testkit';
 import { NODE_A as A, NODE_B as B, T0, get, startPair, until } from '../helpers/harness.js';
@@ -229,8 +230,7 @@ describe('one fetcher per object over real sockets', () => {
     f.members!.set(C, { ip: '127.0.0.9', httpPort: (silent.address() as AddressInfo).port });
     const pending = get(f.b.port, f.origin.coralHost, s1, {}, 'GET', '127.0.0.4');
     await until(() => asks === 1, 'B asked C');
-    // Within the peer timeout (not the fetching patience: a member that took the ask says so at once).
-    await f.clock.advance(PEER_TIMEOUT_MS);
+    await f.clock.advance(PEER_FETCHING_TIMEOUT_MS);
     const rb = await pending;
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
@@ -273,9 +273,12 @@ describe('one fetcher per object over real sockets', () => {
     };
   }
 
+  /** C's beat: the taker's (src/peer/processing.ts). */
+  const BEAT = processingIntervalMs(PEER_FETCHING_TIMEOUT_MS);
+
   /**
    * Wait until B has moved its patience past `at` (it saw the 102 just sent). Its first patience,
-   * before any 102, is the peer timeout too, so the first 102 shows only through the next ones.
+   * before any 102, is the same length, so the first 102 shows only through the next ones.
    */
   const sawBeatAfter = (f: Pair, at: number) =>
     until(() => (f.clock.nextAt() ?? Infinity) > at, 'B saw the 102');
@@ -285,11 +288,11 @@ describe('one fetcher per object over real sockets', () => {
     const c = await scriptedC(f, '/slow');
     const pending = get(f.b.port, f.origin.coralHost, c.path, {}, 'GET', '127.0.0.4');
     await until(() => c.asks.length === 1, 'B asked C');
-    // Well past every peer patience, with a 102 within each peer timeout: B keeps waiting on C.
-    for (let waited = 0; waited < PEER_FETCHING_TIMEOUT_MS + 2_000; waited += PEER_TIMEOUT_MS / 2) {
-      await f.clock.advance(PEER_TIMEOUT_MS / 2);
+    // Well past every peer patience, with a 102 within each: B keeps waiting on C.
+    for (let waited = 0; waited < 3 * PEER_FETCHING_TIMEOUT_MS; waited += BEAT) {
+      await f.clock.advance(BEAT);
       c.beat();
-      await sawBeatAfter(f, f.clock.now() + PEER_TIMEOUT_MS / 2);
+      await sawBeatAfter(f, f.clock.now() + PEER_FETCHING_TIMEOUT_MS - BEAT);
     }
     c.release();
     const rb = await pending;
@@ -299,16 +302,17 @@ describe('one fetcher per object over real sockets', () => {
     expect(f.origin.hits).toHaveLength(0);
   });
 
-  it('a designated member that falls silent after its 102 is given up within the peer timeout, and skipped', async () => {
+  it('a designated member that falls silent after its 102 is given up after one patience, and skipped', async () => {
     const f = await fleet();
     const c = await scriptedC(f, '/hung');
     const pending = get(f.b.port, f.origin.coralHost, c.path, {}, 'GET', '127.0.0.4');
     await until(() => c.asks.length === 1, 'B asked C');
-    // One more beat, then nothing (hung, as under SIGSTOP): one peer timeout later B falls back.
-    await f.clock.advance(PEER_TIMEOUT_MS / 2);
+    // One more beat, then nothing (hung, as under SIGSTOP): one patience later B falls back, long
+    // before the origin's timeout it would wait while the 102s came.
+    await f.clock.advance(BEAT);
     c.beat();
-    await sawBeatAfter(f, f.clock.now() + PEER_TIMEOUT_MS / 2);
-    await f.clock.advance(PEER_TIMEOUT_MS);
+    await sawBeatAfter(f, f.clock.now() + PEER_FETCHING_TIMEOUT_MS - BEAT);
+    await f.clock.advance(PEER_FETCHING_TIMEOUT_MS);
     const rb = await pending;
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
