@@ -7,6 +7,10 @@
 // one JSON line. CoralCDN saw 14 origin requests for 12 files from 166 proxies; the target here is
 // originRequests == objects and clientErrors == 0, with the nodes' default settings.
 //
+// The crowd starts once every node knows every other as a live member (the view the designated
+// fetcher is chosen from), or after `--form-s` (30) seconds whatever the views; the table gives the
+// views and how long forming took after the nodes were ready.
+//
 // The nodes run with their defaults. `--posture flash` adds the old flash-crowd tuning (a 5 × 150 ms
 // claim head start, 5 s peer and 10 s index timeouts) as a comparison row; the single flags
 // (`--peer-timeout-ms`, `--index-timeout-ms`, `--claim-rank-cap`, `--claim-step-ms`, `--claims`)
@@ -49,6 +53,7 @@ const { values } = parseArgs({
     stop: { type: 'string', default: '0' },
     'fail-at': { type: 'string', default: '0.25' },
     'client-timeout-ms': { type: 'string', default: '30000' },
+    'form-s': { type: 'string', default: '30' },
   },
 });
 
@@ -74,6 +79,7 @@ const seed = integer('seed');
 const runs = integer('runs', 1);
 const objectBytes = integer('object-bytes', 1);
 const clientTimeoutMs = integer('client-timeout-ms', 1);
+const formMs = integer('form-s', 0) * 1000;
 const killFraction = fraction('kill');
 const stopFraction = fraction('stop');
 const failAt = fraction('fail-at');
@@ -141,14 +147,23 @@ async function runOnce(runSeed) {
   );
   try {
     await fleet.start();
-    // How much of the fleet each node knows as live members when the crowd starts (the designated
-    // fetcher is chosen from that view; a node that does not know the member designated for a URL
-    // may fetch it itself).
-    const views = await Promise.all(
-      fleet.nodes.map(
-        async (n) => (await n.admin.json('GET', '/v1/clusters')).liveProxies?.length ?? 0,
-      ),
-    );
+    // How much of the fleet each node knows as live members (the designated fetcher is chosen from
+    // that view: a node that does not know the member designated for a URL fetches it itself). The
+    // crowd meets a formed fleet: it starts once every node knows every other, or after
+    // `--form-s` seconds whatever the views are; both figures are reported.
+    const viewsNow = () =>
+      Promise.all(
+        fleet.nodes.map(
+          async (n) => (await n.admin.json('GET', '/v1/clusters')).liveProxies?.length ?? 0,
+        ),
+      );
+    const formStart = performance.now();
+    let views = await viewsNow();
+    while (Math.min(...views) < nodes && performance.now() - formStart < formMs) {
+      await new Promise((r) => setTimeout(r, 250));
+      views = await viewsNow();
+    }
+    const formedSeconds = (performance.now() - formStart) / 1000;
     const totalRequests = clients * objects;
     const started = performance.now();
     const latencies = [];
@@ -348,6 +363,7 @@ async function runOnce(runSeed) {
       seed: runSeed,
       originRequests,
       membersKnownAtStart: { min: Math.min(...views), max: Math.max(...views) },
+      formedSeconds: Number(formedSeconds.toFixed(1)),
       clientRequests: c.clientRequests,
       clientErrors: c.failedRequests + c.dnsErrors * objects,
       corruptBodies: c.corruptBodies,
@@ -397,7 +413,7 @@ try {
       ['origin requests', res.originRequests],
       [
         'members known at start',
-        `${res.membersKnownAtStart.min}–${res.membersKnownAtStart.max} of ${nodes} (each node's view)`,
+        `${res.membersKnownAtStart.min}–${res.membersKnownAtStart.max} of ${nodes} (each node's view, ${res.formedSeconds} s after ready)`,
       ],
       [
         'served local/peer/origin',
