@@ -66,7 +66,7 @@ export const realServices: ServiceFactory = {
     );
   },
 
-  proxy({ config, logger, metrics, index, self, dataDir, members, peerAuth }) {
+  proxy({ config, logger, metrics, index, self, dataDir, members, peerAuth, admit }) {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
@@ -80,6 +80,7 @@ export const realServices: ServiceFactory = {
         metrics: { ...metrics.proxy, ...events },
         ...(members ? { members } : {}),
         ...(peerAuth ? { peerAuth } : {}),
+        ...(admit ? { admit } : {}),
       },
       {
         zones: [config.zone],
