@@ -15,9 +15,10 @@
  *   anyone could write one, so each node then acts on what its own fetches saw.
  *
  * Each member remembers a site's state (bounded, oldest forgotten first): an opt-out until it
- * ends, and "none" for `recheckMs`, after which the next request for the site looks at the index
- * again (one lookup per site at a time, bounded by the index timeout; a failed lookup counts as
- * "none"). Of several records the newest wins, so `max-age=0` lifts an opt-out fleet-wide.
+ * ends, and "none" for `recheckMs`, after which the next request for the site has the index read
+ * again in the background and is served meanwhile (one lookup per site at a time, bounded by the
+ * index timeout; a failed lookup counts as "none"). Only the first request for a site this node
+ * knows nothing of waits for the read. Of several records the newest wins, so `max-age=0` lifts an opt-out fleet-wide.
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '@coral/testkit';
@@ -112,6 +113,12 @@ export class OptOuts {
     if (!p) {
       p = this.#read(site).finally(() => this.#pending.delete(site));
       this.#pending.set(site, p);
+    }
+    // A site known to be served keeps being served while its state is read again (in the
+    // background, as stale-while-revalidate): only a site never read waits for the index.
+    if (s) {
+      p.catch(() => undefined);
+      return s.until;
     }
     return p;
   }
