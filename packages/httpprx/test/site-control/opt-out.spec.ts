@@ -10,7 +10,7 @@ import { ManualClock } from '@coral/testkit';
 import { InMemoryContentIndex } from '../../src/memory-index.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import { siteKey } from '../../src/site-control/opt-outs.js';
-import { NODE_A, NODE_B, T0, get, startOrigin, startProxy } from '../helpers/harness.js';
+import { NODE_A, NODE_B, T0, get, startOrigin, startProxy, until } from '../helpers/harness.js';
 import type { Origin, ProxyHarness } from '../helpers/harness.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -103,6 +103,20 @@ describe('Coral-Control: redirect-home', () => {
     expect(later.body.toString()).toBe('body of /other?q=1');
     expect((await viaB(f, '/third')).status).toBe(200);
     expect(f.a.proxy.optOuts()).toEqual([]);
+  });
+
+  it('a member that knows the site is served serves it while it reads the index again', async () => {
+    const f = await fleet();
+    expect((await viaB(f, '/x')).status).toBe(200); // B read the index: no opt-out
+    f.control.set('/go', 'redirect-home');
+    await viaA(f, '/go'); // A records it and publishes it
+    await f.clock.advance(31_000); // past B's recheck
+    // B does not hold the request on the index read: served, and the read goes on behind it.
+    const r = await viaB(f, '/x');
+    expect(r.status).toBe(200);
+    expect(r.headers['cache-status']).toMatch(/^Coral; hit/);
+    await until(() => f.b.proxy.optOuts().length === 1, 'B learnt the opt-out');
+    expect((await viaB(f, '/x')).status).toBe(307);
   });
 
   it('stops hot objects on the fast path too', async () => {
