@@ -39,10 +39,15 @@ RUN npx tsc -b && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
            packages/*/dist/.tsbuildinfo
 
 FROM ${NODE_IMAGE} AS runtime
+# MALLOC_*: glibc malloc's thresholds fixed at 128 KiB, two arenas (NODE_RUNTIME_ENV in
+# packages/node/src/runtime-env.ts says why; keep the two in step).
 ENV NODE_ENV=production \
     CORAL_DATA_DIR=/data \
     CORAL_HOST=0.0.0.0 \
-    CORAL_DNS_HOST=0.0.0.0
+    CORAL_DNS_HOST=0.0.0.0 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
+    MALLOC_TRIM_THRESHOLD_=131072 \
+    MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules node_modules

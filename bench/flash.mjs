@@ -1,11 +1,23 @@
 #!/usr/bin/env node
 // Flash crowd: `npm run bench:flash -- --nodes 6 --clients 300 --objects 12 --seed 1`.
 // A fleet of node processes on 127.0.B.x and a counting origin on 127.0.0.1; every client (its own
-// source address 127.0.C.y) resolves the Coralized name through one node's DNS server with Node's
+// source address 127.C.y.z) resolves the Coralized name through one node's DNS server with Node's
 // stub resolver, then fetches every object in a seeded random order through the proxy it was
 // given, all clients at once. Checks every body against the origin's bytes. Prints a table, then
 // one JSON line. CoralCDN saw 14 origin requests for 12 files from 166 proxies; the target here is
-// originRequests == objects and clientErrors == 0.
+// originRequests == objects and clientErrors == 0, with the nodes' default settings.
+//
+// The nodes run with their defaults. `--posture flash` adds the old flash-crowd tuning (a 5 × 150 ms
+// claim head start, 5 s peer and 10 s index timeouts) as a comparison row; the single flags
+// (`--peer-timeout-ms`, `--index-timeout-ms`, `--claim-rank-cap`, `--claim-step-ms`, `--claims`)
+// set one knob each. Nothing is passed to the nodes that the flags do not name.
+//
+// Failures: `--kill F` SIGKILLs a fraction F of the nodes (the bootstrap node first, the others
+// chosen by the seed) once `--fail-at` of the requests have completed; `--stop F` SIGSTOPs them
+// instead (SIGCONT at the end). A client whose request fails on a failed node asks the next address
+// of its DNS answer, as browsers do; the JSON line separates what failed on the failed nodes from
+// what failed on the survivors, and gives the survivors' slowest answer after the failure.
+// `--runs N` repeats the whole run with seeds seed..seed+N-1, a fresh fleet each time.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -20,207 +32,379 @@ const { values } = parseArgs({
     clients: { type: 'string', default: '300' },
     objects: { type: 'string', default: '12' },
     seed: { type: 'string', default: '1' },
+    runs: { type: 'string', default: '1' },
     'object-bytes': { type: 'string', default: String(64 * 1024) },
     zone: { type: 'string', default: 'nyud.net' },
-    'peer-timeout-ms': { type: 'string', default: '5000' },
-    'index-timeout-ms': { type: 'string', default: '10000' },
-    // `--claims false` turns the index's claims off, to compare (docs/node.md, "Claims").
-    claims: { type: 'string', default: 'true' },
-    // A flash-crowd posture for the claims' head start: every node of a 6-node fleet gets its own
-    // step (the node's defaults are 3 steps of 100 ms, which bounds the cost of a lone cold miss).
-    'claim-rank-cap': { type: 'string', default: '5' },
-    'claim-step-ms': { type: 'string', default: '150' },
+    posture: { type: 'string', default: 'defaults' },
+    'peer-timeout-ms': { type: 'string' },
+    'index-timeout-ms': { type: 'string' },
+    claims: { type: 'string' },
+    'claim-rank-cap': { type: 'string' },
+    'claim-step-ms': { type: 'string' },
+    kill: { type: 'string', default: '0' },
+    stop: { type: 'string', default: '0' },
+    'fail-at': { type: 'string', default: '0.25' },
+    'client-timeout-ms': { type: 'string', default: '30000' },
   },
 });
-const nodes = Number(values.nodes);
-const clients = Number(values.clients);
-const objects = Number(values.objects);
-const seed = Number(values.seed);
-const objectBytes = Number(values['object-bytes']);
-// How long a proxy waits for a peer that is itself still fetching (the proxy's default is 1 s;
-// with 300 clients on one 2-core machine, answers routinely take longer than that).
-const peerTimeoutMs = Number(values['peer-timeout-ms']);
-// Same for the index lookup (with its claim): the proxy's default bound is 2 s.
-const indexTimeoutMs = Number(values['index-timeout-ms']);
-const claimRankCap = Number(values['claim-rank-cap']);
-const claimStepMs = Number(values['claim-step-ms']);
-for (const [k, v] of Object.entries({
-  nodes,
-  clients,
-  objects,
-  seed,
-  objectBytes,
-  peerTimeoutMs,
-})) {
-  if (!Number.isInteger(v) || v < 0) {
-    console.error(`--${k} must be a non-negative integer`);
-    process.exit(2);
-  }
+
+function fail(message) {
+  console.error(message);
+  process.exit(2);
+}
+function integer(name, min = 0) {
+  const v = Number(values[name]);
+  if (!Number.isInteger(v) || v < min) fail(`--${name} must be an integer ≥ ${min}`);
+  return v;
+}
+function fraction(name) {
+  const v = Number(values[name]);
+  if (!(v >= 0 && v <= 1)) fail(`--${name} must be a fraction between 0 and 1`);
+  return v;
 }
 
-const rng = new SeededRandom(seed);
-const dataRoot = mkdtempSync(join(tmpdir(), 'coral-flash-'));
-const origin = new SampleOrigin({ host: '127.0.0.1', objects, objectBytes });
-const { port } = await origin.listen();
-const fleet = new Fleet({
-  nodes,
-  dataRoot,
-  env: {
-    CORAL_ZONE: values.zone,
-    CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
-    CORAL_HOSTS: 'www.origin.test=127.0.0.1',
-    CORAL_PROXY_PEER_TIMEOUT_MS: String(peerTimeoutMs),
-    CORAL_PROXY_PEER_FETCHING_TIMEOUT_MS: String(peerTimeoutMs),
-    CORAL_PROXY_INDEX_TIMEOUT_MS: String(indexTimeoutMs),
-    CORAL_INDEX_CLAIMS: values.claims,
-    CORAL_INDEX_CLAIM_RANK_CAP: String(claimRankCap),
-    CORAL_INDEX_CLAIM_STEP_MS: String(claimStepMs),
-  },
-});
-const name = `www.origin.test.${port}.${values.zone}`;
+const nodes = integer('nodes', 1);
+const clients = integer('clients', 1);
+const objects = integer('objects', 1);
+const seed = integer('seed');
+const runs = integer('runs', 1);
+const objectBytes = integer('object-bytes', 1);
+const clientTimeoutMs = integer('client-timeout-ms', 1);
+const killFraction = fraction('kill');
+const stopFraction = fraction('stop');
+const failAt = fraction('fail-at');
+if (killFraction > 0 && stopFraction > 0) fail('--kill and --stop cannot be combined');
+const failure = killFraction > 0 ? 'kill' : stopFraction > 0 ? 'stop' : 'none';
+const failCount = Math.round((killFraction || stopFraction) * nodes);
+if (failure !== 'none' && (failCount < 1 || failCount >= nodes))
+  fail(`--${failure} must fail at least one node and leave at least one`);
+if (!['defaults', 'flash'].includes(values.posture)) fail('--posture is defaults or flash');
 
-let exitCode = 0;
-try {
-  await fleet.start();
-  const started = performance.now();
-  const latencies = [];
-  const servedBy = { local: 0, peer: 0, origin: 0 };
-  const perNode = new Map();
-  let clientErrors = 0;
-  let clientRequests = 0;
-  const errorSamples = [];
+// The knobs passed to the nodes: only what a flag names (the posture is a set of flags).
+const FLASH_POSTURE = {
+  'peer-timeout-ms': '5000',
+  'index-timeout-ms': '10000',
+  'claim-rank-cap': '5',
+  'claim-step-ms': '150',
+};
+const knobs = {
+  ...(values.posture === 'flash' ? FLASH_POSTURE : {}),
+  ...Object.fromEntries(
+    ['peer-timeout-ms', 'index-timeout-ms', 'claims', 'claim-rank-cap', 'claim-step-ms'].flatMap(
+      (k) => (values[k] === undefined ? [] : [[k, values[k]]]),
+    ),
+  ),
+};
+for (const [k, v] of Object.entries(knobs)) {
+  if (k === 'claims' ? !['true', 'false'].includes(v) : !/^\d+$/.test(v))
+    fail(`--${k}: bad value ${v}`);
+}
+const KNOB_ENV = {
+  'peer-timeout-ms': ['CORAL_PROXY_PEER_TIMEOUT_MS', 'CORAL_PROXY_PEER_FETCHING_TIMEOUT_MS'],
+  'index-timeout-ms': ['CORAL_PROXY_INDEX_TIMEOUT_MS'],
+  claims: ['CORAL_INDEX_CLAIMS'],
+  'claim-rank-cap': ['CORAL_INDEX_CLAIM_RANK_CAP'],
+  'claim-step-ms': ['CORAL_INDEX_CLAIM_STEP_MS'],
+};
+const knobEnv = Object.fromEntries(
+  Object.entries(knobs).flatMap(([k, v]) => KNOB_ENV[k].map((env) => [env, v])),
+);
+// The proxy's default peer timeout (packages/node docs/configuration.md: proxy.peerTimeoutMs 0 = 1 s).
+const peerTimeoutMs = Number(knobs['peer-timeout-ms'] ?? 1000);
 
-  const runClient = async (c) => {
-    // Each client is its own resolver in its own /24 (DNS rate limiting counts per /24).
-    const localAddress = `127.201.${c % 250}.${1 + Math.floor(c / 250)}`;
-    const dnsNode = fleet.nodes[c % nodes];
-    const order = shuffle([...Array(objects).keys()], rng);
-    const agent = new Agent({ keepAlive: true, maxSockets: 2 });
-    try {
-      let proxies;
-      try {
-        proxies = await resolveThrough({ ip: dnsNode.ip, port: dnsNode.dnsPort }, name, {
-          localAddress,
-        });
-      } catch (err) {
-        clientErrors += objects;
-        clientRequests += objects;
-        errorSamples.push(`dns: ${err.code ?? err.message}`);
-        return;
+/** One run with a fresh fleet and a cold origin; returns the figures of the JSON line. */
+async function runOnce(runSeed) {
+  const rng = new SeededRandom(runSeed);
+  const dataRoot = mkdtempSync(join(tmpdir(), 'coral-flash-'));
+  const origin = new SampleOrigin({ host: '127.0.0.1', objects, objectBytes });
+  const { port } = await origin.listen();
+  const fleet = new Fleet({
+    nodes,
+    dataRoot,
+    env: {
+      CORAL_ZONE: values.zone,
+      CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
+      CORAL_HOSTS: 'www.origin.test=127.0.0.1',
+      ...knobEnv,
+    },
+  });
+  const name = `www.origin.test.${port}.${values.zone}`;
+  // The failed nodes: the bootstrap node first, then others in the seed's order.
+  const victims = new Set(
+    failure === 'none'
+      ? []
+      : [0, ...shuffle([...Array(nodes).keys()].slice(1), rng)].slice(0, failCount),
+  );
+  try {
+    await fleet.start();
+    const totalRequests = clients * objects;
+    const started = performance.now();
+    const latencies = [];
+    const servedBy = { local: 0, peer: 0, origin: 0 };
+    const perNode = new Map();
+    const errorSamples = [];
+    const c = {
+      clientRequests: 0,
+      completed: 0,
+      corruptBodies: 0,
+      dnsErrors: 0,
+      errorsOnFailed: 0,
+      errorsOnSurvivors: 0,
+      retriedOk: 0,
+      failedRequests: 0,
+      survivorMaxMsAfterFailure: 0,
+      survivorSlowAfterFailure: 0,
+    };
+    let failedAt = null;
+    const failedIps = new Set();
+    const failNodes = () => {
+      failedAt = performance.now();
+      for (const i of victims) {
+        const node = fleet.nodes[i];
+        failedIps.add(node.ip);
+        node.process.kill(failure === 'kill' ? 'SIGKILL' : 'SIGSTOP');
       }
-      const proxyIp = proxies[c % proxies.length];
-      const proxyPort = fleet.nodes.find((n) => n.ip === proxyIp)?.proxyPort ?? 8090;
-      for (const i of order) {
-        clientRequests++;
-        const t0 = performance.now();
+    };
+    const portOf = (ip) => fleet.nodes.find((n) => n.ip === ip)?.proxyPort ?? 8090;
+
+    /** One request to `ip`; true when it was answered with the right bytes. */
+    const attempt = async (ip, i, agent, localAddress) => {
+      const onFailed = failedIps.has(ip);
+      const t0 = performance.now();
+      try {
+        const r = await fetchVia({ ip, port: portOf(ip) }, name, `/obj/${i}`, {
+          agent,
+          localAddress,
+          timeoutMs: clientTimeoutMs,
+        });
+        const ms = performance.now() - t0;
+        latencies.push(ms);
+        if (!onFailed && failedAt !== null && t0 >= failedAt) {
+          c.survivorMaxMsAfterFailure = Math.max(c.survivorMaxMsAfterFailure, ms);
+          if (ms > peerTimeoutMs + 1000) c.survivorSlowAfterFailure++;
+        }
+        if (r.status === 200 && !r.body.equals(origin.body(i))) {
+          c.corruptBodies++;
+          errorSamples.push(`corrupt body from ${ip} (${r.cacheStatus})`);
+          return { ok: false, onFailed: failedIps.has(ip) };
+        }
+        if (r.status !== 200) {
+          errorSamples.push(`status ${r.status} from ${ip} (${r.cacheStatus})`);
+          return { ok: false, onFailed: failedIps.has(ip) };
+        }
+        const cs = r.cacheStatus.toLowerCase();
+        const kind = /peer/.test(cs)
+          ? 'peer'
+          : /\bhit\b|collapsed|coalesced/.test(cs)
+            ? 'local'
+            : 'origin';
+        servedBy[kind]++;
+        perNode.set(ip, (perNode.get(ip) ?? 0) + 1);
+        return { ok: true };
+      } catch (err) {
+        // A request in flight when its node failed counts against the failed node.
+        const failedNode = failedIps.has(ip);
+        errorSamples.push(
+          `${err.code ?? err.message} (${failedNode ? 'failed' : 'surviving'} ${ip})`,
+        );
+        return { ok: false, onFailed: failedNode };
+      }
+    };
+
+    const runClient = async (k) => {
+      // Each client is its own resolver in its own /24 (DNS rate limiting counts per /24).
+      const localAddress = `127.${201 + Math.floor(k / 62_500)}.${Math.floor(k / 250) % 250}.${1 + (k % 250)}`;
+      const dnsNode = fleet.nodes[k % nodes];
+      const order = shuffle([...Array(objects).keys()], rng);
+      const agent = new Agent({ keepAlive: true, maxSockets: 2 });
+      try {
+        let proxies;
         try {
-          const r = await fetchVia({ ip: proxyIp, port: proxyPort }, name, `/obj/${i}`, {
-            agent,
+          proxies = await resolveThrough({ ip: dnsNode.ip, port: dnsNode.dnsPort }, name, {
             localAddress,
           });
-          latencies.push(performance.now() - t0);
-          if (r.status !== 200 || !r.body.equals(origin.body(i))) {
-            clientErrors++;
-            errorSamples.push(`status ${r.status} ${r.body.length} bytes (${r.cacheStatus})`);
-            continue;
-          }
-          const cs = r.cacheStatus.toLowerCase();
-          const kind = /peer/.test(cs)
-            ? 'peer'
-            : /\bhit\b|collapsed|coalesced/.test(cs)
-              ? 'local'
-              : 'origin';
-          servedBy[kind]++;
-          perNode.set(proxyIp, (perNode.get(proxyIp) ?? 0) + 1);
         } catch (err) {
-          clientErrors++;
-          errorSamples.push(String(err.code ?? err.message));
+          c.dnsErrors++;
+          c.clientRequests += objects;
+          c.errorsOnSurvivors += objects;
+          errorSamples.push(`dns: ${err.code ?? err.message}`);
+          return;
         }
+        // The client's own order of the answer's addresses: the first, then the next on failure.
+        const addresses = proxies.map((_, j) => proxies[(k + j) % proxies.length]);
+        for (const i of order) {
+          c.clientRequests++;
+          let result = await attempt(addresses[0], i, agent, localAddress);
+          if (!result.ok && result.onFailed) {
+            c.errorsOnFailed++;
+            // As a browser does: the next address of the answer (a failed one may be next too).
+            const next = addresses.find((a) => !failedIps.has(a));
+            if (next) {
+              addresses.splice(addresses.indexOf(next), 1);
+              addresses.unshift(next);
+              result = await attempt(next, i, agent, localAddress);
+              if (result.ok) c.retriedOk++;
+              else if (!result.onFailed) c.errorsOnSurvivors++;
+            }
+          } else if (!result.ok) {
+            c.errorsOnSurvivors++;
+          }
+          if (!result.ok) c.failedRequests++;
+          c.completed++;
+          if (failure !== 'none' && failedAt === null && c.completed >= failAt * totalRequests)
+            failNodes();
+        }
+      } finally {
+        agent.destroy();
       }
-    } finally {
-      agent.destroy();
+    };
+    await Promise.all(Array.from({ length: clients }, (_, k) => runClient(k)));
+    const wallSeconds = (performance.now() - started) / 1000;
+    latencies.sort((a, b) => a - b);
+    const pct = (p) =>
+      latencies.length
+        ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]
+        : 0;
+    const originRequests = [...origin.counts.entries()]
+      .filter(([p]) => p.startsWith('/obj/'))
+      .reduce((s, [, n]) => s + n, 0);
+
+    // What the surviving nodes say about themselves: claims won and lost, failed peer fetches.
+    const fleetCounters = {
+      claimsWon: 0,
+      claimsLost: 0,
+      peerFetchErrors: 0,
+      originFetches: 0,
+      designated: {
+        self: 0,
+        asked: 0,
+        'ask-refused': 0,
+        'ask-timeout': 0,
+        'ask-error': 0,
+        taken: 0,
+      },
+    };
+    const sum = (text, re) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
+    for (const n of fleet.nodes) {
+      if (victims.has(n.index)) continue;
+      const text = await n.admin.text('/metrics').catch(() => '');
+      fleetCounters.claimsWon += sum(text, /^coral_index_claims_total\{outcome="won"\} (\d+)/gm);
+      fleetCounters.claimsLost += sum(text, /^coral_index_claims_total\{outcome="lost"\} (\d+)/gm);
+      fleetCounters.peerFetchErrors += sum(
+        text,
+        /^coral_peer_fetches_total\{outcome="error"\} (\d+)/gm,
+      );
+      fleetCounters.originFetches += sum(
+        text,
+        /^coral_origin_fetches_total\{outcome="ok"\} (\d+)/gm,
+      );
+      for (const event of Object.keys(fleetCounters.designated)) {
+        const re = new RegExp(`^coral_designated_fetch_total\\{event="${event}"\\} (\\d+)`, 'gm');
+        fleetCounters.designated[event] += sum(text, re);
+      }
     }
-  };
-  await Promise.all(Array.from({ length: clients }, (_, c) => runClient(c)));
-  const wallSeconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const pct = (p) =>
-    latencies.length
-      ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]
-      : 0;
-  const originRequests = [...origin.counts.entries()]
-    .filter(([p]) => p.startsWith('/obj/'))
-    .reduce((s, [, n]) => s + n, 0);
-
-  // What the fleet says about itself: claims won and lost, peer fetches that failed.
-  const fleetCounters = { claimsWon: 0, claimsLost: 0, peerFetchErrors: 0, originFetches: 0 };
-  const sum = (text, re) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
-  for (const n of fleet.nodes) {
-    const text = await n.admin.text('/metrics').catch(() => '');
-    fleetCounters.claimsWon += sum(text, /^coral_index_claims_total\{outcome="won"\} (\d+)/gm);
-    fleetCounters.claimsLost += sum(text, /^coral_index_claims_total\{outcome="lost"\} (\d+)/gm);
-    fleetCounters.peerFetchErrors += sum(
-      text,
-      /^coral_peer_fetches_total\{outcome="error"\} (\d+)/gm,
-    );
-    fleetCounters.originFetches += sum(text, /^coral_origin_fetches_total\{outcome="ok"\} (\d+)/gm);
-  }
-
-  const rows = [
-    ['nodes', nodes],
-    ['clients', clients],
-    ['objects', objects],
-    ['object bytes', objectBytes],
-    ['peer timeout (ms)', peerTimeoutMs],
-    ['index timeout (ms)', indexTimeoutMs],
-    ['claims', `${values.claims} (head start ${claimRankCap} x ${claimStepMs} ms)`],
-    ['client requests', clientRequests],
-    ['client errors', clientErrors],
-    ['origin requests', originRequests],
-    ['served locally', servedBy.local],
-    ['served from a peer', servedBy.peer],
-    ['served from the origin', servedBy.origin],
-    ['p50 latency (ms)', pct(0.5).toFixed(1)],
-    ['p99 latency (ms)', pct(0.99).toFixed(1)],
-    ['wall (s)', wallSeconds.toFixed(2)],
-    ['claims won / lost', `${fleetCounters.claimsWon} / ${fleetCounters.claimsLost}`],
-    ['failed peer fetches', fleetCounters.peerFetchErrors],
-  ];
-  for (const [k, v] of rows) process.stdout.write(`${String(k).padEnd(24)} ${v}\n`);
-  for (const [ip, n] of [...perNode].sort())
-    process.stdout.write(`  responses from ${ip.padEnd(14)} ${n}\n`);
-  if (errorSamples.length)
-    process.stdout.write(`error samples: ${[...new Set(errorSamples)].slice(0, 5).join(' | ')}\n`);
-  process.stdout.write(
-    JSON.stringify({
-      bench: 'flash',
-      nodes,
-      clients,
-      objects,
-      objectBytes,
-      peerTimeoutMs,
-      indexTimeoutMs,
-      claims: values.claims === 'true',
-      claimRankCap,
-      claimStepMs,
-      seed,
+    return {
+      seed: runSeed,
       originRequests,
-      clientRequests,
-      clientErrors,
+      clientRequests: c.clientRequests,
+      clientErrors: c.failedRequests + c.dnsErrors * objects,
+      corruptBodies: c.corruptBodies,
+      dnsErrors: c.dnsErrors,
+      ...(failure === 'none'
+        ? {}
+        : {
+            failedNodes: [...victims].map((i) => fleet.nodes[i].ip),
+            errorsOnFailedNodes: c.errorsOnFailed,
+            retriedOk: c.retriedOk,
+            errorsOnSurvivors: c.errorsOnSurvivors,
+            survivorMaxMsAfterFailure: Number(c.survivorMaxMsAfterFailure.toFixed(1)),
+            survivorSlowAfterFailure: c.survivorSlowAfterFailure,
+          }),
       servedBy,
       p50Ms: Number(pct(0.5).toFixed(2)),
       p99Ms: Number(pct(0.99).toFixed(2)),
       wallSeconds: Number(wallSeconds.toFixed(2)),
       ...fleetCounters,
-    }) + '\n',
-  );
+      perNode: Object.fromEntries([...perNode].sort()),
+      errorSamples: [...new Set(errorSamples)].slice(0, 5),
+    };
+  } finally {
+    // A stopped process handles no SIGTERM until it is continued.
+    if (failure === 'stop') for (const i of victims) fleet.nodes[i]?.process.kill('SIGCONT');
+    await fleet.stop();
+    await origin.close();
+    if (process.env.CORAL_BENCH_KEEP) process.stdout.write(`kept logs and data in ${dataRoot}\n`);
+    else rmSync(dataRoot, { recursive: true, force: true });
+  }
+}
+
+let exitCode = 0;
+const results = [];
+try {
+  for (let r = 0; r < runs; r++) {
+    const res = await runOnce(seed + r);
+    results.push(res);
+    const rows = [
+      ['run (seed)', `${r + 1} of ${runs} (${res.seed})`],
+      ['nodes / clients / objects', `${nodes} / ${clients} / ${objects} × ${objectBytes} B`],
+      ['posture', `${values.posture} ${JSON.stringify(knobs)}`],
+      ['client requests', res.clientRequests],
+      ['client errors', res.clientErrors],
+      ['corrupt bodies', res.corruptBodies],
+      ['origin requests', res.originRequests],
+      [
+        'served local/peer/origin',
+        `${res.servedBy.local} / ${res.servedBy.peer} / ${res.servedBy.origin}`,
+      ],
+      ['p50 / p99 latency (ms)', `${res.p50Ms} / ${res.p99Ms}`],
+      ['wall (s)', res.wallSeconds],
+      ['claims won / lost', `${res.claimsWon} / ${res.claimsLost}`],
+      ['failed peer fetches', res.peerFetchErrors],
+      [
+        'designated self/asked/refused/timeout/error/taken',
+        Object.values(res.designated).join(' / '),
+      ],
+    ];
+    if (failure !== 'none') {
+      rows.push(
+        [`${failure === 'kill' ? 'killed' : 'stopped'} nodes`, res.failedNodes.join(' ')],
+        ['errors on failed nodes', `${res.errorsOnFailedNodes} (${res.retriedOk} retried ok)`],
+        ['errors on survivors', res.errorsOnSurvivors],
+        [
+          'survivors: max ms after',
+          `${res.survivorMaxMsAfterFailure} (${res.survivorSlowAfterFailure} over ${peerTimeoutMs + 1000} ms)`,
+        ],
+      );
+    }
+    for (const [k, v] of rows) process.stdout.write(`${String(k).padEnd(26)} ${v}\n`);
+    for (const [ip, n] of Object.entries(res.perNode))
+      process.stdout.write(`  responses from ${ip.padEnd(14)} ${n}\n`);
+    if (res.errorSamples.length)
+      process.stdout.write(`error samples: ${res.errorSamples.join(' | ')}\n`);
+    process.stdout.write('\n');
+  }
 } catch (err) {
   console.error(String(err?.stack ?? err));
   exitCode = 1;
-} finally {
-  await fleet.stop();
-  await origin.close();
-  if (process.env.CORAL_BENCH_KEEP) process.stdout.write(`kept logs and data in ${dataRoot}\n`);
-  else rmSync(dataRoot, { recursive: true, force: true });
 }
+const strip = ({ perNode: _p, errorSamples: _e, ...rest }) => rest;
+const last = results.at(-1);
+process.stdout.write(
+  JSON.stringify({
+    bench: 'flash',
+    nodes,
+    clients,
+    objects,
+    objectBytes,
+    posture: values.posture,
+    knobs,
+    failure,
+    failFraction: killFraction || stopFraction,
+    runs: results.length,
+    originRequestsPerRun: results.map((r) => r.originRequests),
+    clientErrorsPerRun: results.map((r) => r.clientErrors),
+    exactRuns: results.filter((r) => r.originRequests === objects && r.clientErrors === 0).length,
+    ...(results.length === 1 && last ? strip(last) : { results: results.map(strip) }),
+  }) + '\n',
+);
 process.exit(exitCode);

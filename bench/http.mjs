@@ -49,6 +49,7 @@ import { connect } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { NODE_RUNTIME_ENV } from '@coral/node';
 import { issueCert, makeTestCa } from '@coral/testkit';
 import { bodyFor } from './lib/bodies.mjs';
 import {
@@ -187,7 +188,10 @@ async function startNodeServer(config) {
   const [cmd, args] = pinned(SERVER_CPU, process.execPath, [
     new URL('./http-server.mjs', import.meta.url).pathname,
   ]);
-  const child = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // The proxy runs with the environment every long-running node gets (NODE_RUNTIME_ENV: glibc
+  // malloc settings, also in the Dockerfile and `npm start`); the plain server as any program.
+  const env = config.role === 'proxy' ? { ...process.env, ...NODE_RUNTIME_ENV } : process.env;
+  const child = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
   children.add(child);
   child.send(config);
   const { ports } = await nextMessage(child, `${config.role} server`);

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { ipcPeer } from './lib/ipc.mjs';
-import { processMemory } from './lib/system.mjs';
+import { processMemory, smapsSummary } from './lib/system.mjs';
 
 process.once('disconnect', () => process.exit(0));
 if (typeof globalThis.gc !== 'function') throw new Error('run with --expose-gc');
@@ -52,6 +52,10 @@ const parent = ipcPeer(process, {
     const usage = { ...process.memoryUsage(), ...processMemory(process.pid), spaces: spaces() };
     const snapshots = process.env.CORAL_BENCH_HEAP_SNAPSHOTS;
     if (snapshots) writeHeapSnapshot(join(snapshots, `${label}-${process.pid}.heapsnapshot`));
+    if (process.env.CORAL_BENCH_SMAPS) {
+      const top = smapsSummary(process.pid).filter(([, bytes]) => bytes >= 5e5);
+      usage.smaps = top.map(([name, bytes]) => `${name} ${(bytes / 1e6).toFixed(1)}`);
+    }
     return usage;
   },
   usage() {

@@ -1,15 +1,21 @@
 #!/usr/bin/env node
 // npm run bench:memory — what a Coral node's memory costs (issue 12, Must show 2). The node under
-// measurement runs in a child process of its own (bench/memory-node.mjs, --expose-gc); the origin
-// and every client run in this process, so the RSS read from /proc/<pid>/status is the node's.
+// measurement runs in a child process of its own (bench/memory-node.mjs, --expose-gc), started
+// with the environment every long-running node gets (@coral/node's NODE_RUNTIME_ENV: glibc malloc
+// settings, also in the Dockerfile and `npm start`); the origin and every client run in this
+// process, so the RSS read from /proc/<pid>/status is the node's.
 //
 // (a) metadata: one node — a proxy in site mode with its disk store and a DSHT node it announces
 //     through (@coral/node's DshtContentIndex) — is filled through the proxy over HTTP as a real
 //     node is, with --objects cached 1 KiB objects (default 100,000): one origin fetch, one store
 //     commit and two DSHT puts (fetching, then complete) each, so the node ends up holding the
-//     metadata of 100,000 cached objects and 100,000 DSHT values. RSS, heap and bytes per object
-//     after a full GC (`rss100kMB`, target ≤ 150 MB); then the node is restarted on the same
-//     directories and measured again (what it holds at rest, reloaded from disk). The proxy's
+//     metadata of 100,000 cached objects and 100,000 DSHT values. When everything is committed
+//     and announced: RSS, heap and bytes per object after a full GC at once (`rss100kAfterFillMB`:
+//     V8 still holds the young generation and old-space pages the fill grew), then after
+//     --rest-seconds (30) without requests, the node at rest holding its data (`rss100kMB`,
+//     target ≤ 150 MB: V8's memory reducer has run by then, as it does in any idle node); then
+//     the node is restarted on the same directories and measured the same two ways (what it
+//     holds reloaded from disk, `rss100kRestartedMB` at rest). The proxy's
 //     hot-object cache (bodies kept in memory, a budget of its own) is set to --hot-budget-mb
 //     (default 8) so that the figure is the metadata's, not the body budget's.
 // (b) slow readers: --clients (200) clients ask for one --object-mb (50 MiB) object at once while
@@ -27,9 +33,11 @@
 //
 // MB are 10^6 bytes. Options: --phases a,b,c; --objects; --hot-budget-mb; --fill-connections (32);
 // --clients; --object-mb; --origin-mib-per-s; --reader-kib-per-s; --slow-seconds;
-// --read-timeout-s (time allowed for the full-speed reads, default 240); --heap-snapshots DIR
-// (a V8 heap snapshot of the node at each measurement, for profiling: the snapshot itself costs
-// memory, so figures from such a run are not results).
+// --read-timeout-s (time allowed for the full-speed reads, default 240); --rest-seconds;
+// --heap-snapshots DIR (a V8 heap snapshot of the node at each measurement, for profiling: the
+// snapshot itself costs memory, so figures from such a run are not results); --smaps (where (a)'s
+// RSS is, by mapping, from /proc/<pid>/smaps: V8's heap pages, malloc's heap and arenas, the node
+// binary, LevelDB's mapped tables).
 //
 // Prints a table and ends with ONE JSON line.
 import { spawn } from 'node:child_process';
@@ -42,6 +50,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { InMemoryContentIndex } from '@coral/httpprx';
+import { NODE_RUNTIME_ENV } from '@coral/node';
 import { bodyFor, sha256 } from './lib/bodies.mjs';
 import { ipcPeer } from './lib/ipc.mjs';
 import { median, processMemory } from './lib/system.mjs';
@@ -59,6 +68,8 @@ const { values: opt } = parseArgs({
     'slow-seconds': { type: 'string', default: '15' },
     'read-timeout-s': { type: 'string', default: '240' },
     'heap-snapshots': { type: 'string' },
+    smaps: { type: 'boolean', default: false },
+    'rest-seconds': { type: 'string', default: '30' },
   },
 });
 const PHASES = new Set(opt.phases.split(','));
@@ -71,6 +82,7 @@ const ORIGIN_RATE = Number(opt['origin-mib-per-s']) * 2 ** 20;
 const READER_RATE = Number(opt['reader-kib-per-s']) * 1024;
 const SLOW_MS = Number(opt['slow-seconds']) * 1000;
 const READ_TIMEOUT_MS = Number(opt['read-timeout-s']) * 1000;
+const REST_MS = Number(opt['rest-seconds']) * 1000;
 for (const [k, v] of Object.entries({ OBJECTS, CLIENTS, BIG, ORIGIN_RATE, READER_RATE, SLOW_MS }))
   if (!(v > 0)) throw new Error(`${k} must be > 0`);
 const MB = 1e6;
@@ -138,9 +150,12 @@ async function startNode(config) {
     ['--expose-gc', new URL('./memory-node.mjs', import.meta.url).pathname],
     {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: opt['heap-snapshots']
-        ? { ...process.env, CORAL_BENCH_HEAP_SNAPSHOTS: opt['heap-snapshots'] }
-        : process.env,
+      env: {
+        ...process.env,
+        ...NODE_RUNTIME_ENV,
+        ...(opt['heap-snapshots'] ? { CORAL_BENCH_HEAP_SNAPSHOTS: opt['heap-snapshots'] } : {}),
+        ...(opt.smaps ? { CORAL_BENCH_SMAPS: '1' } : {}),
+      },
     },
   );
   children.add(child);
@@ -244,12 +259,16 @@ async function metadataPhase() {
     2_000,
   );
   const settleS = (performance.now() - t1) / 1000;
+  const busy = await node.call('measure', 'a-filled-busy');
+  await sleep(REST_MS);
   const after = await node.call('measure', 'a-filled');
   await node.stop();
   const t2 = performance.now();
   node = await startNode(config);
   const restartS = (performance.now() - t2) / 1000;
   const reopenedCounts = await node.call('counts');
+  const reopenedBusy = await node.call('measure', 'a-restarted-busy');
+  await sleep(REST_MS);
   const reopened = await node.call('measure', 'a-restarted');
   await node.stop();
 
@@ -262,10 +281,14 @@ async function metadataPhase() {
   row('    hot-object budget (bodies)', `${mb(HOT_BUDGET)} MB`);
   row(
     '    RSS empty → filled (after full GC)',
-    `${mb(before.rss)} → ${mb(after.rss)} MB (anon ${mb(after.anon)}, file ${mb(after.file)}, shmem ${mb(after.shmem)})`,
+    `${mb(before.rss)} → ${mb(busy.rss)} MB (anon ${mb(busy.anon)}, file ${mb(busy.file)}, heap total ${mb(busy.heapTotal)})`,
   );
   row(
-    '    heap used (total) empty → filled',
+    `    RSS filled, after ${REST_MS / 1000} s at rest`,
+    `${mb(after.rss)} MB (anon ${mb(after.anon)}, file ${mb(after.file)}, shmem ${mb(after.shmem)})`,
+  );
+  row(
+    '    heap used (total) empty → filled, at rest',
     `${mb(before.heapUsed)} (${mb(before.heapTotal)}) → ${mb(after.heapUsed)} (${mb(after.heapTotal)}) MB`,
   );
   row(
@@ -278,22 +301,34 @@ async function metadataPhase() {
     '    external / array buffers filled',
     `${mb(after.external)} / ${mb(after.arrayBuffers)} MB`,
   );
+  if (after.smaps) {
+    row('    where the RSS is (smaps, MB): empty', before.smaps.join(', '));
+    row('                          filled at rest', after.smaps.join(', '));
+    row('                       restarted at rest', reopened.smaps.join(', '));
+  }
   const heapPerObject = Math.round((after.heapUsed - before.heapUsed) / OBJECTS);
   const rssPerObject = Math.round((after.rss - before.rss) / OBJECTS);
   row('    bytes per object: heap / RSS', `${heapPerObject} / ${rssPerObject}`);
   row(
     '    restarted on the same dirs: RSS, heap',
-    `${mb(reopened.rss)} MB, ${mb(reopened.heapUsed)} MB (${reopenedCounts.cached} objects, ${reopenedCounts.dshtValues} values reloaded in ${restartS.toFixed(1)} s)`,
+    `${mb(reopenedBusy.rss)} MB, ${mb(reopenedBusy.heapUsed)} MB (${reopenedCounts.cached} objects, ${reopenedCounts.dshtValues} values reloaded in ${restartS.toFixed(1)} s)`,
+  );
+  row(
+    `    restarted, after ${REST_MS / 1000} s at rest: RSS, heap`,
+    `${mb(reopened.rss)} MB, ${mb(reopened.heapUsed)} MB`,
   );
   Object.assign(json, {
     objects: OBJECTS,
     [`rss${k}MB`]: mb(after.rss),
+    [`rss${k}AfterFillMB`]: mb(busy.rss),
+    restSeconds: REST_MS / 1000,
     [`heapUsed${k}MB`]: mb(after.heapUsed),
     [`heapTotal${k}MB`]: mb(after.heapTotal),
     bytesPerObject: heapPerObject,
     rssBytesPerObject: rssPerObject,
     rssEmptyMB: mb(before.rss),
     [`rss${k}RestartedMB`]: mb(reopened.rss),
+    [`rss${k}AfterRestartMB`]: mb(reopenedBusy.rss),
     [`heapUsed${k}RestartedMB`]: mb(reopened.heapUsed),
     hotBudgetMB: mb(HOT_BUDGET),
     fillSeconds: Number(fillS.toFixed(1)),

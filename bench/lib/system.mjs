@@ -165,6 +165,29 @@ export function processMemory(pid) {
   }
 }
 
+/**
+ * Where a process's resident memory is, from /proc/<pid>/smaps: RSS (bytes) summed by mapping —
+ * files by name, anonymous mappings by permissions and size class (V8's heap pages and glibc's
+ * arenas are anonymous; a thread's malloc arena is a 64 MiB reservation) — largest first.
+ */
+export function smapsSummary(pid) {
+  const groups = new Map();
+  let key;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (m) {
+      const size = parseInt(m[2], 16) - parseInt(m[1], 16);
+      const name = m[4];
+      const cls = size >= 2 ** 26 ? '≥ 64 MiB' : size >= 2 ** 20 ? '1–64 MiB' : '< 1 MiB';
+      key = name.startsWith('/') ? name.split('/').pop() : name || `anon ${m[3]} ${cls}`;
+      continue;
+    }
+    const r = /^Rss:\s+(\d+) kB/.exec(line);
+    if (r && key) groups.set(key, (groups.get(key) ?? 0) + Number(r[1]) * 1024);
+  }
+  return [...groups].sort((a, b) => b[1] - a[1]);
+}
+
 /** The next IPC message from a child, or an error if it exits first. */
 export async function nextMessage(child, what) {
   const ac = new AbortController();

@@ -31,7 +31,7 @@ import type { NodeContext } from './context.js';
 import { hintKeys, lookupHint, publishHints, useHints } from './directory/hint-walks.js';
 import type { HintKey } from './directory/hints.js';
 import { AbortedError, InvalidArgumentError, NotRunningError, throwIfAborted } from './errors.js';
-import { addressString, nodeIdFor, randomIdInBucket, toHex, type Id } from './id/id.js';
+import { addressKey, nodeIdFor, randomIdInBucket, toHex, type Id } from './id/id.js';
 import { findNode, type FindNodeOptions } from './lookup/find-node.js';
 import { Getter, type GetOptions, type GetProbe } from './lookup/get.js';
 import type { LookupEvent } from './lookup/lookup.js';
@@ -245,6 +245,9 @@ export class Dsht extends EventEmitter<DshtEvents> {
     let stored: Contact[] = [];
     if (this.#persistence) {
       stored = await restoreState(this.#persistence, this.store);
+      const { damaged } = this.#persistence;
+      if (damaged.contacts + damaged.values > 0)
+        this.#logger.warn({ ...damaged }, 'skipped stored records that could not be decoded');
       writeThrough(this.store, this.#persistence, this.#logger);
     }
 
@@ -486,7 +489,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
     // Introduce this node to a peer met for the first time: a PING with its fresh token is the
     // round trip the peer needs before it may admit this node (see Peers.wantsIntroduction).
     rpc.onFirstToken = (peer) => {
-      const addr = addressString(peer.ip, peer.port);
+      const addr = addressKey(peer.ip, peer.port);
       this.clock.setTimeout(() => {
         // A lookup that asked the peer again in the meantime has introduced this node already;
         // judged late, so a joining node's tables have filled (see Peers.wantsIntroduction).

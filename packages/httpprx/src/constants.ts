@@ -71,6 +71,13 @@ export const PEER_HEADER = 'x-coral-peer';
  * receiving proxy when it has a `peerAuth` component.
  */
 export const PEER_AUTH_HEADER = 'coral-peer-auth';
+/**
+ * Request header of a peer request sent to the member designated to fetch the object
+ * (../peer/rendezvous.ts): instead of `only-if-cached`, it asks that member to fetch from the
+ * origin on a miss. Honoured only from a verified member and only by a member that considers
+ * itself designated for the URL.
+ */
+export const DESIGNATED_HEADER = 'x-coral-designated';
 /** Response header a peer uses to state the body's SHA-256 when it knows it. */
 export const SHA256_HEADER = 'x-coral-sha256';
 /** Name this cache uses in Cache-Status. */

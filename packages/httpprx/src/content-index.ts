@@ -31,4 +31,14 @@ export interface ContentIndex {
   announce(urlKey: Uint8Array, holder: Holder, ttlSeconds: number): Promise<void>;
   /** Withdraw this node's announcement for `urlKey` (after a purge or eviction), best effort. */
   withdraw?(urlKey: Uint8Array): Promise<void>;
+  /**
+   * Claim `urlKey`, which nobody holds: record this node as `fetching` and see who else claimed
+   * it; the earliest claim wins (a total order, so two nodes never defer to each other). Used only
+   * when no designated fetcher answered (membership views disagree, or none is known). `won`:
+   * this node fetches, and its claim already announces it as `fetching`; otherwise the holders to
+   * ask, the winner first.
+   */
+  claim?(urlKey: Uint8Array, opts?: { signal?: AbortSignal }): Promise<ClaimResult>;
 }
+
+export type ClaimResult = { won: true } | { won: false; holders: Holder[] };

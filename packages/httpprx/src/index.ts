@@ -22,10 +22,12 @@
  * // curl -H 'Host: www.example.com.nyud.net' http://127.0.0.1:8090/
  * ```
  */
-export type { ContentIndex, Holder } from './content-index.js';
+export type { ClaimResult, ContentIndex, Holder } from './content-index.js';
 export { InMemoryContentIndex } from './memory-index.js';
 export type { PeerAuth } from './peer/auth.js';
-export type { FleetMembers } from './peer/members.js';
+export type { FleetMembers, LiveMember } from './peer/members.js';
+export { chooseFetcher, designatedHere, rendezvousRank, topMember } from './peer/rendezvous.js';
+export type { FetcherChoice } from './peer/rendezvous.js';
 export { InMemoryFleetMembers } from './peer/memory-members.js';
 export { CoralProxy } from './proxy/coral-proxy.js';
 export type {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * coral-node — run a Coral node (`coral-node start`) or talk to a running one through its admin
- * API (`status`, `dsht get|put|routes`, `clusters`, `cache ls|purge`, `acme set|remove|list`, `coralize`). See
+ * API (`status`, `dsht get|put|routes`, `clusters`, `cache ls|purge`, `purge`, `acme set|remove|list`, `coralize`). See
  * docs/configuration.md and docs/admin-api.md.
  */
 import { run } from './cli/program.js';

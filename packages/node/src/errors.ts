@@ -168,6 +168,34 @@ export class PeerAuthError extends CoralNodeError {
   }
 }
 
+/**
+ * A purge that cannot be taken: neither or more than one of url, prefix and tag, a value that is
+ * not an absolute http(s) URL (prefix) or not a tag, or a member's entry that is not one (or whose
+ * body is not the one its signed path names).
+ */
+export class PurgeError extends CoralNodeError {
+  constructor(code: 'CORAL_ERR_PURGE_INVALID', message: string) {
+    super(code, message, 400);
+  }
+}
+
+/**
+ * A request for a Coralized name (or site) whose origin domain is on the blocklist
+ * (`proxy.blocklist`, `proxy.blocklistFile`): answered 403 by the proxy's listener, before any
+ * cache, peer or origin work.
+ */
+export class OriginBlockedError extends CoralNodeError {
+  readonly domain: string;
+  constructor(origin: string, domain: string) {
+    super(
+      'CORAL_ERR_ORIGIN_BLOCKED',
+      `${origin} is blocked on this CDN (${domain} is on the blocklist)`,
+      403,
+    );
+    this.domain = domain;
+  }
+}
+
 /** Every code this package can produce, for the docs test. */
 export const ERROR_CODES = [
   'CORAL_ERR_CONFIG_INVALID',
@@ -188,4 +216,6 @@ export const ERROR_CODES = [
   'CORAL_ERR_FLEET_OPEN',
   'CORAL_ERR_TLS',
   'CORAL_ERR_PEER_UNAUTHORIZED',
+  'CORAL_ERR_PURGE_INVALID',
+  'CORAL_ERR_ORIGIN_BLOCKED',
 ] as const;

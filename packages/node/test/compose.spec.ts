@@ -161,7 +161,8 @@ describe('docker-compose.yml run natively', () => {
     const other = [...nodeNames.map((n) => address.get(n)!)].find((ip) => ip !== ips[0])!;
     const r2 = await fetchVia({ ip: other, port: 8090 }, coralName, '/obj/1');
     expect(r2.body.equals(expected)).toBe(true);
-    expect(r2.cacheStatus).toMatch(/peer/i);
+    // One of the two went through the other (whichever node is designated for the URL).
+    expect([r1.cacheStatus, r2.cacheStatus].some((cs) => /peer/i.test(cs))).toBe(true);
 
     // The admin API wants the compose token from non-loopback... and every node stops cleanly.
     for (const c of children.slice(1)) expect(await stopProcess(c, 10_000)).toBe(0);

@@ -82,3 +82,20 @@ export function launchChromium(extraArgs: string[]): Promise<Browser> {
     ],
   });
 }
+
+/** Wait until the node behind `admin` answers /readyz ready; its readiness view. */
+export function waitReady(
+  admin: { json<T>(method: string, path: string): Promise<T> },
+  what = 'the node is ready',
+  timeoutMs = 30_000,
+): Promise<{ ready: boolean; checks: Record<string, boolean> }> {
+  return waitFor(
+    () =>
+      admin.json<{ ready: boolean; checks: Record<string, boolean> }>('GET', '/readyz').then(
+        (r) => (r.ready ? r : false),
+        () => false,
+      ),
+    timeoutMs,
+    what,
+  );
+}

@@ -7,7 +7,8 @@
  *   driven by an injected clock, implementing `@coral/dsht`'s `Transport`;
  * - topologies: `geoTopology` (regions → metros → nodes), `matrixTopology` (a measured RTT matrix)
  *   and the cluster-purity measure;
- * - `SimFleet`: n `Dsht` nodes on a `SimNetwork` with a `ManualClock`, joined and driven
+ * - `SimClock`: testkit's `ManualClock` contract at the cost millions of timers need;
+ * - `SimFleet`: n `Dsht` nodes on a `SimNetwork` with a `SimClock`, joined and driven
  *   deterministically (`run(promise)` advances simulated time until the promise settles);
  * - `bin/dsht-node`: one DSHT node as a process over real UDP, driven by JSON lines on stdin/stdout
  *   (the multi-process tests' launcher).
@@ -35,5 +36,6 @@ export {
   type SimNetworkComponents,
   type SimNetworkOptions,
 } from './network/sim-network.js';
+export { SimClock, SIM_CLOCK_TURNS } from './clock/sim-clock.js';
 export { SimFleet, defaultIp, type SimFleetOptions } from './fleet/fleet.js';
 export * from './topology/index.js';

@@ -9,17 +9,30 @@
  * tls.connect({ ca: ca.cert, servername: 'www-example-com.nyud.net', ... });
  * ```
  *
- * Built on `@peculiar/x509` (WebCrypto, RFC 5280 extensions); nothing is written to disk.
+ * Built on `@peculiar/x509` (WebCrypto, RFC 5280 extensions), loaded on the first certificate
+ * made: every process imports this package for its clock, and the library with its dependencies
+ * costs about 19 MB of RSS, which a node that makes no certificate should not pay. Reading a CA
+ * back ({@link loadCa}) uses Node's own X509Certificate. Nothing is written to disk.
  */
-import { createHash, webcrypto } from 'node:crypto';
-// @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata API.
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+import { createHash, webcrypto, X509Certificate } from 'node:crypto';
+import type * as X509 from '@peculiar/x509';
 
 type KeyPair = webcrypto.CryptoKeyPair;
-type Key = Parameters<typeof x509.X509CertificateGenerator.create>[0]['publicKey'];
+type Key = Parameters<typeof X509.X509CertificateGenerator.create>[0]['publicKey'];
+
+let loading: Promise<typeof X509> | undefined;
+
+/** `@peculiar/x509`, loaded once, with WebCrypto as its provider. */
+function x509lib(): Promise<typeof X509> {
+  loading ??= (async () => {
+    // @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata API.
+    await import('reflect-metadata');
+    const x509 = await import('@peculiar/x509');
+    x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+    return x509;
+  })();
+  return loading;
+}
 
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const DAY_MS = 86_400_000;
@@ -68,7 +81,7 @@ export interface IssuedCert {
 
 async function keyPem(key: webcrypto.CryptoKey): Promise<string> {
   const der = await webcrypto.subtle.exportKey('pkcs8', key);
-  return x509.PemConverter.encode(der, 'PRIVATE KEY');
+  return (await x509lib()).PemConverter.encode(der, 'PRIVATE KEY');
 }
 
 function serial(): string {
@@ -80,6 +93,7 @@ function serial(): string {
 
 /** A self-signed root CA (basicConstraints cA, keyCertSign + cRLSign). */
 export async function makeTestCa(opts: CaOptions = {}): Promise<TestCa> {
+  const x509 = await x509lib();
   const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as KeyPair;
   const now = Date.now();
   const subject = `CN=${opts.name ?? 'Coral test CA'}`;
@@ -110,17 +124,20 @@ export async function makeTestCa(opts: CaOptions = {}): Promise<TestCa> {
 
 /** A CA kept as PEM (a node's development CA in its data dir), ready for {@link issueCert}. */
 export function loadCa(pem: { cert: string; key: string }): TestCa {
-  const cert = new x509.X509Certificate(pem.cert);
+  const cert = new X509Certificate(pem.cert);
+  const spki = cert.publicKey.export({ type: 'spki', format: 'der' });
   return {
     cert: pem.cert,
     key: pem.key,
-    spkiSha256: createHash('sha256').update(Buffer.from(cert.publicKey.rawData)).digest('base64'),
-    subject: cert.subject,
+    spkiSha256: createHash('sha256').update(spki).digest('base64'),
+    // Node writes one attribute per line; the CAs made here have a single CN.
+    subject: cert.subject.split('\n').join(', '),
   };
 }
 
 /** A server certificate signed by `ca` (serverAuth, digitalSignature, the SANs asked for). */
 export async function issueCert(ca: TestCa, opts: IssueOptions): Promise<IssuedCert> {
+  const x509 = await x509lib();
   const dnsNames = opts.dnsNames ?? [];
   const ips = opts.ipAddresses ?? [];
   if (dnsNames.length === 0 && ips.length === 0) {

@@ -1,7 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { X509Certificate } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { issueCert, loadCa, makeTestCa } from '../src/tls.js';
 
@@ -78,9 +80,28 @@ describe('test CA (makeTestCa, issueCert)', () => {
     const ca = await makeTestCa();
     const again = loadCa({ cert: ca.cert, key: ca.key });
     expect(again.spkiSha256).toBe(ca.spkiSha256);
+    expect(again.subject).toBe(ca.subject);
     const leaf = await issueCert(again, { dnsNames: ['a.test'], ipAddresses: ['127.0.0.1'] });
     expect(new X509Certificate(leaf.cert).checkIssued(new X509Certificate(ca.cert))).toBe(true);
     expect(new X509Certificate(leaf.cert).subjectAltName).toBe('DNS:a.test, IP Address:127.0.0.1');
     await expect(issueCert(ca, {})).rejects.toThrow(TypeError);
+  });
+
+  it('loads the certificate library only when a certificate is made, not with the package', () => {
+    // @peculiar/x509 brings reflect-metadata, which installs Reflect.getMetadata: a process that
+    // imports the package for its clock must not pay for it (about 19 MB of RSS).
+    const probe = (code: string) =>
+      execFileSync(process.execPath, ['--input-type=module', '-e', code], {
+        cwd: fileURLToPath(new URL('..', import.meta.url)),
+        encoding: 'utf8',
+      }).trim();
+    expect(probe(`import '@coral/testkit'; console.log(typeof Reflect.getMetadata);`)).toBe(
+      'undefined',
+    );
+    expect(
+      probe(
+        `import { makeTestCa } from '@coral/testkit'; await makeTestCa(); console.log(typeof Reflect.getMetadata);`,
+      ),
+    ).toBe('function');
   });
 });

@@ -28,7 +28,18 @@ export function nodeIdFor(ip: string, port: number): Id {
   return sha1(addressString(ip, port));
 }
 
-const expectedIds = new Map<string, Map<number, Id>>();
+/** The memo of `isIdOf`: per IP, its canonical string and, per port seen, the id and address string. */
+interface HostIds {
+  ip: string;
+  ports: Map<number, AddressIds>;
+}
+
+interface AddressIds {
+  id: Id;
+  /** `addressString(ip, port)`, one string per address for every map keyed by it. */
+  addr: string;
+}
+const expectedIds = new Map<string, HostIds>();
 let expectedCount = 0;
 const EXPECTED_MAX = 65_536;
 
@@ -38,24 +49,55 @@ const EXPECTED_MAX = 65_536;
  * function of the address: nothing anyone sends can make it lie.
  */
 export function isIdOf(id: Id, ip: string, port: number): boolean {
-  let ports = expectedIds.get(ip);
-  let expected = ports?.get(port);
+  return verifiedId(id, ip, port) !== undefined;
+}
+
+/**
+ * `isIdOf` for a decoded contact: when its id is SHA-1 of its address, the memo's copy of that id
+ * and IP (one shared, never-mutated `Id` and string per address) is put in place of the decoded
+ * ones, so the contacts a node keeps share them instead of each holding its own copy. Returns
+ * false, leaving the contact as it was, when the id does not match.
+ */
+export function adoptVerifiedId(c: { id: Id; ip: string; port: number }): boolean {
+  const expected = verifiedId(c.id, c.ip, c.port);
+  if (!expected) return false;
+  c.id = expected;
+  c.ip = expectedIds.get(c.ip)?.ip ?? c.ip;
+  return true;
+}
+
+/**
+ * `addressString(ip, port)`, the memo's copy when the address was verified before (every sender
+ * the RPC layer accepts was): the per-peer maps keyed by it then share one string per peer, and a
+ * datagram builds none. Same value as `addressString` either way.
+ */
+export function addressKey(ip: string, port: number): string {
+  return expectedIds.get(ip)?.ports.get(port)?.addr ?? addressString(ip, port);
+}
+
+/** The memo's id for `ip:port` when `id` equals it, else undefined. */
+function verifiedId(id: Id, ip: string, port: number): Id | undefined {
+  let host = expectedIds.get(ip);
+  let expected = host?.ports.get(port);
   if (!expected) {
+    const addr = addressString(ip, port);
+    let hashed: Id;
     try {
-      expected = nodeIdFor(ip, port);
+      hashed = sha1(addr);
     } catch {
-      return false;
+      return undefined;
     }
     if (expectedCount >= EXPECTED_MAX) {
       expectedIds.clear();
       expectedCount = 0;
-      ports = undefined;
+      host = undefined;
     }
-    if (!ports) expectedIds.set(ip, (ports = new Map()));
-    ports.set(port, expected);
+    if (!host) expectedIds.set(ip, (host = { ip, ports: new Map() }));
+    expected = { id: hashed, addr };
+    host.ports.set(port, expected);
     expectedCount++;
   }
-  return idEquals(expected, id);
+  return idEquals(expected.id, id) ? expected.id : undefined;
 }
 
 export function isId(x: unknown): x is Id {
@@ -66,12 +108,9 @@ export function assertId(x: unknown, what = 'id'): asserts x is Id {
   if (!isId(x)) throw new InvalidArgumentError(`${what} must be a ${ID_BYTES}-byte Uint8Array`);
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
+/** Lower-case hex of the bytes: one flat string (no chain of concatenations left to flatten). */
 export function toHex(id: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < id.length; i++) s += HEX[id[i]!]!;
-  return s;
+  return Buffer.from(id.buffer, id.byteOffset, id.length).toString('hex');
 }
 
 export function fromHex(hex: string): Id {

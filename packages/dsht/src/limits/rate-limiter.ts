@@ -1,8 +1,9 @@
 /**
  * Per-source token buckets for every request type: one bucket per (type, host) and one per
  * (type, network) (see address.ts), the network's `netMultiplier` times the host's. A request is
- * served only when both buckets hold a token. The buckets live in a bounded LRU map: a bucket
- * pushed out had not been used for longer than any other, so it had (nearly) refilled.
+ * served only when both buckets hold a token. Each host's and each network's buckets are one
+ * record (a flat array of numbers) in a bounded LRU map, hosts and networks sharing the bound: a
+ * record pushed out had not been used for longer than any other, so it had (nearly) refilled.
  *
  * Also a single global bucket (`GlobalBucket`) for replies to sources that have not completed a
  * round trip: it keeps no per-source state, so spoofed sources cannot make it grow.
@@ -30,10 +31,26 @@ export interface SourceLimiterOptions {
   maxEntries?: number;
 }
 
-interface Bucket {
-  tokens: number;
-  at: number;
-  /** When it was last moved to the most-recent end of the LRU map. */
+/** Request types in the order of a source's bucket slots. */
+const TYPES = Object.keys(RATE_LIMITS) as RequestType[];
+const SLOT = Object.fromEntries(TYPES.map((t, i) => [t, i])) as Record<RequestType, number>;
+/**
+ * A new source's state: every type full (time -Infinity). Copied with `slice()`, so each record's
+ * array is exactly its size — pushing pair by pair left spare capacity in every one.
+ */
+const EMPTY_STATE: readonly number[] = TYPES.flatMap(() => [0, -Infinity]);
+
+/**
+ * One source's (host's or network's) buckets, one per request type: `state` holds each type's
+ * tokens and last refill time side by side (a flat array of numbers: no object per bucket). A
+ * type never used reads as full (its time is -Infinity).
+ */
+interface SourceBuckets {
+  state: number[];
+  /**
+   * When it was last moved to the most-recent end of the LRU map (it is moved when used at least a
+   * second after that, so the last use is less than a second after `touched`).
+   */
   touched: number;
 }
 
@@ -42,7 +59,11 @@ export class SourceLimiter {
   readonly netMultiplier: number;
   #clock: Clock;
   #max: number;
-  #buckets = new Map<string, Bucket>();
+  /** A record unused this long has every bucket full again (see #forgetIdle). */
+  #idleMs: number;
+  /** Hosts' and networks' buckets, each least recently used first (half the bound each). */
+  #hosts = new Map<string, SourceBuckets>();
+  #nets = new Map<string, SourceBuckets>();
   /** Requests refused, by type. */
   readonly refused: Partial<Record<RequestType, number>> = {};
 
@@ -51,55 +72,99 @@ export class SourceLimiter {
     this.limits = { ...RATE_LIMITS, ...options.limits };
     this.netMultiplier = options.netMultiplier ?? NET_RATE_MULTIPLIER;
     this.#max = options.maxEntries ?? RATE_LIMIT_ENTRIES;
+    // The longest time any bucket takes to refill from empty (a network's takes as long as a
+    // host's), plus the second by which `touched` may lag the last use (see #source).
+    let refill = 0;
+    for (const t of TYPES)
+      refill = Math.max(refill, (this.limits[t].burst / this.limits[t].perSecond) * 1000);
+    this.#idleMs = refill + 1_000;
   }
 
-  /** Buckets held. */
+  /** Sources (hosts and networks) whose buckets are held. */
   get size(): number {
-    return this.#buckets.size;
+    return this.#hosts.size + this.#nets.size;
   }
 
   /** Whether any bucket exists for this source IP (for tests: refused requests create none). */
   tracks(ip: string): boolean {
-    const h = `|${hostKey(ip)}`;
-    for (const k of this.#buckets.keys()) if (k.endsWith(h)) return true;
-    return false;
+    return this.#hosts.has(hostKey(ip));
   }
 
   /** Take a token for a `type` request from `ip`; false (and nothing taken) when either bucket is empty. */
   allow(type: RequestType, ip: string): boolean {
     const limit = this.limits[type];
     const now = this.#clock.now();
-    const host = this.#bucket(`${type}|${hostKey(ip)}`, limit.burst, limit.perSecond, now);
+    const slot = 2 * SLOT[type];
     const m = this.netMultiplier;
-    const net = this.#bucket(`${type}|n:${netKey(ip)}`, limit.burst * m, limit.perSecond * m, now);
-    if (host.tokens < 1 || net.tokens < 1) {
+    const host = this.#refill(
+      this.#source(this.#hosts, hostKey(ip), now),
+      slot,
+      limit.burst,
+      limit.perSecond,
+      now,
+    );
+    const net = this.#refill(
+      this.#source(this.#nets, netKey(ip), now),
+      slot,
+      limit.burst * m,
+      limit.perSecond * m,
+      now,
+    );
+    if (host.state[slot]! < 1 || net.state[slot]! < 1) {
       this.refused[type] = (this.refused[type] ?? 0) + 1;
       return false;
     }
-    host.tokens--;
-    net.tokens--;
+    host.state[slot]!--;
+    net.state[slot]!--;
     return true;
   }
 
-  #bucket(key: string, burst: number, perSecond: number, now: number): Bucket {
-    let b = this.#buckets.get(key);
+  #refill(
+    b: SourceBuckets,
+    slot: number,
+    burst: number,
+    perSecond: number,
+    now: number,
+  ): SourceBuckets {
+    const s = b.state;
+    const at = s[slot + 1]!;
+    s[slot] =
+      at === -Infinity ? burst : Math.min(burst, s[slot]! + ((now - at) * perSecond) / 1000);
+    s[slot + 1] = now;
+    return b;
+  }
+
+  /** The buckets of a host or network, made full when first seen. */
+  #source(map: Map<string, SourceBuckets>, key: string, now: number): SourceBuckets {
+    let b = map.get(key);
     if (b) {
-      b.tokens = Math.min(burst, b.tokens + ((now - b.at) * perSecond) / 1000);
-      b.at = now;
       // Least recently used first; moved at most once a second (cheap on a busy path).
       if (now - b.touched >= 1_000) {
         b.touched = now;
-        this.#buckets.delete(key);
-        this.#buckets.set(key, b);
+        map.delete(key);
+        map.set(key, b);
       }
       return b;
     }
-    b = { tokens: burst, at: now, touched: now };
-    if (this.#buckets.size >= this.#max) {
-      this.#buckets.delete(this.#buckets.keys().next().value as string);
-    }
-    this.#buckets.set(key, b);
+    b = { state: EMPTY_STATE.slice(), touched: now };
+    this.#forgetIdle(map, now);
+    if (map.size >= Math.max(1, this.#max >> 1)) map.delete(map.keys().next().value as string);
+    map.set(key, b);
     return b;
+  }
+
+  /**
+   * Drop up to two of the least recently used records whose every bucket has refilled: a record
+   * idle for `#idleMs` reads exactly as a new one would (full), so forgetting it changes no
+   * decision — it only keeps the map to the sources heard from in the last few seconds instead of
+   * everyone a busy node (one near a hot key) ever heard from, up to the bound.
+   */
+  #forgetIdle(map: Map<string, SourceBuckets>, now: number): void {
+    let n = 0;
+    for (const [k, b] of map) {
+      if (n++ >= 2 || now - b.touched < this.#idleMs) return;
+      map.delete(k);
+    }
   }
 }
 

@@ -43,8 +43,11 @@ export class PeerRegistry {
   #capacity: number;
   /** hex → record, least recently heard first. */
   #byId = new Map<string, MemberRecord>();
-  /** host → ids (hex) admitted from it; a short list (at most maxIdsPerIp). */
-  #byHost = new Map<string, string[]>();
+  /**
+   * host → the id (hex) admitted from it, or a short list of them (at most maxIdsPerIp) when
+   * there are several: a lone id, the usual case, costs no array.
+   */
+  #byHost = new Map<string, string | string[]>();
   /** Called for every member dropped (replaced at its IP, or beyond capacity). */
   onEvict: ((rec: MemberRecord) => void) | undefined;
   /** Newcomers refused because their IP already holds `maxIdsPerIp` live members. */
@@ -111,9 +114,9 @@ export class PeerRegistry {
     }
     const host = hostKey(sourceIp);
     let ids = this.#byHost.get(host);
-    if (ids && ids.length >= this.maxIdsPerIp) {
+    if (ids !== undefined && idCount(ids) >= this.maxIdsPerIp) {
       let victim: MemberRecord | undefined;
-      for (const h of ids) {
+      for (const h of typeof ids === 'string' ? [ids] : ids) {
         const r = this.#byId.get(h)!;
         if (!this.isLive(r, now) && (!victim || r.lastHeard < victim.lastHeard)) victim = r;
       }
@@ -126,8 +129,9 @@ export class PeerRegistry {
     }
     const fresh: MemberRecord = { hex, host, contact, verifiedAt: now, lastHeard: now };
     this.#byId.set(hex, fresh);
-    if (!ids) this.#byHost.set(host, (ids = []));
-    ids.push(hex);
+    if (ids === undefined) this.#byHost.set(host, hex);
+    else if (typeof ids === 'string') this.#byHost.set(host, [ids, hex]);
+    else ids.push(hex);
     while (this.#byId.size > this.#capacity) {
       this.#evict(this.#byId.values().next().value as MemberRecord);
     }
@@ -156,9 +160,18 @@ export class PeerRegistry {
   #unlink(rec: MemberRecord): void {
     this.#byId.delete(rec.hex);
     const ids = this.#byHost.get(rec.host);
-    if (!ids) return;
+    if (ids === undefined) return;
+    if (typeof ids === 'string') {
+      if (ids === rec.hex) this.#byHost.delete(rec.host);
+      return;
+    }
     const i = ids.indexOf(rec.hex);
     if (i >= 0) ids.splice(i, 1);
-    if (ids.length === 0) this.#byHost.delete(rec.host);
+    if (ids.length === 1) this.#byHost.set(rec.host, ids[0]!);
+    else if (ids.length === 0) this.#byHost.delete(rec.host);
   }
+}
+
+function idCount(ids: string | string[]): number {
+  return typeof ids === 'string' ? 1 : ids.length;
 }

@@ -16,7 +16,7 @@ import type { Persistence } from './persistence.js';
  * once, and only those whose id is SHA-1 of their address.
  */
 export async function restoreState(p: Persistence, store: ValueStore): Promise<Contact[]> {
-  for (const v of await p.loadValues()) store.restore(v);
+  for await (const v of p.values()) store.restore(v);
   const seen = new Set<string>();
   return (await p.loadContacts())
     .sort((a, b) => b.lastSeen - a.lastSeen)

@@ -33,11 +33,45 @@ export interface PersistedContact {
   lastSeen: number;
 }
 
+/** A value record (`v!…` key and its JSON), or undefined when it is damaged. */
+function decodeValueRecord(k: string, v: string): StoredValue | undefined {
+  try {
+    const [, level, keyHex, entry] = k.split('!');
+    const o = JSON.parse(v) as {
+      value: string;
+      expiresAt: number;
+      storedAt: number;
+      src?: string | null;
+    };
+    const copy = entry!.length === 81 && entry!.startsWith('c');
+    const sv: StoredValue = {
+      level: Number(level),
+      key: fromHex(keyHex!),
+      publisher: fromHex(copy ? entry!.slice(41) : entry!),
+      value: new Uint8Array(Buffer.from(o.value, 'base64')),
+      expiresAt: o.expiresAt,
+      storedAt: o.storedAt,
+    };
+    if (copy) {
+      sv.copy = true;
+      sv.storedBy = fromHex(entry!.slice(1, 41));
+    }
+    // null = this node's own value; a missing field = written before sources were kept.
+    if (o.src === undefined) sv.source = LEGACY_SOURCE;
+    else if (o.src !== null) sv.source = o.src;
+    return sv;
+  } catch {
+    return undefined;
+  }
+}
+
 export class Persistence {
   #db: KeyValueDb;
   #queue: BatchOp[] = [];
   #contactKeys = new Set<string>();
   #flushing: Promise<void> = Promise.resolve();
+  /** Records skipped on load because they could not be decoded (a damaged or foreign database). */
+  readonly damaged = { contacts: 0, values: 0 };
 
   constructor(components: { db: KeyValueDb }) {
     this.#db = components.db;
@@ -63,45 +97,24 @@ export class Persistence {
         out.push({ level: Number(level), contact, lastSeen: o.lastSeen });
         this.#contactKeys.add(k);
       } catch {
-        // A damaged record is skipped; the rest still load.
+        // A damaged record is skipped (and counted); the rest still load.
+        this.damaged.contacts++;
       }
     }
     return out;
   }
 
-  async loadValues(): Promise<StoredValue[]> {
-    const out: StoredValue[] = [];
+  /**
+   * The stored values, one at a time as the database yields them (a restart restores each as it
+   * is read: 100,000s of values are never all held twice). Damaged records are skipped and counted
+   * in {@link Persistence.damaged}.
+   */
+  async *values(): AsyncGenerator<StoredValue, void, undefined> {
     for await (const [k, v] of this.#db.iterator({ gte: 'v!', lt: 'v~' })) {
-      try {
-        const [, level, keyHex, entry] = k.split('!');
-        const o = JSON.parse(v) as {
-          value: string;
-          expiresAt: number;
-          storedAt: number;
-          src?: string | null;
-        };
-        const copy = entry!.length === 81 && entry!.startsWith('c');
-        const sv: StoredValue = {
-          level: Number(level),
-          key: fromHex(keyHex!),
-          publisher: fromHex(copy ? entry!.slice(41) : entry!),
-          value: new Uint8Array(Buffer.from(o.value, 'base64')),
-          expiresAt: o.expiresAt,
-          storedAt: o.storedAt,
-        };
-        if (copy) {
-          sv.copy = true;
-          sv.storedBy = fromHex(entry!.slice(1, 41));
-        }
-        // null = this node's own value; a missing field = written before sources were kept.
-        if (o.src === undefined) sv.source = LEGACY_SOURCE;
-        else if (o.src !== null) sv.source = o.src;
-        out.push(sv);
-      } catch {
-        // skip damaged record
-      }
+      const sv = decodeValueRecord(k, v);
+      if (sv) yield sv;
+      else this.damaged.values++;
     }
-    return out;
   }
 
   static valueKey(v: StoredValue): string {

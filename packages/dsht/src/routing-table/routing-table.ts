@@ -229,30 +229,22 @@ export class RoutingTable {
   closest(target: Id, count = this.k, exclude?: (c: Contact) => boolean): Contact[] {
     // Buckets at and below the target's bucket hold every contact closer than the rest; each
     // shallower bucket is farther than the one below it, so they are taken in order until enough.
-    const buckets = this.#buckets;
-    const deepest = this.#deepest();
-    if (deepest < 0) return [];
-    const start = Math.min(this.bucketIndex(target), deepest);
-    const picked: Contact[] = [];
     // Contacts of the start bucket are closer to the target than every other contact (they share
-    // more leading bits with it), so when that bucket has enough, nothing else is needed.
-    for (const e of buckets[start]?.entries ?? NONE)
-      if (!exclude || !exclude(e.contact)) picked.push(e.contact);
-    if (picked.length >= count) return sortByDistance(picked, target).slice(0, count);
-    for (let i = start + 1; i <= deepest; i++) {
-      for (const e of buckets[i]?.entries ?? NONE)
-        if (!exclude || !exclude(e.contact)) picked.push(e.contact);
+    // more leading bits with it), then come the deeper buckets (as a group), then the shallower
+    // ones one by one. The best `count` are kept in a small sorted list as they are met (no sort
+    // of the whole table, no allocation per contact).
+    const buckets = this.#buckets;
+    const deepest = this.#deep;
+    if (deepest < 0 || count <= 0) return [];
+    const start = Math.min(this.bucketIndex(target), deepest);
+    const best = new TopContacts(target, count);
+    best.offer(buckets[start]?.entries ?? NONE, exclude);
+    if (!best.full) {
+      for (let i = start + 1; i <= deepest; i++) best.offer(buckets[i]?.entries ?? NONE, exclude);
+      for (let i = start - 1; i >= 0 && !best.full; i--)
+        best.offer(buckets[i]?.entries ?? NONE, exclude);
     }
-    for (let i = start - 1; i >= 0 && picked.length < count; i--) {
-      for (const e of buckets[i]?.entries ?? NONE)
-        if (!exclude || !exclude(e.contact)) picked.push(e.contact);
-    }
-    return sortByDistance(picked, target).slice(0, count);
-  }
-
-  /** Index of the deepest non-empty bucket (-1 when empty), kept up to date by add/remove. */
-  #deepest(): number {
-    return this.#deep;
+    return best.contacts;
   }
 
   /** Every contact, bucket by bucket. */
@@ -329,6 +321,64 @@ export class RoutingTable {
       bucket.entries.push(oldest);
     } else {
       this.remove(oldest.contact.id);
+    }
+  }
+}
+
+/** The leading 32 bits of `id` as an unsigned number. */
+function prefix32(id: Id): number {
+  return ((id[0]! << 24) | (id[1]! << 16) | (id[2]! << 8) | id[3]!) >>> 0;
+}
+
+/**
+ * The `count` contacts closest to a target among those offered, closest first: a sorted list of at
+ * most `count`, compared by the leading 32 bits of the XOR distance (the full distance on a tie).
+ */
+class TopContacts {
+  readonly contacts: Contact[] = [];
+  readonly #dist: number[] = [];
+  readonly #target: Id;
+  readonly #t0: number;
+  readonly #count: number;
+
+  constructor(target: Id, count: number) {
+    this.#target = target;
+    this.#t0 = prefix32(target);
+    this.#count = count;
+  }
+
+  get full(): boolean {
+    return this.contacts.length >= this.#count;
+  }
+
+  offer(entries: readonly RoutingEntry[], exclude: ((c: Contact) => boolean) | undefined): void {
+    const list = this.contacts;
+    const dist = this.#dist;
+    const target = this.#target;
+    for (let e = 0; e < entries.length; e++) {
+      const c = entries[e]!.contact;
+      const d = (prefix32(c.id) ^ this.#t0) >>> 0;
+      let n = list.length;
+      if (n >= this.#count) {
+        const worst = dist[n - 1]!;
+        if (d > worst || (d === worst && compareDistance(c.id, list[n - 1]!.id, target) >= 0))
+          continue;
+      }
+      if (exclude && exclude(c)) continue;
+      if (n >= this.#count) {
+        list.pop();
+        dist.pop();
+        n--;
+      }
+      // Insert in order (lists are short: k = 20).
+      let i = n;
+      while (i > 0) {
+        const di = dist[i - 1]!;
+        if (di < d || (di === d && compareDistance(list[i - 1]!.id, c.id, target) < 0)) break;
+        i--;
+      }
+      list.splice(i, 0, c);
+      dist.splice(i, 0, d);
     }
   }
 }

@@ -39,7 +39,7 @@ import {
   UNVERIFIED_REPLIES_PER_SECOND,
 } from '../constants.js';
 import { AbortedError, DshtError, RemoteError, RpcTimeoutError } from '../errors.js';
-import { addressString, isIdOf } from '../id/id.js';
+import { addressKey, adoptVerifiedId } from '../id/id.js';
 import { hostKey } from '../limits/address.js';
 import { GlobalBucket, SourceLimiter } from '../limits/rate-limiter.js';
 import { decodePayload, encodePayload } from '../wire/codec.js';
@@ -277,7 +277,7 @@ export class Rpc {
     const signal = opts.signal;
     if (signal?.aborted) return Promise.reject(new AbortedError());
     const retries = opts.retries ?? this.#retries;
-    const peer = addressString(to.ip, to.port);
+    const peer = addressKey(to.ip, to.port);
     const type = body.type;
     const stats = (this.counters.byType[type] ??= { ok: 0, timeout: 0, error: 0 });
     return new Promise<RpcReply>((resolve, reject) => {
@@ -317,7 +317,7 @@ export class Rpc {
           resolve: (r) => {
             // Refused for want of a token, or trimmed: ask once more with the token it brought.
             const refused = r.body.type === 'ERROR' && r.body.code === WireErrorCode.TOKEN_REQUIRED;
-            if ((refused || r.truncated) && !askedWithToken && this.peerTokens.get(peer)) {
+            if ((refused || r.truncated) && !askedWithToken && this.peerTokens.has(peer)) {
               askedWithToken = true;
               this.counters.tokenRetries++;
               send();
@@ -402,7 +402,7 @@ export class Rpc {
 
   #verify(sender: Contact, from: Address): boolean {
     if (!this.#allowNat && sender.ip !== from.ip) return false;
-    return isIdOf(sender.id, sender.ip, sender.port);
+    return adoptVerifiedId(sender);
   }
 
   #receive(data: Uint8Array, from: Address): void {
@@ -429,10 +429,10 @@ export class Rpc {
         return;
       }
       this.counters.responsesReceived++;
-      const addr = addressString(from.ip, from.port);
+      const addr = addressKey(from.ip, from.port);
       let first = false;
       if (msg.token) {
-        first = this.peerTokens.get(addr) === undefined;
+        first = !this.peerTokens.has(addr);
         this.peerTokens.set(addr, msg.token);
       }
       this.#filterListed(msg.body);
@@ -462,7 +462,7 @@ export class Rpc {
     for (let i = 0; i < list.length; i++) {
       const c = list[i]!;
       let drop = false;
-      if (!isIdOf(c.id, c.ip, c.port)) {
+      if (!adoptVerifiedId(c)) {
         this.counters.listedIdMismatch++;
         drop = true;
       } else {
@@ -482,7 +482,7 @@ export class Rpc {
 
   #serve(msg: Extract<Message, { kind: 'request' }>, from: Address, size: number): void {
     this.counters.requestsReceived++;
-    const addr = addressString(from.ip, from.port);
+    const addr = addressKey(from.ip, from.port);
     const type: RequestType = msg.body.type;
     const verified = msg.token !== undefined && this.tokens.check(addr, msg.token);
     if (!verified && (type === 'STORE' || type === 'STORE_PROBE')) {

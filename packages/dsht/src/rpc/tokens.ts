@@ -9,7 +9,7 @@
  * the previous secret is valid, so a token lives one to two periods. Secrets come from the OS
  * CSPRNG whatever random source the node was given.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '@coral/testkit';
 import {
   PEER_TOKEN_ENTRIES,
@@ -34,8 +34,8 @@ export class WriteTokens {
   #clock: Clock;
   #cur: Secret | undefined;
   #prev: Secret | undefined;
-  /** address → token under the current secret. */
-  #cache = new Map<string, Uint8Array>();
+  /** address → token under the current secret (its bytes as a latin1 string: compact). */
+  #cache = new Map<string, string>();
 
   constructor(components: { clock: Clock }, options: WriteTokensOptions = {}) {
     this.#clock = components.clock;
@@ -44,9 +44,22 @@ export class WriteTokens {
 
   /** The token for `address` ("ip:port", IPv6 bracketed). */
   issue(address: string): Uint8Array {
+    return bytesOf(this.#current(address));
+  }
+
+  /** Was `token` issued to `address` under the current or the previous secret? */
+  check(address: string, token: Uint8Array): boolean {
+    if (token.length !== TOKEN_BYTES) return false;
+    if (sameBytes(this.#current(address), token)) return true;
+    const prev = this.#prev;
+    return prev !== undefined && sameBytes(this.#make(prev, address), token);
+  }
+
+  /** The current token for `address`, as a latin1 string. */
+  #current(address: string): string {
     const cur = this.#roll();
     let t = this.#cache.get(address);
-    if (!t) {
+    if (t === undefined) {
       t = this.#make(cur, address);
       if (this.#cache.size >= TOKEN_CACHE_ENTRIES) this.#cache.clear();
       this.#cache.set(address, t);
@@ -54,18 +67,8 @@ export class WriteTokens {
     return t;
   }
 
-  /** Was `token` issued to `address` under the current or the previous secret? */
-  check(address: string, token: Uint8Array): boolean {
-    if (token.length !== TOKEN_BYTES) return false;
-    const cur = this.issue(address);
-    if (timingSafeEqual(cur, token)) return true;
-    const prev = this.#prev;
-    return prev !== undefined && timingSafeEqual(this.#make(prev, address), token);
-  }
-
-  #make(s: Secret, address: string): Uint8Array {
-    const d = createHmac('sha256', s.key).update(address).digest();
-    return new Uint8Array(d.buffer, d.byteOffset, TOKEN_BYTES);
+  #make(s: Secret, address: string): string {
+    return createHmac('sha256', s.key).update(address).digest().toString('latin1', 0, TOKEN_BYTES);
   }
 
   #roll(): Secret {
@@ -80,11 +83,32 @@ export class WriteTokens {
   }
 }
 
+/** Bytes kept as a latin1 string (one character per byte): a small flat string, not a typed array. */
+function latin1(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.length).toString('latin1');
+}
+
+/** The bytes of a latin1 string (a fresh, small, on-heap array). */
+function bytesOf(s: string): Uint8Array {
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+/** Constant-time equality of a latin1 string's bytes and `b` (no early exit on a difference). */
+function sameBytes(s: string, b: Uint8Array): boolean {
+  if (s.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < s.length; i++) d |= s.charCodeAt(i) ^ b[i]!;
+  return d === 0;
+}
+
 /** The tokens peers handed to this node, kept to prove its round trips to them. */
 export class PeerTokens {
   #clock: Clock;
   #maxAgeMs: number;
-  #tokens = new Map<string, { token: Uint8Array; at: number; used: boolean }>();
+  /** address → the token (latin1 string of its bytes), when it came, whether a request carried it. */
+  #tokens = new Map<string, { token: string; at: number; used: boolean }>();
 
   /** `maxAgeMs`: a token older than this is not relied on (default TOKEN_ROTATE_MS). */
   constructor(components: { clock: Clock }, options: { maxAgeMs?: number } = {}) {
@@ -101,7 +125,7 @@ export class PeerTokens {
     if (this.#tokens.size >= PEER_TOKEN_ENTRIES) {
       this.#tokens.delete(this.#tokens.keys().next().value as string);
     }
-    this.#tokens.set(address, { token, at: this.#clock.now(), used: false });
+    this.#tokens.set(address, { token: latin1(token), at: this.#clock.now(), used: false });
   }
 
   /** Has a request carried the token held for `address` (since it was received)? */
@@ -111,19 +135,30 @@ export class PeerTokens {
 
   /** The peer's token when one is held and young enough to still be valid there. */
   get(address: string): Uint8Array | undefined {
+    const e = this.#fresh(address);
+    return e ? bytesOf(e.token) : undefined;
+  }
+
+  /** Is a token held for `address` that is young enough to still be valid there? */
+  has(address: string): boolean {
+    return this.#fresh(address) !== undefined;
+  }
+
+  /** The token for a request about to be sent (marks it used). */
+  take(address: string): Uint8Array | undefined {
+    const e = this.#fresh(address);
+    if (!e) return undefined;
+    e.used = true;
+    return bytesOf(e.token);
+  }
+
+  #fresh(address: string): { token: string; at: number; used: boolean } | undefined {
     const e = this.#tokens.get(address);
     if (!e) return undefined;
     if (this.#clock.now() - e.at >= this.#maxAgeMs) {
       this.#tokens.delete(address);
       return undefined;
     }
-    return e.token;
-  }
-
-  /** The token for a request about to be sent (marks it used). */
-  take(address: string): Uint8Array | undefined {
-    const t = this.get(address);
-    if (t) this.#tokens.get(address)!.used = true;
-    return t;
+    return e;
   }
 }

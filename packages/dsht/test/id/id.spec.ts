@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '@coral/testkit';
 import {
+  addressKey,
+  addressString,
   commonPrefixLength,
   compareDistance,
   fromHex,
   keyFromName,
   logDistance,
+  isIdOf,
   nodeIdFor,
   randomIdInBucket,
   toHex,
@@ -50,5 +53,19 @@ describe('ids', () => {
     expect(() => fromHex('xyz')).toThrow(
       expect.objectContaining({ code: 'DSHT_ERR_INVALID_ARGUMENT' }),
     );
+  });
+});
+
+describe('addressKey', () => {
+  it('is addressString, for addresses verified before or not', () => {
+    for (const [ip, port] of [
+      ['10.77.0.1', 4000],
+      ['2001:db8::77', 4001],
+    ] as const) {
+      expect(addressKey(ip, port)).toBe(addressString(ip, port));
+      expect(isIdOf(nodeIdFor(ip, port), ip, port)).toBe(true);
+      expect(addressKey(ip, port)).toBe(addressString(ip, port));
+      expect(addressKey(ip, port + 1)).toBe(addressString(ip, port + 1));
+    }
   });
 });

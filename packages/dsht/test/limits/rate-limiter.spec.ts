@@ -55,6 +55,28 @@ describe('SourceLimiter', () => {
     expect(l.tracks('10.3.231.1')).toBe(true);
     expect(l.tracks('10.0.0.1')).toBe(false);
   });
+
+  it('forgets a source once all its buckets have refilled, and only then', async () => {
+    const clock = new ManualClock(0);
+    // Longest refill: PING, 4 / 2 per second = 2 s; forgotten after 2 s + 1 s of idleness.
+    const l = new SourceLimiter(
+      { clock },
+      { limits: { PING: { perSecond: 2, burst: 4 }, GET: { perSecond: 100, burst: 100 } } },
+    );
+    const pingsAllowed = (): number =>
+      Array.from({ length: 6 }, () => l.allow('PING', '10.0.0.1')).filter(Boolean).length;
+    expect(pingsAllowed()).toBe(4);
+    await clock.advance(1_500);
+    // Not yet refilled: a newcomer does not push it out, and it is still limited (3 of 4 back).
+    l.allow('GET', '10.0.1.1');
+    expect(l.tracks('10.0.0.1')).toBe(true);
+    expect(pingsAllowed()).toBe(3);
+    await clock.advance(3_000);
+    // Idle past every refill: forgotten when the next source arrives, and served as a new one.
+    l.allow('GET', '10.0.2.1');
+    expect(l.tracks('10.0.0.1')).toBe(false);
+    expect(pingsAllowed()).toBe(4);
+  });
 });
 
 describe('GlobalBucket', () => {

@@ -7,6 +7,7 @@ import { ManualClock, SeededRandom } from '@coral/testkit';
 import { Dsht } from '../../src/dsht.js';
 import { compareDistance, keyFromName, toHex } from '../../src/id/id.js';
 import { LEGACY_SOURCE, Persistence, type KeyValueDb } from '../../src/persistence/persistence.js';
+import type { StoredValue } from '../../src/store/value-store.js';
 import { SimNetwork } from '@coral/sim';
 
 const dirs: string[] = [];
@@ -133,7 +134,8 @@ describe('persisted values', () => {
       },
     ]);
     await p.flush();
-    const back = await new Persistence({ db }).loadValues();
+    const back: StoredValue[] = [];
+    for await (const v of new Persistence({ db }).values()) back.push(v);
     const by = (pub: string, lvl = 0) =>
       back.find((v) => toHex(v.publisher) === toHex(keyFromName(pub)) && v.level === lvl);
     expect(by('me')?.source).toBeUndefined();
@@ -142,6 +144,34 @@ describe('persisted values', () => {
     expect(by('them', 1)).toMatchObject({ copy: true, source: '10.0.0.8' });
     expect(toHex(by('them', 1)!.storedBy!)).toBe(toHex(keyFromName('copier')));
     expect(by('old')).toMatchObject({ source: LEGACY_SOURCE });
+    await db.close();
+  });
+
+  it('skip damaged records, count them, and load the rest', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dsht-persist-damaged-'));
+    dirs.push(dir);
+    const db = await openDb(dir);
+    const p = new Persistence({ db });
+    const good = {
+      level: 0,
+      key: keyFromName('k'),
+      value: new Uint8Array([7]),
+      expiresAt: 9e12,
+      storedAt: 1,
+      publisher: keyFromName('me'),
+    };
+    p.putValue(good);
+    await p.flush();
+    await db.batch([
+      { type: 'put', key: `v!0!${toHex(keyFromName('k'))}!x`, value: '{not json' },
+      { type: 'put', key: 'c!0!zz', value: 'null' },
+    ]);
+    const back = new Persistence({ db });
+    const values: StoredValue[] = [];
+    for await (const v of back.values()) values.push(v);
+    await back.loadContacts();
+    expect(values.map((v) => [...v.value])).toEqual([[7]]);
+    expect(back.damaged).toEqual({ contacts: 1, values: 1 });
     await db.close();
   });
 });

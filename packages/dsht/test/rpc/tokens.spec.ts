@@ -32,7 +32,7 @@ describe('write tokens', () => {
     const tok = new Uint8Array(8).fill(1);
     p.set('10.0.0.1:4000', tok);
     expect(p.used('10.0.0.1:4000')).toBe(false);
-    expect(p.take('10.0.0.1:4000')).toBe(tok);
+    expect(p.take('10.0.0.1:4000')).toEqual(tok);
     expect(p.used('10.0.0.1:4000')).toBe(true);
     await clock.advance(1000);
     expect(p.get('10.0.0.1:4000')).toBeUndefined();

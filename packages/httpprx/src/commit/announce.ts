@@ -62,6 +62,10 @@ export function reannounceAll(core: ProxyCore): number {
   return n;
 }
 
+/** Withdraw this node's announcement, best effort: a failure is logged, never thrown. */
 export function withdraw(core: ProxyCore, keyBytes: Uint8Array): Promise<void> {
-  return core.index.withdraw ? core.index.withdraw(keyBytes).catch(() => {}) : Promise.resolve();
+  if (!core.index.withdraw) return Promise.resolve();
+  return core.index.withdraw(keyBytes).catch((e: unknown) => {
+    core.log.warn({ err: String(e) }, 'withdraw failed');
+  });
 }

@@ -1,8 +1,10 @@
 /**
  * Fetches in flight: at most one registered transfer per URL, which later requests may join
  * (request coalescing) when its response turns out reusable for them (../cache/decide.ts
- * `mayJoin`); the fetch itself goes to verified fleet members first (./peer.ts) when allowed, then
- * to the origin (./origin.ts). A transfer stays registered until its body is committed, so there
+ * `mayJoin`). A miss that fleet members may answer goes to the member designated for its URL
+ * (../peer/rendezvous.ts), or straight to the origin when that is this node; when the designated
+ * member does not answer, or there is no membership to choose from, to the holders the index
+ * knows (./peer.ts), then to the origin (./origin.ts). A transfer stays registered until its body is committed, so there
  * is no window in which a second fetch of the same object could start.
  */
 import { mayJoin, staleOnErrorOk } from '../cache/decide.js';
@@ -19,6 +21,7 @@ import type { StoredMeta } from '../store/types.js';
 import { Transfer } from '../transfer/transfer.js';
 import type { Outcome } from '../transfer/transfer.js';
 import { fetchFromOrigin } from './origin.js';
+import { chooseFetcher } from '../peer/rendezvous.js';
 import { fetchFromPeers, peerTargets } from './peer.js';
 
 export interface FetchPlan {
@@ -154,10 +157,44 @@ export class Fetcher {
     const forward = forwardHeaders(ctx, core.via);
     let notMembers = 0;
     if (plan.peers && ctx.method === 'GET') {
-      const choice = await peerTargets(core, ctx.keyBytes, this.#penalties);
-      notMembers = choice.notMembers;
-      announceFetching(core, ctx.keyBytes);
-      const targets = choice.targets.slice(0, core.limits.peerRace);
+      // One fetcher per object: the designated member (peer/rendezvous.ts) fetches, the others ask
+      // it. Keyed mode only: in open mode nothing authenticates an ask, and none is taken.
+      const choice = core.peerAuth
+        ? chooseFetcher(core.members, core.self.nodeId, ctx.keyBytes)
+        : undefined;
+      if (choice?.kind === 'self') {
+        core.metrics?.designated?.('self');
+        announceFetching(core, ctx.keyBytes);
+        return this.#origin(ctx, t, plan, forward, 0, unregister);
+      }
+      if (choice?.kind === 'member' && !this.#penalties.penalized(choice.member.nodeId)) {
+        const { nodeId, ip, httpPort } = choice.member;
+        const target = {
+          holder: { nodeId, ip, httpPort, state: 'fetching' as const },
+          ip,
+          httpPort,
+        };
+        const served = await fetchFromPeers(
+          core,
+          ctx,
+          t,
+          [target],
+          forward,
+          0,
+          this.#penalties,
+          unregister,
+          true,
+        );
+        if (served) {
+          core.metrics?.designated?.('asked');
+          return;
+        }
+        // It is down, or sees the membership differently: the index and its claims decide.
+      }
+      const found = await peerTargets(core, ctx.keyBytes, this.#penalties);
+      notMembers = found.notMembers;
+      if (!found.claimed) announceFetching(core, ctx.keyBytes);
+      const targets = found.targets.slice(0, core.limits.peerRace);
       if (
         targets.length > 0 &&
         (await fetchFromPeers(
@@ -176,8 +213,19 @@ export class Fetcher {
     } else if (plan.register && ctx.method === 'GET') {
       announceFetching(core, ctx.keyBytes);
     }
-    await fetchFromOrigin(
-      core,
+    return this.#origin(ctx, t, plan, forward, notMembers, unregister);
+  }
+
+  #origin(
+    ctx: RequestCtx,
+    t: Transfer,
+    plan: FetchPlan,
+    forward: Record<string, string>,
+    notMembers: number,
+    unregister: () => void,
+  ): Promise<void> {
+    return fetchFromOrigin(
+      this.#core,
       ctx,
       t,
       { fwd: plan.fwd, stale: plan.stale, notMembers },

@@ -16,7 +16,7 @@ import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { NOT_STORED, toRecord } from '../proxy/headers.js';
 import type { StoredMeta } from '../store/types.js';
 import type { Transfer } from '../transfer/transfer.js';
-import { discard, streamResponse } from './response.js';
+import { discard, dropUnkept, streamResponse } from './response.js';
 
 const SERVER_ERRORS = new Set([500, 502, 503, 504]);
 
@@ -188,9 +188,13 @@ export async function fetchFromOrigin(
         stale = undefined;
         continue;
       }
+      // §3.2: the 304's fields replace the stored ones, except those never stored (§3.1) —
+      // hop-by-hop and Connection-listed ones (toRecord), Set-Cookie, and dropUnkept's.
       const merged = mergeNotModified(stale.headers, fresh);
+      const rules = responseRules(stale.status, merged, core.policy, responseTime);
+      dropUnkept(ctx.mode, merged, rules);
       const facts = ageFacts(toRecord(res.headers), requestTime, responseTime);
-      const lifetime = responseRules(stale.status, merged, core.policy, responseTime).lifetime;
+      const lifetime = rules.lifetime;
       const updated: StoredMeta = {
         ...stale,
         headers: merged,

@@ -8,7 +8,7 @@
  * (they never see a complete-looking wrong body), is not stored, and its member is skipped for a
  * while (../peer/penalties.ts).
  */
-import type { Holder } from '../content-index.js';
+import type { ClaimResult, Holder } from '../content-index.js';
 import { SHA256_HEADER } from '../constants.js';
 import { chooseHolders } from '../peer/members.js';
 import type { PeerTarget } from '../peer/members.js';
@@ -20,15 +20,24 @@ import { contentLength, discard, streamResponse } from './response.js';
 
 /** `index.lookup`, bounded by `indexTimeoutMs` on the clock even if the index ignores the signal. */
 function lookupHolders(core: ProxyCore, keyBytes: Uint8Array): Promise<Holder[]> {
+  return bounded(core, 'index lookup', (signal) => core.index.lookup(keyBytes, { signal }));
+}
+
+/** An index operation bounded by `indexTimeoutMs` on the clock, aborted when it runs out. */
+function bounded<T>(
+  core: ProxyCore,
+  what: string,
+  op: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const ac = new AbortController();
   const ms = core.limits.indexTimeoutMs;
-  return new Promise<Holder[]>((resolve, reject) => {
+  return new Promise<T>((resolve, reject) => {
     const timer = core.clock.setTimeout(() => {
-      const err = new Error(`index lookup exceeded ${ms} ms`);
+      const err = new Error(`${what} exceeded ${ms} ms`);
       ac.abort(err);
       reject(err);
     }, ms);
-    core.index.lookup(keyBytes, { signal: ac.signal }).then(
+    op(ac.signal).then(
       (h) => {
         timer.cancel();
         resolve(h);
@@ -41,19 +50,33 @@ function lookupHolders(core: ProxyCore, keyBytes: Uint8Array): Promise<Holder[]>
   });
 }
 
+/** `index.claim`, bounded like a lookup (a claim that fails leaves the fetch, and its announcement, to this node). */
+function claimHolders(core: ProxyCore, keyBytes: Uint8Array): Promise<ClaimResult> {
+  const claim = core.index.claim;
+  if (!claim) return Promise.resolve({ won: true });
+  return bounded(core, 'index claim', (signal) => claim.call(core.index, keyBytes, { signal }));
+}
+
 /**
- * The members to ask for `keyBytes`. Without `members` there is no peer fetch, and no lookup
- * either.
+ * The members to ask for `keyBytes`: the index's holders; when it knows none and it has claims,
+ * the claim's winner (`claimed`: this node won its claim, which announced it as `fetching`).
+ * Without `members` there is no peer fetch, and no lookup either.
  */
 export async function peerTargets(
   core: ProxyCore,
   keyBytes: Uint8Array,
   penalties: PeerPenalties,
-): Promise<{ targets: PeerTarget[]; notMembers: number }> {
-  if (!core.members) return { targets: [], notMembers: 0 };
+): Promise<{ targets: PeerTarget[]; notMembers: number; claimed: boolean }> {
+  if (!core.members) return { targets: [], notMembers: 0, claimed: false };
   let holders: Holder[] = [];
+  let claimed = false;
   try {
     holders = await lookupHolders(core, keyBytes);
+    if (holders.length === 0 && core.index.claim) {
+      const c = await claimHolders(core, keyBytes);
+      if (c.won) claimed = true;
+      else holders = c.holders;
+    }
   } catch (e) {
     core.log.warn({ err: String(e) }, 'index lookup failed');
   }
@@ -68,6 +91,7 @@ export async function peerTargets(
   return {
     targets: choice.targets.filter((t) => !penalties.penalized(t.holder.nodeId)),
     notMembers: choice.notMembers,
+    claimed,
   };
 }
 
@@ -81,16 +105,26 @@ export async function fetchFromPeers(
   notMembers: number,
   penalties: PeerPenalties,
   unregister: () => void,
+  designated = false,
 ): Promise<boolean> {
+  // The designated member answers 102 as soon as it takes the ask, then waits on its origin.
   const patience = (h: Holder) =>
     h.state === 'fetching' ? core.limits.peerFetchingTimeoutMs : core.limits.peerTimeoutMs;
+  let failure: 'refused' | 'timeout' | 'error' | undefined;
+  let processing = false;
   const winner = await racePeers(
     {
       upstream: core.peers,
       clock: core.clock,
       connector: core.peerConnector,
       ...(core.peerAuth ? { auth: core.peerAuth } : {}),
-      onEvent: (e) => core.log.debug(e, 'peer event'),
+      onEvent: (e) => {
+        if (e.type === 'peer-processing') processing = true;
+        else
+          failure =
+            e.type === 'peer-refused' ? 'refused' : e.type === 'peer-timeout' ? 'timeout' : 'error';
+        core.log.debug(e, 'peer event');
+      },
     },
     targets,
     {
@@ -99,10 +133,23 @@ export async function fetchFromPeers(
       headers,
       nodeId: core.self.nodeId,
       via: headers['via'] ?? core.via,
+      designated,
+      takenPatienceMs: core.limits.originTimeoutMs + core.limits.peerTimeoutMs,
     },
     patience,
   );
-  if (!winner) return false;
+  if (!winner) {
+    // A designated member that did not answer at all is skipped for a while (its misses go to
+    // the index); one that refused only sees the membership differently.
+    if (designated) {
+      core.metrics?.designated?.(`ask-${failure ?? 'error'}`);
+      // Skipped for a while when it never showed it was alive (no answer, not even its 102); one
+      // that refused sees the membership differently, one that took the ask is only slow.
+      if (failure !== 'refused' && !processing)
+        for (const t of targets) penalties.penalize(t.holder.nodeId);
+    }
+    return false;
+  }
   const h = winner.holder;
   const res = winner.response;
   const declared = contentLength(res.headers as Record<string, string>);

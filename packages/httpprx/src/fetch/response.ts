@@ -5,7 +5,7 @@
  */
 import { formatHttpDate, parseHttpDate } from '../cache/http-date.js';
 import { ageFacts, responseRules, storable } from '../cache/policy.js';
-import type { HeaderRecord } from '../cache/policy.js';
+import type { HeaderRecord, ResponseRules } from '../cache/policy.js';
 import { varyNames, varyValues } from '../cache/vary.js';
 import { commitTransfer } from '../commit/commit.js';
 import type { Fwd } from '../cache/decide.js';
@@ -51,6 +51,23 @@ export function contentLength(h: HeaderRecord): number | undefined {
   return v !== undefined && /^[0-9]{1,15}$/.test(v) ? Number(v) : undefined;
 }
 
+/**
+ * Remove from an upstream response's fields (in place) those this cache never keeps or passes on
+ * (RFC 9111 §3.1): on Coralized names the fields bound to the origin's own endpoints or keys
+ * (`ORIGIN_BOUND_FIELDS`, ../mapping/links.ts); the fields a qualified `private` or `no-cache`
+ * names (§5.2.2.7, §5.2.2.4). Used for a full response and for the fields a 304 merges into a
+ * stored one (§3.2, §4.3.4), so a stored head never holds them.
+ */
+export function dropUnkept(
+  mode: RequestCtx['mode'],
+  headers: HeaderRecord,
+  rules: Pick<ResponseRules, 'privateFields' | 'noCacheFields'>,
+): void {
+  if (mode === 'coral') for (const f of ORIGIN_BOUND_FIELDS) delete headers[f];
+  for (const f of rules.privateFields) delete headers[f];
+  for (const f of rules.noCacheFields) delete headers[f];
+}
+
 /** Drop a response body we will not read. */
 export function discard(res: UpstreamResponse): void {
   res.body.on('error', () => {});
@@ -78,7 +95,6 @@ export async function streamResponse(
     ctx.mode === 'site'
       ? cookiesForClient(raw, splitHostHeader(ctx.host).name, core.zones)
       : undefined;
-  if (ctx.mode === 'coral') for (const f of ORIGIN_BOUND_FIELDS) delete headers[f];
   const declared = contentLength(headers);
   delete headers['content-length'];
   // RFC 9110 §6.6.1: a response without a (valid) Date gets the time it was received.
@@ -104,8 +120,7 @@ export async function streamResponse(
   const unverifiedPeer = o.source === 'peer' && o.peerVerified !== true;
   const shareable = decision.store && !cookieBlocked;
   const storing = shareable && !unverifiedPeer;
-  // Qualified private / no-cache (RFC 9111 §5.2.2.4, §5.2.2.7): those fields are not kept.
-  for (const f of [...rules.privateFields, ...rules.noCacheFields]) delete headers[f];
+  dropUnkept(ctx.mode, headers, rules);
   const vary = varyNames(headers);
   const head: TransferHead = {
     status: res.status,

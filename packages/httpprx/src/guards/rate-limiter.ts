@@ -28,10 +28,9 @@ export class RateLimiter {
     return this.#rate > 0;
   }
 
-  /** Take one token for `client`; false when it is over its rate. */
-  take(client: string): boolean {
+  /** Take one token for `client`; false when it is over its rate. `now`: the clock, if read. */
+  take(client: string, now = this.#clock.now()): boolean {
     if (this.#rate <= 0) return true;
-    const now = this.#clock.now();
     let b = this.#buckets.get(client);
     if (!b) {
       if (this.#buckets.size >= this.#max) this.#prune(now);

@@ -12,10 +12,12 @@
  *     (the legacy name when the host has no one-label name); the legacy http name for a client
  *     on plain http (CoralCDN's form).
  *   Relative references and URLs with no Coralized form are left alone.
- * - Fields whose meaning is bound to the origin's own endpoints or keys are dropped on Coralized
- *   names: `Alt-Svc` (RFC 7838: it would send the client to the origin's alternative services
- *   under the Coralized name), `Public-Key-Pins[-Report-Only]` (RFC 7469: pins of the origin's
- *   keys on a name served with ours) and `Expect-CT`.
+ * - Fields whose meaning is bound to the origin's own endpoints or keys are never stored or passed
+ *   on for Coralized names (`ORIGIN_BOUND_FIELDS`, dropped from a response and from a 304's fields
+ *   before they are merged, ../fetch/response.ts `dropUnkept`): `Alt-Svc` (RFC 7838: it would
+ *   send the client to the origin's alternative services under the Coralized name),
+ *   `Public-Key-Pins[-Report-Only]` (RFC 7469: pins of the origin's keys on a name served with
+ *   ours) and `Expect-CT`.
  * - `Set-Cookie` (RFC 6265): never reaches a client on a Coralized name (Coral's rule: cookies are
  *   neither forwarded to origins nor cached). In site mode a cookie is passed only when its
  *   `Domain` attribute is absent or domain-matches the site's host and is neither a Coral zone nor
@@ -73,10 +75,12 @@ export function coralLink(link: string, ctx: LinkContext): string | undefined {
   }
 }
 
-/** Rewrite `Location` / `Content-Location` in place and drop the origin-bound fields. */
+/**
+ * Rewrite `Location` / `Content-Location` in place. (The origin-bound fields are not here: they
+ * never reach a stored or in-flight head.)
+ */
 export function rewriteLinks(ctx: LinkContext, h: HeaderRecord): void {
   if (ctx.mode !== 'coral') return;
-  for (const f of ORIGIN_BOUND_FIELDS) delete h[f];
   for (const f of ['location', 'content-location']) {
     const v = h[f];
     if (v === undefined) continue;

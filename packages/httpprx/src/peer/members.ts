@@ -12,6 +12,22 @@ export interface FleetMembers {
   member(nodeId: string): { ip: string; httpPort: number } | undefined;
   /** True in keyed mode: holder records are authenticated, so their size and sha256 are trusted. */
   readonly recordsAuthenticated: boolean;
+  /**
+   * Every verified live member but this node, for the choice of a designated fetcher
+   * (./rendezvous.ts); `near`: in this node's own (most specific) cluster. Without it, misses go
+   * to the index and its claims.
+   */
+  live?(): readonly LiveMember[];
+}
+
+/** A verified live member as the rendezvous choice sees it. */
+export interface LiveMember {
+  /** Hex node id (40 digits, lowercase). */
+  nodeId: string;
+  ip: string;
+  httpPort: number;
+  /** In this node's own cluster (the most specific level it runs). */
+  near: boolean;
 }
 
 /** A holder that may be asked: its record, and the member address it is reached at. */

@@ -8,11 +8,13 @@
  * at an address from the holder record, through the peer connector (./connector.ts).
  * A peer request carries the peer header, `Cache-Control: only-if-cached` and, with a `PeerAuth`,
  * `Coral-Peer-Auth`: the peer answers from its cache or an in-flight fetch, or 504, and never
- * fetches on our behalf.
+ * fetches on our behalf. The one exception is the ask of the member designated to fetch the URL
+ * (`designated`, ./rendezvous.ts): it carries the designated marker and the client's own cache
+ * directives instead of `only-if-cached`, and that member fetches from the origin on a miss.
  */
 import type { Clock } from '@coral/testkit';
 import type { Holder } from '../content-index.js';
-import { PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
+import { DESIGNATED_HEADER, PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
 import type { Upstream, UpstreamResponse } from '../origin/upstream.js';
 import type { PeerAuth } from './auth.js';
 import type { PeerConnector } from './connector.js';
@@ -36,6 +38,13 @@ export interface PeerRequest {
   /** Our node ID, sent in the peer header. */
   nodeId: string;
   via: string;
+  /** Ask the member designated for this URL to fetch it on a miss (one target). */
+  designated?: boolean;
+  /**
+   * With `designated`: the patience once the member answered 102 Processing (it took the ask and
+   * is fetching from the origin), replacing the holder's patience.
+   */
+  takenPatienceMs?: number;
 }
 
 export interface PeerWinner {
@@ -51,7 +60,8 @@ export interface PeerWinner {
 export type PeerEvent =
   | { type: 'peer-error'; holder: Holder; error: string }
   | { type: 'peer-refused'; holder: Holder; status: number }
-  | { type: 'peer-timeout'; holders: Holder[] };
+  | { type: 'peer-timeout'; holders: Holder[] }
+  | { type: 'peer-processing'; holder: Holder };
 
 /**
  * Race `targets` (already the nearest few members); resolves to the first 200, or undefined once
@@ -88,14 +98,14 @@ export function racePeers(
     let done = false;
     const controllers = holders.map(() => new AbortController());
     const lost = holders.map(() => false);
-    const timers = holders.map((holder, i) =>
+    const expire = (i: number, ms: number) =>
       clock.setTimeout(() => {
         if (done || lost[i]) return;
-        deps.onEvent?.({ type: 'peer-timeout', holders: [holder] });
+        deps.onEvent?.({ type: 'peer-timeout', holders: [holders[i]!] });
         controllers[i]!.abort(new Error('peer timeout'));
         lose(i);
-      }, patienceMs(holder)),
-    );
+      }, ms);
+    const timers = holders.map((holder, i) => expire(i, patienceMs(holder)));
     const lose = (i: number) => {
       if (lost[i]) return;
       lost[i] = true;
@@ -117,48 +127,67 @@ export function racePeers(
         ...endToEnd,
         host: req.host,
         [PEER_HEADER]: req.nodeId,
-        'cache-control': 'only-if-cached',
         via: req.via,
       };
+      if (req.designated) headers[DESIGNATED_HEADER] = '1';
+      else headers['cache-control'] = 'only-if-cached';
       if (deps.auth) {
         headers[PEER_AUTH_HEADER] = deps.auth.sign({ method: 'GET', authority: req.host, path });
       }
-      deps.upstream.request({ url: url.href, method: 'GET', headers, signal: ac.signal }).then(
-        (response) => {
-          if (done || lost[i] || response.status !== 200) {
-            if (!done && !lost[i]) {
-              deps.onEvent?.({ type: 'peer-refused', holder, status: response.status });
+      const taken = req.takenPatienceMs;
+      const onInfo =
+        req.designated && taken !== undefined
+          ? (status: number) => {
+              if (status !== 102 || done || lost[i]) return;
+              timers[i]!.cancel();
+              timers[i] = expire(i, taken);
+              deps.onEvent?.({ type: 'peer-processing', holder });
             }
-            response.body.on('error', () => {});
-            response.body.destroy();
-            lose(i);
-            return;
-          }
-          done = true;
-          for (const t of timers) t.cancel();
-          controllers.forEach((c, j) => {
-            if (j !== i) c.abort(new Error('another peer won'));
-          });
-          resolve({
-            holder,
-            target,
-            response,
-            requestTime,
-            responseTime: clock.now(),
-            abort: () => ac.abort(new Error('peer transfer aborted')),
-          });
-        },
-        (err: unknown) => {
-          if (!done && !lost[i]) {
-            deps.onEvent?.({
-              type: 'peer-error',
-              holder,
-              error: (err as { code?: string }).code ?? String(err),
+          : undefined;
+      deps.upstream
+        .request({
+          url: url.href,
+          method: 'GET',
+          headers,
+          signal: ac.signal,
+          ...(onInfo ? { onInfo } : {}),
+        })
+        .then(
+          (response) => {
+            if (done || lost[i] || response.status !== 200) {
+              if (!done && !lost[i]) {
+                deps.onEvent?.({ type: 'peer-refused', holder, status: response.status });
+              }
+              response.body.on('error', () => {});
+              response.body.destroy();
+              lose(i);
+              return;
+            }
+            done = true;
+            for (const t of timers) t.cancel();
+            controllers.forEach((c, j) => {
+              if (j !== i) c.abort(new Error('another peer won'));
             });
-          }
-          lose(i);
-        },
-      );
+            resolve({
+              holder,
+              target,
+              response,
+              requestTime,
+              responseTime: clock.now(),
+              abort: () => ac.abort(new Error('peer transfer aborted')),
+            });
+          },
+          (err: unknown) => {
+            if (!done && !lost[i]) {
+              deps.onEvent?.({
+                type: 'peer-error',
+                holder,
+                error: (err as { code?: string }).code ?? String(err),
+              });
+            }
+            lose(i);
+          },
+        );
     });
   });
 }

@@ -113,6 +113,7 @@ export class CoralProxy {
       peerFetchingTimeoutMs: options.peerFetchingTimeoutMs ?? PEER_FETCHING_TIMEOUT_MS,
       peerRace: options.peerRace ?? PEER_RACE,
       indexTimeoutMs: options.indexTimeoutMs ?? INDEX_TIMEOUT_MS,
+      originTimeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
     };
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;
@@ -150,7 +151,7 @@ export class CoralProxy {
         // every private address to Coralized names.
         privateAllowed: [...sites.values()].map((o) => originKey(o.hostname, o.port)),
         ...(options.hosts ? { hosts: options.hosts } : {}),
-        timeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
+        timeoutMs: limits.originTimeoutMs,
         negativeTtlMs: options.negativeTtlMs ?? NEGATIVE_TTL_MS,
         ...(options.originCa ? { originCa: options.originCa } : {}),
       },
@@ -188,7 +189,7 @@ export class CoralProxy {
       origin: new Upstream(
         { connect: connector.connect },
         {
-          headersTimeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
+          headersTimeoutMs: limits.originTimeoutMs,
           bodyTimeoutMs: options.originBodyTimeoutMs ?? ORIGIN_BODY_TIMEOUT_MS,
         },
       ),
@@ -201,7 +202,7 @@ export class CoralProxy {
       tasks: new Set(),
     };
     this.#fetcher = new Fetcher(this.#core);
-    this.handler = (req, res) => this.#onRequest(req, res);
+    this.handler = this.#onRequest;
   }
 
   /** The SmartConnect origin connector (its `stats()` and `cacheSnapshot()` feed the admin API). */
@@ -362,26 +363,37 @@ export class CoralProxy {
     return out;
   }
 
-  /** Remove every stored variant of `url` and withdraw the announcement. */
+  /** Remove every stored variant of `url` and withdraw the announcement (in the background). */
   async purge(url: string): Promise<boolean> {
     await this.open();
     const keyBytes = urlKey(normalizeUrl(url));
     const removed = await invalidate(this.#core, Buffer.from(keyBytes).toString('hex'));
-    await withdraw(this.#core, keyBytes);
+    this.#withdrawSoon(keyBytes);
     return removed > 0;
   }
 
   /**
    * Remove every stored variant whose metadata matches (purge by prefix, by tag...); URLs left
-   * with no variant are withdrawn from the index. Resolves to the number of variants removed.
+   * with no variant are withdrawn from the index (in the background). Resolves to the number of
+   * variants removed.
    */
   async purgeWhere(match: (meta: StoredMeta) => boolean): Promise<number> {
     await this.open();
     const gone = await this.#core.store.deleteWhere(match);
     for (const primary of new Set(gone.map((m) => m.primary))) {
-      if (!this.#core.store.has(primary)) await withdraw(this.#core, Buffer.from(primary, 'hex'));
+      if (!this.#core.store.has(primary)) this.#withdrawSoon(Buffer.from(primary, 'hex'));
     }
     return gone.length;
+  }
+
+  /**
+   * Withdraw an announcement without waiting for it: a DSHT put can wait seconds on retries to
+   * unreachable members, and a purge's answer must not (failures are logged by `withdraw`).
+   * close() waits for withdrawals in progress like other tasks.
+   */
+  #withdrawSoon(keyBytes: Uint8Array): void {
+    const task = withdraw(this.#core, keyBytes).finally(() => this.#core.tasks.delete(task));
+    this.#core.tasks.add(task);
   }
 
   /** Refresh `complete` announcements of every fresh stored object (run periodically). */
@@ -400,10 +412,13 @@ export class CoralProxy {
   // ---------------------------------------------------------------------------------------------
   // Requests
 
-  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+  /** The request handler (an arrow, so that `handler` is this very function, not a wrapper). */
+  readonly #onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const core = this.#core;
     const client = req.socket.remoteAddress ?? '';
-    if (!this.#limiter.take(client)) {
+    // One clock read serves the limiter and the fast path.
+    const now = core.clock.now();
+    if (!this.#limiter.take(client, now)) {
       core.metrics?.rateLimited();
       const err = new ProxyError('CORAL_RATE_LIMITED', `too many requests from ${client}`);
       sendError(res, req.method ?? 'GET', err, core.via, core.metrics, {
@@ -411,7 +426,7 @@ export class CoralProxy {
       });
       return;
     }
-    if (this.#opened && !this.#closing && fastHit(core, req, res)) return;
+    if (this.#opened && !this.#closing && fastHit(core, req, res, now)) return;
     req.on('error', () => {});
     res.on('error', () => {});
     this.#active++;
@@ -422,7 +437,7 @@ export class CoralProxy {
         e instanceof ProxyError ? e : new ProxyError('CORAL_ORIGIN_UNREACHABLE', String(e));
       sendError(res, req.method ?? 'GET', err, core.via, core.metrics);
     });
-  }
+  };
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     await this.open();

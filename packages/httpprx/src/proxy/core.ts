@@ -23,6 +23,8 @@ export interface ProxyLimits {
   peerFetchingTimeoutMs: number;
   peerRace: number;
   indexTimeoutMs: number;
+  /** Bound on an origin's connect and response header (a designated member's fetch waits this long). */
+  originTimeoutMs: number;
 }
 
 export interface ProxyCore {

@@ -55,6 +55,7 @@ export const NOT_FORWARDED_COMMON = new Set([
   'if-range',
   'range',
   'x-coral-peer',
+  'x-coral-designated',
   'coral-peer-auth',
   'via',
   'content-length',

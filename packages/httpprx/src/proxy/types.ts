@@ -26,6 +26,15 @@ export interface ProxyMetrics {
   peerRejected?(reason: string): void;
   /** A request joined an in-flight fetch of the same object (request coalescing). */
   joined?(): void;
+  /**
+   * The designated fetcher (peer/rendezvous.ts): `self` a miss this node fetched as the designated
+   * member, `asked` a miss served by the designated member, `ask-refused` / `ask-timeout` /
+   * `ask-error` one it did not serve (then the index decided), `taken` a member's ask this node
+   * took as the designated member.
+   */
+  designated?(
+    event: 'self' | 'asked' | 'ask-refused' | 'ask-timeout' | 'ask-error' | 'taken',
+  ): void;
   /** A request the HTTP parser refused (answered 400/408/431 and closed): the error code. */
   clientError?(code: string): void;
 }

@@ -1,14 +1,18 @@
 /**
  * From a parsed request to a routed one (`RequestCtx`), or an answer: the loop guard on Via,
  * admission (one Host, a target that stays on the origin), peer authentication, the origin of the
- * Host (a configured site, else a Coralized name) and the methods allowed on it.
+ * Host (a configured site, else a Coralized name) and the methods allowed on it. A member's ask of
+ * the fetcher designated for its URL (../peer/rendezvous.ts) is seen by the cache as a client's
+ * request (it may go to the origin) only when it is authenticated (keyed mode) and this node
+ * considers itself designated for the URL; otherwise it stays a peer request (cache only).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
+import { DESIGNATED_HEADER, PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
 import { cacheRequest } from '../cache/decide.js';
 import { ProxyError } from '../errors.js';
 import { parseCoralHost, urlKey } from '../mapping/coral-name.js';
+import { designatedHere } from '../peer/rendezvous.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { toRecord } from '../proxy/headers.js';
 import { sendError } from '../proxy/respond.js';
@@ -112,6 +116,19 @@ export function route(
   }
   const keyBytes = urlKey(url);
   const reqHeaders = toRecord(req.headers);
+  // Only an authenticated member's ask (keyed mode: its signature was checked above).
+  const designated =
+    peer &&
+    core.peerAuth !== undefined &&
+    method === 'GET' &&
+    req.headers[DESIGNATED_HEADER] !== undefined &&
+    designatedHere(core.members, core.self.nodeId, keyBytes);
+  if (designated) {
+    core.metrics?.designated?.('taken');
+    // 102 Processing (RFC 2518 §10.1; a 1xx any HTTP/1.1 client parses, RFC 9110 §15.2): the
+    // asker knows at once that its ask was taken, and waits for the origin instead of failing over.
+    res.writeProcessing();
+  }
   const u = new URL(url);
   return {
     req,
@@ -129,7 +146,7 @@ export function route(
     primary: Buffer.from(keyBytes).toString('hex'),
     keyBytes,
     reqHeaders,
-    cache: cacheRequest(method, reqHeaders, peer),
+    cache: cacheRequest(method, reqHeaders, peer && !designated),
     peer,
   };
 }

@@ -12,7 +12,7 @@ import { currentAge } from '../cache/policy.js';
 import type { ProxyCore } from '../proxy/core.js';
 import { HotCache } from './hot-cache.js';
 
-/** Store LRU refreshes from the fast path, at most one per object per this many ms. */
+/** LRU refreshes (hot cache and store) from the fast path, at most one per object per this many ms. */
 const TOUCH_EVERY_MS = 1000;
 
 /** Request fields that could change the answer: such a request takes the full path. */
@@ -47,19 +47,24 @@ export function fastPathHost(rawHeaders: readonly string[]): string | undefined 
   return host;
 }
 
-/** Answered from a hot object? */
-export function fastHit(core: ProxyCore, req: IncomingMessage, res: ServerResponse): boolean {
+/** Answered from a hot object? `now`: the clock as read for this request. */
+export function fastHit(
+  core: ProxyCore,
+  req: IncomingMessage,
+  res: ServerResponse,
+  now: number,
+): boolean {
   const method = req.method;
   if (method !== 'GET' && method !== 'HEAD') return false;
   const host = fastPathHost(req.rawHeaders);
   if (host === undefined) return false;
   const e = core.hot.route(host, req.url ?? '');
   if (!e || !e.fast) return false;
-  const now = core.clock.now();
   const age = currentAge(e.meta.facts, now);
   if (age >= e.lifetime) return false;
   if (now - e.touchedAt >= TOUCH_EVERY_MS) {
     e.touchedAt = now;
+    core.hot.touch(e);
     core.store.touch(e.meta.key);
   }
   res.writeHead(e.meta.status, HotCache.block(e, age));

@@ -17,6 +17,13 @@ export const KEY_BYTES = PRIMARY_BYTES + SECONDARY_BYTES;
 export const SHA256_BYTES = 32;
 
 const NIL = -1;
+/**
+ * Capacity growth per step. A quarter rather than double: the arrays are ~100 bytes a slot, and a
+ * full directory at 100,000 objects holds 108,000 slots (10.5 MB) instead of 131,000 (12.7 MB);
+ * the extra copies (each slot about four more times over the directory's growth) cost
+ * milliseconds.
+ */
+const GROWTH = 1.25;
 
 export interface SlotInfo {
   size: number;
@@ -166,7 +173,7 @@ export class Directory {
    */
   insert(key: Uint8Array, info: SlotInfo): number {
     if (key.length !== KEY_BYTES) throw new Error(`directory keys are ${KEY_BYTES} bytes`);
-    if (this.#free === NIL) this.#grow(this.#cap * 2);
+    if (this.#free === NIL) this.#grow(Math.ceil(this.#cap * GROWTH) + 1);
     const slot = this.#free;
     this.#free = this.#next[slot]!;
     this.#keys.set(key, slot * KEY_BYTES);

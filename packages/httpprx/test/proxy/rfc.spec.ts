@@ -244,6 +244,48 @@ describe('stale responses (RFC 9111 §4.2.4, RFC 5861 §4)', () => {
   });
 });
 
+describe('revalidation (RFC 9111 §4.3.4)', () => {
+  it('a 304 merges no field a cache may not store into the stored head (RFC 9111 §3.1, §3.2)', async () => {
+    await setup({
+      '/m': (req, res, n) => {
+        if (req.headers['if-none-match'] === '"1"') {
+          res.writeHead(304, {
+            date: now(),
+            etag: '"1"',
+            'cache-control': 'max-age=10, private="x-secret"',
+            // Bound to the origin's endpoints: never on a Coralized name (RFC 7838).
+            'alt-svc': 'h3=":443"; ma=86400',
+            // Hop-by-hop by Connection (RFC 9110 §7.6.1), a cookie, a field `private` names.
+            connection: 'x-hop',
+            'x-hop': '1',
+            'set-cookie': 'a=1',
+            'x-secret': 's',
+            'x-new': 'from-304',
+          });
+          res.end();
+        } else {
+          res.writeHead(200, { date: now(), etag: '"1"', 'cache-control': 'max-age=10' });
+          res.end(`m${n}`);
+        }
+      },
+    });
+    await fetchP('/m');
+    await until(async () => (await px.proxy.cacheList()).length === 1, 'stored');
+    await px.clock.advance(20_000);
+    // The revalidated answer, a hit on the full path, a hit on the fast path (its header block
+    // is built from the stored head alone).
+    for (let i = 0; i < 3; i++) {
+      const r = await fetchP('/m');
+      expect(r.body.toString(), `answer ${i}`).toBe('m1');
+      expect(r.headers['x-new'], `answer ${i}`).toBe('from-304');
+      for (const f of ['alt-svc', 'x-hop', 'set-cookie', 'x-secret']) {
+        expect(r.headers[f], `answer ${i}: ${f}`).toBeUndefined();
+      }
+    }
+    expect(hitsFor('/m')).toBe(2);
+  });
+});
+
 describe('interim responses (RFC 9110 §15.2)', () => {
   it('103 Early Hints is forwarded before the final response, and the final one is cached', async () => {
     // A raw origin: Node's server cannot send 103 with arbitrary timing from a handler easily.

@@ -3,8 +3,8 @@ import { HotCache } from '../../src/serve/hot-cache.js';
 import { keyOf, metaFor } from '../store/contract.js';
 
 describe('HotCache', () => {
-  it('keeps small objects within its budget and reuses the header block within a second', () => {
-    const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
+  it('keeps small objects within its budget; the header block is patched only when the age changes', () => {
+    const hot = new HotCache({ budgetBytes: 5000, maxObjectBytes: 1000 });
     const body = Buffer.alloc(800, 1);
     hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: ['x', 'y'] });
     hot.put(metaFor('big', Buffer.alloc(1001)), Buffer.alloc(1001), {
@@ -16,13 +16,20 @@ describe('HotCache', () => {
     const e = hot.get(keyOf('a'))!;
     const b1 = HotCache.block(e, 5);
     expect(b1).toEqual(['x', 'y', 'age', '5', 'cache-status', 'Coral; hit; ttl=55']);
-    expect(HotCache.block(e, 5)).toBe(b1);
-    expect(HotCache.block(e, 6)).not.toBe(b1);
-    for (const k of ['b', 'c', 'd'])
-      hot.put(metaFor(k, body), body, { lifetime: 1, fast: true, headers: [] });
-    expect(hot.get(keyOf('a'))).toBeUndefined(); // evicted: 4 × (800 + 1024 + headers) > 6000
-    hot.delete(keyOf('d'));
-    expect(hot.get(keyOf('d'))).toBeUndefined();
+    const age5 = b1[3];
+    expect(HotCache.block(e, 5)[3]).toBe(age5); // same second: nothing rebuilt
+    expect(HotCache.block(e, 6)).toEqual([
+      'x',
+      'y',
+      'age',
+      '6',
+      'cache-status',
+      'Coral; hit; ttl=54',
+    ]);
+    hot.put(metaFor('b', body), body, { lifetime: 1, fast: true, headers: [] });
+    expect(hot.get(keyOf('a'))).toBeUndefined(); // evicted: 2 × (800 + 2048 + block) > 5000
+    hot.delete(keyOf('b'));
+    expect(hot.get(keyOf('b'))).toBeUndefined();
   });
 
   it('refuses a body that does not match its metadata', () => {
@@ -36,7 +43,7 @@ describe('HotCache', () => {
   });
 
   it('routes raw Host and target spellings to an entry while it is hot, and forgets them with it', () => {
-    const hot = new HotCache({ budgetBytes: 3000, maxObjectBytes: 1000 });
+    const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
     const body = Buffer.alloc(800, 1);
     const e = hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: [] })!;
     hot.addRoute(e, 'x.nyud.net', '/a');
@@ -50,5 +57,31 @@ describe('HotCache', () => {
     hot.delete(keyOf('a'));
     expect(hot.route('x.nyud.net', '/a')).toBeUndefined();
     expect(e.routes).toEqual([]);
+  });
+
+  it('routes only to live entries; recency comes from touch, not from routing', () => {
+    // Room for two entries of 800 + 2048 + block bytes, not three.
+    const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
+    const body = Buffer.alloc(800, 1);
+    const a = hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    const b = hot.put(metaFor('b', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    hot.addRoute(a, 'x.nyud.net', '/a');
+    hot.addRoute(b, 'x.nyud.net', '/b');
+    // Routing to `a` does not make it recent: the next entry evicts it (the oldest).
+    expect(hot.route('x.nyud.net', '/a')).toBe(a);
+    const c = hot.put(metaFor('c', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    expect(a.live).toBe(false);
+    expect(hot.route('x.nyud.net', '/a')).toBeUndefined();
+    // A touch does: `b` was put before `c` but touched after it, so `c` goes first.
+    hot.touch(b);
+    hot.put(metaFor('d', body), body, { lifetime: 60, fast: true, headers: [] });
+    expect(c.live).toBe(false);
+    expect(hot.route('x.nyud.net', '/b')).toBe(b);
+    // A replaced entry is no longer routed, and touching it does not bring it back.
+    const b2 = hot.put(metaFor('b', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    expect(b.live).toBe(false);
+    expect(hot.route('x.nyud.net', '/b')).toBeUndefined();
+    hot.touch(b);
+    expect(hot.get(keyOf('b'))).toBe(b2);
   });
 });

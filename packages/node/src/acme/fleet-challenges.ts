@@ -7,27 +7,26 @@
  *   DELETE /v1/peer/acme/challenges/<value>
  *   DELETE /v1/peer/acme/challenges                          (every value)
  *
- * Each peer request is signed with the fleet's keys (`Coral-Peer-Auth`, @coral/keyring's
- * `HttpPeerSigner`: method, authority and path, which holds the value and its lifetime, under a
- * MAC with a timestamp and a nonce), and a member applies it only when it verifies: a value in
- * this TXT record is what lets its holder get a certificate for the whole zone, so nobody but
- * the operator (admin API) and the fleet (its keys) may set one. A node without fleet keys
- * neither sends nor accepts peer requests: its values are answered by itself only, and the
- * answer says so.
+ * Each peer request is signed with the fleet's keys and checked by the member before it applies
+ * it (peer/requests.ts: `Coral-Peer-Auth` over method, authority and path, which holds the value
+ * and its lifetime): a value in this TXT record is what lets its holder get a certificate for the
+ * whole zone, so nobody but the operator (admin API) and the fleet (its keys) may set one. A node
+ * without fleet keys neither sends nor accepts peer requests: its values are answered by itself
+ * only, and the answer says so.
  */
 import type { ChallengeEntry, InMemoryChallengeStore } from '@coral/dnssrv';
 import type { PeerAuth } from '@coral/httpprx';
 import type { Logger } from 'pino';
-import { PeerAuthError } from '../errors.js';
+import type { PeerAnswerAuth } from '../peer/answers.js';
+import { PeerRequests, PEER_REQUEST_TIMEOUT_MS } from '../peer/requests.js';
 
-/** The keyring's header name (`@coral/keyring` PEER_AUTH_HEADER), lowercase as Node reads it. */
-export const PEER_AUTH_HEADER = 'coral-peer-auth';
+export { PEER_AUTH_HEADER } from '../peer/requests.js';
 /** Path of the peer endpoint on every member's admin port. */
 export const PEER_ACME_PATH = '/v1/peer/acme/challenges';
 /** Lifetime of a value set without one (as dnssrv's store: 10 min). */
 export const DEFAULT_ACME_TTL_SECONDS = 600;
 /** Bound on one member's answer to a propagated change. */
-export const ACME_PROPAGATION_TIMEOUT_MS = 5_000;
+export const ACME_PROPAGATION_TIMEOUT_MS = PEER_REQUEST_TIMEOUT_MS;
 
 export interface ChallengeView {
   zone: string;
@@ -58,10 +57,15 @@ export interface FleetChallengesComponents {
   store: InMemoryChallengeStore;
   /** The fleet's peer signer; absent: no propagation, and peer requests are refused. */
   peerAuth?: PeerAuth | undefined;
+  /** Seals and checks peer answers; required with `peerAuth` (peer/requests.ts). */
+  answerAuth?: PeerAnswerAuth | undefined;
+  /** This node's own admin addresses (peer/requests.ts `self`). */
+  self?: () => readonly string[];
+  onRefused?: (reason: string) => void;
   /** The live members other than this node, with the address they were verified at. */
   members: () => { nodeId: string; ip: string }[];
   fetch?: typeof fetch;
-  logger?: Pick<Logger, 'info' | 'warn'>;
+  logger?: Pick<Logger, 'info' | 'warn'> & Partial<Pick<Logger, 'debug'>>;
 }
 
 export interface FleetChallengesOptions {
@@ -73,23 +77,26 @@ export interface FleetChallengesOptions {
 
 export class FleetChallenges {
   readonly #store: InMemoryChallengeStore;
-  readonly #peerAuth: PeerAuth | undefined;
-  readonly #members: FleetChallengesComponents['members'];
-  readonly #fetch: typeof fetch;
+  readonly #peers: PeerRequests;
   readonly #logger: FleetChallengesComponents['logger'];
   readonly zone: string;
-  readonly #adminPort: number;
-  readonly #timeoutMs: number;
 
   constructor(components: FleetChallengesComponents, options: FleetChallengesOptions) {
     this.#store = components.store;
-    this.#peerAuth = components.peerAuth;
-    this.#members = components.members;
-    this.#fetch = components.fetch ?? fetch;
     this.#logger = components.logger;
+    this.#peers = new PeerRequests(
+      {
+        peerAuth: components.peerAuth,
+        answerAuth: components.answerAuth,
+        ...(components.self ? { self: components.self } : {}),
+        ...(components.onRefused ? { onRefused: components.onRefused } : {}),
+        members: components.members,
+        ...(components.fetch ? { fetch: components.fetch } : {}),
+        logger: components.logger,
+      },
+      { adminPort: options.adminPort, timeoutMs: options.timeoutMs ?? ACME_PROPAGATION_TIMEOUT_MS },
+    );
     this.zone = options.zone;
-    this.#adminPort = options.adminPort;
-    this.#timeoutMs = options.timeoutMs ?? ACME_PROPAGATION_TIMEOUT_MS;
   }
 
   list(): ChallengeView[] {
@@ -123,20 +130,12 @@ export class FleetChallenges {
    * Check a peer request against the fleet's keys; throws {@link PeerAuthError} unless it
    * verifies. `path` is the request target exactly as received.
    */
-  verifyPeer(req: { method: string; host: string | undefined; path: string; header?: string }) {
-    if (!this.#peerAuth) {
-      throw new PeerAuthError('no-keys', 'this node has no fleet keys: it takes no peer requests');
-    }
-    const verdict = this.#peerAuth.verify({
-      method: req.method,
-      authority: req.host ?? '',
-      path: req.path,
-      header: req.header,
-    });
-    if (verdict !== 'ok') {
-      this.#logger?.warn({ reason: verdict, method: req.method, path: req.path }, 'peer refused');
-      throw new PeerAuthError(verdict, `peer request not authenticated: ${verdict}`);
-    }
+  verifyPeer(req: {
+    method: string;
+    url: string;
+    headers: Record<string, string | string[] | undefined>;
+  }) {
+    this.#peers.verify(req);
   }
 
   /** Apply a change a member sent (already verified): no further propagation. */
@@ -152,36 +151,16 @@ export class FleetChallenges {
   }
 
   async #propagate(method: 'PUT' | 'DELETE', path: string): Promise<Propagation> {
-    if (!this.#peerAuth) {
+    if (!this.#peers.enabled) {
       return {
         mode: 'off',
-        complete: this.#members().length === 0,
+        complete: this.#peers.members().length === 0,
         members: [],
         reason: 'no fleet keys (fleet.keys): only this node answers the challenge',
       };
     }
-    const signer = this.#peerAuth;
-    const members = await Promise.all(
-      this.#members().map(async ({ nodeId, ip }): Promise<PropagationResult> => {
-        const authority = `${ip.includes(':') ? `[${ip}]` : ip}:${this.#adminPort}`;
-        try {
-          const res = await this.#fetch(`http://${authority}${path}`, {
-            method,
-            headers: { [PEER_AUTH_HEADER]: signer.sign({ method, authority, path }) },
-            signal: AbortSignal.timeout(this.#timeoutMs),
-          });
-          await res.arrayBuffer().catch(() => undefined);
-          return { nodeId, address: authority, ok: res.ok, status: res.status };
-        } catch (err) {
-          const cause = (err as { cause?: { code?: string } }).cause;
-          return {
-            nodeId,
-            address: authority,
-            ok: false,
-            error: cause?.code ?? (err as Error).name ?? String(err),
-          };
-        }
-      }),
+    const members = (await this.#peers.sendAll(method, path)).map(
+      ({ body: _body, ...result }): PropagationResult => result,
     );
     const failed = members.filter((m) => !m.ok);
     if (failed.length > 0) {

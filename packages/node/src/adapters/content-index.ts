@@ -4,9 +4,11 @@
  * (the newest) record per node, and `withdraw` puts a tombstone that replaces this node's earlier
  * record wherever the put lands. Invalid values are counted and skipped, never thrown.
  *
- * Claims (`claimOnMiss`): in a flash crowd every proxy misses the same URL at the same moment, and
- * a plain lookup-then-announce lets each of them find nobody and go to the origin. With claims, a
- * lookup that finds no holder puts this node's `fetching` record at once and looks again: of the
+ * Claims (`claimOnMiss`, the fallback of the proxy's designated fetcher: used only when the member
+ * designated for a URL did not answer, because it is down or sees the membership differently): in
+ * a flash crowd every proxy misses the same URL at the same moment, and a plain
+ * lookup-then-announce lets each of them find nobody and go to the origin. With claims, a node
+ * that found no holder puts its `fetching` record at once and looks again: of the
  * fetching claims it then sees (its own included), the earliest (then lowest node id) wins; the
  * others are told to fetch from the winner, whose in-flight fetch they join. The order is total,
  * so two nodes never defer to each other. Claims made at the same instant may not see each other
@@ -17,7 +19,7 @@
  */
 import type { Clock } from '@coral/testkit';
 import { systemClock } from '@coral/testkit';
-import type { ContentIndex, Holder } from '@coral/httpprx';
+import type { ClaimResult, ContentIndex, Holder } from '@coral/httpprx';
 import type { Logger } from 'pino';
 import type { IndexMetricsSink } from '../metrics/metrics.js';
 import { decodeHolder, encodeHolder, type HolderRecord } from './holder-codec.js';
@@ -50,7 +52,7 @@ export interface DshtContentIndexOptions {
   self: { nodeId: string; ip: string; httpPort: number };
   /** TTL of the tombstone a withdraw puts (default {@link DEFAULT_WITHDRAW_TTL_SECONDS}). */
   withdrawTtlSeconds?: number;
-  /** Claim a miss as `fetching` inside `lookup` (see above); default false. */
+  /** Offer `claim` (see above); default false. */
   claimOnMiss?: boolean;
   /** TTL of a claim (default {@link DEFAULT_CLAIM_TTL_SECONDS}, the proxy's fetching TTL). */
   claimTtlSeconds?: number;
@@ -67,9 +69,6 @@ export const DEFAULT_CLAIM_TTL_SECONDS = 20;
 export const DEFAULT_CLAIM_SETTLE_MAX_MS = 250;
 export const DEFAULT_CLAIM_STEP_MS = 100;
 export const DEFAULT_CLAIM_RANK_CAP = 3;
-/** A `fetching` announce this soon after this node's claim of the same key is not put again. */
-export const CLAIM_MEMO_MS = 5_000;
-const CLAIM_MEMO_MAX = 10_000;
 
 export class DshtContentIndex implements ContentIndex {
   readonly #dsht: DshtValueStore;
@@ -84,8 +83,6 @@ export class DshtContentIndex implements ContentIndex {
   readonly #claimRankCap: number;
   readonly #rank: ((urlKey: Uint8Array) => number) | undefined;
   readonly #metrics: IndexMetricsSink | undefined;
-  /** Keys this node claimed recently (hex → claim time). */
-  readonly #claims = new Map<string, number>();
   /** Lookups that ended in a claim, and claims lost to another node. */
   claims = 0;
   claimsLost = 0;
@@ -105,21 +102,28 @@ export class DshtContentIndex implements ContentIndex {
     this.#claimRankCap = options.claimRankCap ?? DEFAULT_CLAIM_RANK_CAP;
     this.#rank = components.rank;
     this.#metrics = components.metrics;
+    if (this.#claimOnMiss) this.claim = (urlKey, opts) => this.#claim(urlKey, opts);
   }
 
   async lookup(urlKey: Uint8Array, opts?: { signal?: AbortSignal }): Promise<Holder[]> {
     const { values, stats } = await this.#dsht.get(urlKey, opts);
-    const records = this.#newest(values);
-    const holders = this.#holders(records, stats.level);
-    if (holders.length > 0 || !this.#claimOnMiss) return holders;
+    return this.#holders(this.#newest(values), stats.level);
+  }
 
-    // Nobody holds it. Nodes ranked behind others for this key give them a head start.
+  /**
+   * Claim a miss nobody holds (see above). Only when claims are on (`claimOnMiss`); the proxy
+   * calls it only when no designated fetcher answered.
+   */
+  readonly claim?: (urlKey: Uint8Array, opts?: { signal?: AbortSignal }) => Promise<ClaimResult>;
+
+  async #claim(urlKey: Uint8Array, opts?: { signal?: AbortSignal }): Promise<ClaimResult> {
+    // Nodes ranked behind others for this key give them a head start.
     const rank = Math.min(this.#rank?.(urlKey) ?? 0, this.#claimRankCap);
     if (rank > 0) {
       await this.#sleep(rank * this.#claimStepMs);
       const { values: later, stats: laterStats } = await this.#dsht.get(urlKey, opts);
       const found = this.#holders(this.#newest(later), laterStats.level);
-      if (found.length > 0) return found;
+      if (found.length > 0) return { won: false, holders: found };
     }
     // Still nobody: claim it, then see who else did.
     const at = Math.floor(this.#clock.now());
@@ -127,7 +131,6 @@ export class DshtContentIndex implements ContentIndex {
     // Claims go to the global level only: one root per key, so claimers see each other.
     await this.#dsht.put(urlKey, encodeHolder(mine), this.#claimTtl, { ...opts, level: 0 });
     this.claims++;
-    this.#remember(urlKey, at);
     // Claims started at about the same time finish their puts at about the same time: wait as
     // long as ours took (bounded) so that theirs are stored before we look.
     const settle = Math.min(this.#clock.now() - at, this.#claimSettleMaxMs);
@@ -135,7 +138,7 @@ export class DshtContentIndex implements ContentIndex {
     const again = await this.#dsht.get(urlKey, opts);
     const seen = this.#newest(again.values);
     const others = this.#holders(seen, again.stats.level);
-    if (others.some((h) => h.state === 'complete')) return others;
+    if (others.some((h) => h.state === 'complete')) return { won: false, holders: others };
     let winner: HolderRecord = mine;
     for (const r of seen.values()) {
       if (r.state !== 'fetching' || r.nodeId === this.#self.nodeId) continue;
@@ -143,13 +146,16 @@ export class DshtContentIndex implements ContentIndex {
     }
     if (winner === mine) {
       this.#metrics?.claim('won');
-      return [];
+      return { won: true };
     }
     this.claimsLost++;
     this.#metrics?.claim('lost');
-    return others.sort((a, b) =>
-      a.nodeId === winner.nodeId ? -1 : b.nodeId === winner.nodeId ? 1 : 0,
-    );
+    return {
+      won: false,
+      holders: others.sort((a, b) =>
+        a.nodeId === winner.nodeId ? -1 : b.nodeId === winner.nodeId ? 1 : 0,
+      ),
+    };
   }
 
   #newest(values: Uint8Array[]): Map<string, HolderRecord> {
@@ -190,19 +196,7 @@ export class DshtContentIndex implements ContentIndex {
     return new Promise<void>((resolve) => this.#clock.setTimeout(resolve, ms));
   }
 
-  #remember(urlKey: Uint8Array, at: number): void {
-    if (this.#claims.size >= CLAIM_MEMO_MAX) this.#claims.clear();
-    this.#claims.set(Buffer.from(urlKey).toString('hex'), at);
-  }
-
   async announce(urlKey: Uint8Array, holder: Holder, ttlSeconds: number): Promise<void> {
-    const hex = Buffer.from(urlKey).toString('hex');
-    const claimedAt = this.#claims.get(hex);
-    if (claimedAt !== undefined) {
-      this.#claims.delete(hex);
-      // The claim already says "fetching" (and keeps its earlier time, which is what orders claims).
-      if (holder.state === 'fetching' && this.#clock.now() - claimedAt < CLAIM_MEMO_MS) return;
-    }
     const record: HolderRecord = {
       nodeId: holder.nodeId,
       ip: holder.ip,

@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { DnsChallengeError } from '@coral/dnssrv';
 import type { FleetChallenges } from '../acme/fleet-challenges.js';
-import { PEER_ACME_PATH, PEER_AUTH_HEADER } from '../acme/fleet-challenges.js';
+import { PEER_ACME_PATH } from '../acme/fleet-challenges.js';
 import { AdminRequestError } from '../errors.js';
 import { json, parseBody, type AdminRequest, type AdminResponse } from './server.js';
 
@@ -39,16 +39,7 @@ export function acmeRoutes(acme: FleetChallenges): Route[] {
   const challenge = /^\/v1\/acme\/challenges\/([^/]+)$/;
   const peerOne = new RegExp(`^${PEER_ACME_PATH.replaceAll('/', '\\/')}\\/([^/]+)$`);
   const peerAll = new RegExp(`^${PEER_ACME_PATH.replaceAll('/', '\\/')}$`);
-  const verify = (req: AdminRequest) => {
-    const h = req.headers[PEER_AUTH_HEADER];
-    const host = req.headers.host;
-    acme.verifyPeer({
-      method: req.method,
-      host: Array.isArray(host) ? host[0] : host,
-      path: req.url,
-      ...(h !== undefined ? { header: Array.isArray(h) ? h[0]! : h } : {}),
-    });
-  };
+  const verify = (req: AdminRequest) => acme.verifyPeer(req);
   return [
     [
       'GET',

@@ -81,7 +81,9 @@ export interface AdminBackend {
   ): Promise<unknown>;
   /** Objects in the proxy's cache. */
   cacheList(): Promise<unknown[]> | unknown[];
-  /** Drop `url` from the cache and withdraw this node's announcement of it. */
+  /** The origin domains the proxy refuses (canonical), when the node has a blocklist. */
+  blocklist?(): { domains: string[] };
+  /** Drop `url` from the cache and withdraw this node's announcement of it (this node only). */
   cachePurge(url: string): Promise<{ purged: boolean; withdrawn: boolean }>;
   /** The DNS server's resolver probe cache (RTT per /24). */
   probeCache(): unknown;

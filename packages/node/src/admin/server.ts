@@ -15,6 +15,10 @@ import type { CoralMetrics } from '../metrics/metrics.js';
 import { AdminAccess, SAFE_METHODS, type AccessGrant } from './access.js';
 import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { acmeRoutes, isPeerPath } from './acme-routes.js';
+import type { FleetPurge } from '../purge/fleet-purge.js';
+import { purgeRoutes } from './purge-routes.js';
+import { PEER_ANSWER_HEADER, type PeerAnswerAuth } from '../peer/answers.js';
+import { verifiedPeerAuth } from '../peer/requests.js';
 import type { AdminBackend } from './backend.js';
 import { asset } from './dashboard/assets.js';
 import { DashboardData, type DashboardOptions } from './dashboard/data.js';
@@ -46,6 +50,10 @@ export interface AdminApiComponents {
   clock?: Clock;
   /** ACME DNS-01 challenges of the fleet (admin/acme-routes.ts); absent: no such endpoints. */
   acme?: FleetChallenges;
+  /** Fleet purges (admin/purge-routes.ts); absent: only the local `/v1/cache/purge`. */
+  purges?: FleetPurge;
+  /** Seals the answers to peer requests that verified (peer/answers.ts); keyed mode. */
+  peerAnswers?: PeerAnswerAuth;
 }
 
 export interface AdminApiOptions {
@@ -113,6 +121,7 @@ export class AdminApi {
   readonly #backend: AdminBackend;
   readonly #metrics: CoralMetrics | undefined;
   readonly #logger: AdminApiComponents['logger'];
+  readonly #peerAnswers: PeerAnswerAuth | undefined;
   readonly #access: AdminAccess;
   readonly #dashboard: DashboardData | undefined;
   readonly #publicPaths: ReadonlySet<string>;
@@ -125,6 +134,7 @@ export class AdminApi {
     this.#backend = components.backend;
     this.#metrics = components.metrics;
     this.#logger = components.logger;
+    this.#peerAnswers = components.peerAnswers;
     const clock = components.clock ?? systemClock;
     this.#access = new AdminAccess(
       { clock },
@@ -296,11 +306,32 @@ export class AdminApi {
       ['GET', /^\/v1\/dns\/probes$/, async () => json(200, { probes: b.probeCache() })],
       ['GET', /^\/v1\/dns\/decisions$/, async () => json(200, { decisions: b.dnsDecisions() })],
       ...(components.acme ? acmeRoutes(components.acme) : []),
+      ...(components.purges ? purgeRoutes(components.purges) : []),
+      [
+        'GET',
+        /^\/v1\/blocklist$/,
+        async () => {
+          if (!b.blocklist) {
+            throw new AdminRequestError('CORAL_ERR_ADMIN_UNAVAILABLE', 'no blocklist here');
+          }
+          return json(200, b.blocklist());
+        },
+      ],
     ];
   }
 
   /** Answer one request. Never throws: every failure becomes a JSON error with a stable code. */
   async handle(req: AdminRequest): Promise<AdminResponse> {
+    const res = await this.#handle(req);
+    // A member believes an answer to its peer request only with this seal (peer/answers.ts).
+    const auth = verifiedPeerAuth(req);
+    if (auth !== undefined && this.#peerAnswers) {
+      res.headers[PEER_ANSWER_HEADER] = this.#peerAnswers.seal(auth, res.status, res.body);
+    }
+    return res;
+  }
+
+  async #handle(req: AdminRequest): Promise<AdminResponse> {
     try {
       const url = new URL(req.url, 'http://admin.invalid');
       const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;

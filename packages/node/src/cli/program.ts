@@ -215,9 +215,39 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
   cache
     .command('purge <url>')
     .description(
-      'drop URL (origin form, http://host/path) from the cache and withdraw its announcement',
+      'drop URL (origin form, http://host/path) from this node only and withdraw its ' +
+        'announcement (the fleet: coral-node purge --url)',
     )
     .action(async (url: string) => print(await client().json('POST', '/v1/cache/purge', { url })));
+
+  program
+    .command('purge')
+    .description(
+      'purge the fleet: every stored response of a URL, a URL prefix or a tag (Surrogate-Key / ' +
+        "Cache-Tag), here and on every live member; prints each member's count",
+    )
+    .option('--url <url>', 'one URL (http://host/path, origin form)')
+    .option('--prefix <prefix>', 'every URL starting with this absolute http(s) URL prefix')
+    .option('--tag <tag>', 'every response the origin tagged with TAG')
+    .option('--json', 'print the whole answer as JSON')
+    .action(async (opts: { url?: string; prefix?: string; tag?: string; json?: boolean }) => {
+      const given = (['url', 'prefix', 'tag'] as const).filter((k) => opts[k] !== undefined);
+      if (given.length !== 1) {
+        io.stderr.write('coral-node: purge takes exactly one of --url, --prefix and --tag\n');
+        exitCode = EXIT_FAILURE;
+        return;
+      }
+      const kind = given[0]!;
+      const r = await client().json<PurgeAnswer>('POST', '/v1/purge', { [kind]: opts[kind] });
+      if (opts.json) print(r);
+      else print(purgeTable(r));
+      if (!r.propagation.complete) {
+        io.stderr.write(
+          'coral-node: the purge was not applied by every live member (they catch up from the purge log)\n',
+        );
+        exitCode = EXIT_FAILURE;
+      }
+    });
 
   addAcmeCommands(program, client, print, (message) => {
     io.stderr.write(`coral-node: ${message}\n`);
@@ -283,4 +313,30 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
     return EXIT_FAILURE;
   }
   return exitCode;
+}
+
+/** What `POST /v1/purge` answers (admin/purge-routes.ts). */
+interface PurgeAnswer {
+  id: string;
+  kind: string;
+  value: string;
+  local: { nodeId: string; count: number };
+  propagation: {
+    mode: 'off' | 'sent';
+    complete: boolean;
+    reason?: string;
+    members: { nodeId: string; address: string; ok: boolean; count?: number; error?: string }[];
+  };
+}
+
+/** One line per member: node id, address, count or error. */
+function purgeTable(r: PurgeAnswer): string {
+  const lines = [`purge ${r.id}  ${r.kind} ${r.value}`];
+  lines.push(`  ${r.local.nodeId.slice(0, 12)}  (this node)  ${r.local.count}`);
+  for (const m of r.propagation.members) {
+    const what = m.ok ? String(m.count ?? 0) : `error ${m.error ?? 'unknown'}`;
+    lines.push(`  ${m.nodeId.slice(0, 12)}  ${m.address}  ${what}`);
+  }
+  if (r.propagation.mode === 'off') lines.push(`  not sent: ${r.propagation.reason ?? ''}`);
+  return lines.join('\n');
 }

@@ -4,15 +4,20 @@
  * `NodeDirectory`), plus the admin API, metrics and logs. `CoralNode.start()` brings the services
  * up in dependency order and `stop()` takes them down in reverse, within a bound.
  */
-import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
 import { toNodeInfo, type DshtAuthState } from '@coral/dsht';
-import type { PeerAuth } from '@coral/httpprx';
+import { rendezvousRank as rankAmong, type PeerAuth } from '@coral/httpprx';
 import { HttpPeerSigner, KeyringError, type KeyInfo, type Keyring } from '@coral/keyring';
 import { FleetChallenges } from '../acme/fleet-challenges.js';
+import { Blocklist } from '../blocklist/blocklist.js';
+import { blockGate } from '../blocklist/gate.js';
+import { PeerAnswerAuth } from '../peer/answers.js';
+import { PeerRequests } from '../peer/requests.js';
+import { FleetPurge } from '../purge/fleet-purge.js';
+import { PurgeLog } from '../purge/purge-log.js';
 import { NodeCertificates, type TlsMaterial } from '../tls/certificates.js';
 import { tlsBannerLines } from '../tls/banner.js';
 import type { Logger } from 'pino';
@@ -50,6 +55,13 @@ import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
  */
 export const BOOTSTRAP_RETRY_MS = 500;
 export const BOOTSTRAP_RETRY_MAX_MS = 10_000;
+/**
+ * Purge catch-up at start (docs/node.md "Purge"): a joined node waits this long for verified
+ * members to pull the purge log from before its proxy listens...
+ */
+export const PURGE_STARTUP_MEMBERS_WAIT_MS = 5_000;
+/** ...and /readyz waits this long for a catch-up that reached a member before it gives up. */
+export const PURGE_STARTUP_SYNC_MAX_MS = 30_000;
 
 export interface CoralNodeComponents {
   services: ServiceFactory;
@@ -84,6 +96,15 @@ export class CoralNode implements AdminBackend {
   readonly challenges: InMemoryChallengeStore;
   /** ACME DNS-01 values set through the admin API, passed on to the fleet. */
   acme!: FleetChallenges;
+  /** Fleet purges: the purge log, propagation and catch-up. */
+  purges!: FleetPurge;
+  #purgeLog: PurgeLog | undefined;
+  #purgeWaitOver = false;
+  /** The purge check of readiness passed once (it is not taken back). */
+  #purgeReady = false;
+  #purgeWaitTimer: { cancel(): void } | undefined;
+  /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
+  #blocklist = new Blocklist();
   readonly listening: {
     proxy?: Listening;
     proxyTls?: Listening;
@@ -237,8 +258,15 @@ export class CoralNode implements AdminBackend {
     );
     // Peer fetches go only to the DSHT's verified members, at the address each was verified at;
     // in keyed mode holder records are authenticated and peer requests are signed and checked.
-    const members = new DshtFleetMembers(this.dsht, keyring !== undefined);
+    const members = new DshtFleetMembers(this.dsht, keyring !== undefined, {
+      designated: config.index.designated,
+    });
     const peerAuth = keyring ? new HttpPeerSigner({ keyring, clock: this.#clock }) : undefined;
+    // Node-to-node admin requests (purges, ACME): answers sealed with the same keys, and only
+    // requests addressed to this node's own admin address are taken (peer/requests.ts).
+    const answerAuth = keyring ? new PeerAnswerAuth(keyring) : undefined;
+    const peerSelf = () => this.#ownAdminAuthorities(config.admin.host, config.admin.port);
+    const onPeerRefused = (reason: string) => metrics.peerRefused(reason);
     this.proxy = await step('proxy', () =>
       openStore({ ...storage, store: 'cache', dir: join(dataDir, 'cache') }, async () => {
         const proxy = await services.proxy({
@@ -259,6 +287,56 @@ export class CoralNode implements AdminBackend {
         return proxy;
       }),
     );
+    // Blocked origins are refused before the proxy's handler: wrap it before it is mounted.
+    this.#blocklist = new Blocklist(config.proxy.blocklist);
+    this.proxy.handler = blockGate(this.proxy.handler, {
+      zones: [config.zone],
+      sites: new Map(Object.entries(config.proxy.sites).map(([h, u]) => [h, new URL(u).hostname])),
+      blocklist: () => this.#blocklist,
+      onBlocked: () => metrics.purge.blocked(),
+    });
+    await this.#dropBlocked(this.#blocklist);
+
+    // The purge log, then the catch-up with the fleet's purges before clients are served.
+    const purgeDir = join(dataDir, 'purge');
+    let purgeLogOpens = 0;
+    this.#purgeLog = await step('purge log', () =>
+      openStore({ ...storage, store: 'purge', dir: purgeDir }, async () => {
+        const purgeLog = new PurgeLog({
+          dir: purgeDir,
+          maxEntries: config.purge.logMaxEntries,
+          retentionMs: config.purge.logRetentionSeconds * 1000,
+        });
+        // A second open is on an empty directory after the corrupt one was moved aside.
+        await purgeLog.open(this.#clock.now(), { replaced: ++purgeLogOpens > 1 });
+        return purgeLog;
+      }),
+    );
+    const purgeLogger = log('purge');
+    this.purges = new FleetPurge(
+      {
+        store: this.proxy,
+        log: this.#purgeLog,
+        peers: new PeerRequests(
+          {
+            peerAuth: this.#peerAuth ?? peerAuth,
+            answerAuth,
+            self: peerSelf,
+            onRefused: onPeerRefused,
+            members: () => this.#otherMembers(),
+            logger: purgeLogger,
+          },
+          { adminPort: config.admin.port },
+        ),
+        clock: this.#clock,
+        logger: purgeLogger,
+        metrics: metrics.purge,
+      },
+      { nodeId, syncIntervalMs: config.purge.syncIntervalMs },
+    );
+    await this.#purgeCatchUpAtStart();
+    this.purges.start();
+
     await step('proxy', () => this.proxy.listen(config.proxy.port, addresses.bind.proxy));
     this.listening.proxy = { host: addresses.bind.proxy, port: config.proxy.port };
     await this.#startTls(dataDir);
@@ -286,13 +364,24 @@ export class CoralNode implements AdminBackend {
         store: this.challenges,
         // The fleet's signer (keyed mode) unless the caller gave one.
         peerAuth: this.#peerAuth ?? peerAuth,
+        answerAuth,
+        self: peerSelf,
+        onRefused: onPeerRefused,
         members: () => this.#otherMembers(),
         logger: log('acme'),
       },
       { zone: config.zone, adminPort: config.admin.port },
     );
     this.admin = new AdminApi(
-      { backend: this, metrics, logger: log('admin'), clock: this.#clock, acme: this.acme },
+      {
+        backend: this,
+        metrics,
+        logger: log('admin'),
+        clock: this.#clock,
+        acme: this.acme,
+        purges: this.purges,
+        ...(answerAuth ? { peerAnswers: answerAuth } : {}),
+      },
       {
         token: config.admin.token,
         publicMetrics: config.admin.publicMetrics,
@@ -427,12 +516,18 @@ export class CoralNode implements AdminBackend {
         }
         if (this.#stopping) return;
         if (this.dsht.routes(0).length > 0) {
-          await this.dsht.join().catch(() => undefined);
+          // A failed self-lookup still leaves the contacts the pings verified: joined, with a note.
+          await this.dsht
+            .join()
+            .catch((err: unknown) =>
+              this.logger.warn({ err }, 'self-lookup after the bootstrap pings failed'),
+            );
           this.#joined = true;
           this.logger.info(
             { contacts: this.dsht.routes(0).length, attempts: this.#joinAttempts },
             'joined the fleet',
           );
+          if (this.purges?.propagating) void this.#purgeCatchUp();
         } else {
           const next = Math.min(delayMs * 2, BOOTSTRAP_RETRY_MAX_MS);
           this.#logJoinPending(next);
@@ -449,6 +544,8 @@ export class CoralNode implements AdminBackend {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       this.#retry?.cancel();
+      this.#purgeWaitTimer?.cancel();
+      this.#wakeMembersWait?.();
       this.certificates?.stop();
       // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
       const grace = this.config.shutdownGraceMs + 1_000;
@@ -469,12 +566,124 @@ export class CoralNode implements AdminBackend {
         }
       };
       if (this.dns) await bounded('dns', () => this.dns!.close());
+      if (this.purges) await bounded('purge', () => this.purges.stop());
       if (this.proxy) await bounded('proxy', () => this.proxy.close());
+      if (this.#purgeLog) await bounded('purge log', () => this.#purgeLog!.close());
       if (this.dsht) await bounded('dsht', () => this.dsht.stop());
       if (this.admin) await bounded('admin', () => this.admin.close());
       this.logger.info('coral node stopped');
     })();
     return this.#stopping;
+  }
+
+  /**
+   * Whether purges taken while this node was away must be applied before it counts as ready: in
+   * keyed mode, for a node that joins a fleet through its bootstrap list (a seed, or a node with
+   * no list, is ready on its own and catches up when it meets members).
+   */
+  #purgeGated(): boolean {
+    // A node that took part in a fleet's catch-up before (its log has cursors: a restarted seed
+    // too) may have missed purges while it was down; a new node may hold a cache from before.
+    return (
+      this.purges.propagating &&
+      (this.purges.log.hasCursors || (this.#hasOtherMembers() && !this.#bootstrap.self))
+    );
+  }
+
+  /**
+   * The start's purge catch-up: a node that joined its fleet pulls the purges it missed and
+   * applies them before its proxy listens. Otherwise (bootstrap not answering yet) it runs when
+   * the node joins, and the periodic catch-up keeps trying; /readyz waits for it up to
+   * {@link PURGE_STARTUP_SYNC_MAX_MS}.
+   */
+  async #purgeCatchUpAtStart(): Promise<void> {
+    if (!this.#purgeGated()) return;
+    this.#purgeWaitTimer = this.#clock.setTimeout(() => {
+      this.#purgeWaitOver = true;
+      if (!this.purges.synced) {
+        this.logger.warn(
+          { component: 'purge', waitedMs: PURGE_STARTUP_SYNC_MAX_MS },
+          'no member answered the purge catch-up: ready without it (it keeps trying)',
+        );
+      }
+    }, PURGE_STARTUP_SYNC_MAX_MS);
+    if (this.#joined) await this.#purgeCatchUp();
+  }
+
+  /**
+   * Wait (up to {@link PURGE_STARTUP_MEMBERS_WAIT_MS} on the node's clock) for a verified member,
+   * woken by the DSHT's contact and round-trip events, then pull the purges this node has not seen.
+   */
+  async #purgeCatchUp(): Promise<void> {
+    await this.#waitForMembers(PURGE_STARTUP_MEMBERS_WAIT_MS);
+    try {
+      await this.purges.sync();
+    } catch (err) {
+      this.logger.warn({ err, component: 'purge' }, 'purge catch-up failed');
+    }
+  }
+
+  #wakeMembersWait: (() => void) | undefined;
+
+  #waitForMembers(ms: number): Promise<void> {
+    if (this.#otherMembers().length > 0 || this.#stopping) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const check = () => {
+        if (this.#otherMembers().length > 0 || this.#stopping) done();
+      };
+      const timer = this.#clock.setTimeout(() => done(), ms);
+      const done = () => {
+        timer.cancel();
+        this.dsht.off('contact', check);
+        this.dsht.off('rtt', check);
+        if (this.#wakeMembersWait === done) this.#wakeMembersWait = undefined;
+        resolve();
+      };
+      this.dsht.on('contact', check);
+      this.dsht.on('rtt', check);
+      this.#wakeMembersWait = done;
+    });
+  }
+
+  /** The blocklist in use (canonical domains). */
+  blocklist(): { domains: string[] } {
+    return { domains: this.#blocklist.domains() };
+  }
+
+  /**
+   * SIGHUP: use the (re-read) configuration's blocklist from the next request on (open
+   * connections stay), and drop what the cache holds of newly blocked origins.
+   */
+  async reloadBlocklist(
+    config: CoralConfig,
+  ): Promise<{ domains: string[]; added: string[]; removed: string[]; dropped: number }> {
+    const before = new Set(this.#blocklist.domains());
+    const next = new Blocklist(config.proxy.blocklist);
+    this.#blocklist = next;
+    const domains = next.domains();
+    const added = domains.filter((d) => !before.has(d));
+    const removed = [...before].filter((d) => !domains.includes(d));
+    const dropped = added.length > 0 ? await this.#dropBlocked(new Blocklist(added)) : 0;
+    return { domains, added, removed, dropped };
+  }
+
+  /** Drop stored responses of blocked origins (they are refused anyway: free the space). */
+  async #dropBlocked(list: Blocklist): Promise<number> {
+    if (list.size === 0) return 0;
+    const dropped = await this.proxy.purgeWhere((m) => {
+      try {
+        return list.match(new URL(m.url).hostname) !== undefined;
+      } catch {
+        return false;
+      }
+    });
+    if (dropped > 0) {
+      this.logger.info(
+        { component: 'blocklist', dropped },
+        'dropped cached responses of blocked origins',
+      );
+    }
+    return dropped;
   }
 
   /** Where each service listens and a copy-paste example of a Coralized fetch. */
@@ -554,15 +763,27 @@ export class CoralNode implements AdminBackend {
     return lines;
   }
 
-  /** The live members other than this node, at the address the directory has for them. */
+  /** The verified live members other than this node, at the address they were verified at. */
+  /**
+   * The authorities members address this node's admin API by (the DSHT address it is verified
+   * at, as peer/requests.ts writes it), and the admin API's own host when it is a specific one.
+   */
+  #ownAdminAuthorities(adminHost: string, port: number): string[] {
+    const fmt = (ip: string) => `${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
+    const out: string[] = [];
+    if (this.dsht) out.push(fmt(this.dsht.contact.ip));
+    if (adminHost !== '0.0.0.0' && adminHost !== '::' && adminHost !== '') out.push(fmt(adminHost));
+    return out;
+  }
+
   #otherMembers(): { nodeId: string; ip: string }[] {
-    const self = this.directory.self().id;
-    return this.#liveProxies()
-      .filter((n) => n.id !== self)
-      .flatMap((n) => {
-        const ip = n.ipv4 ?? n.ipv6;
-        return ip ? [{ nodeId: n.id, ip }] : [];
-      });
+    if (!this.dsht) return [];
+    const self = Buffer.from(this.dsht.contact.id).toString('hex');
+    return this.dsht.members().flatMap((m) => {
+      const n = toNodeInfo(m);
+      const ip = n?.ipv4 ?? n?.ipv6;
+      return n && ip && n.id !== self ? [{ nodeId: n.id, ip }] : [];
+    });
   }
 
   /** Live proxies as the DNS server sees them: this node and the DSHT's verified members. */
@@ -722,6 +943,14 @@ export class CoralNode implements AdminBackend {
       proxy: this.listening.proxy !== undefined && !this.#stopping,
     };
     if (this.config.dns.enabled) checks.dns = this.listening.dns !== undefined && !this.#stopping;
+    // Purges taken while this node was away are applied before it counts as ready.
+    // Once passed, it stays passed: the gate is about what a node missed while it was away, and a
+    // first catch-up round with a member that joined later (which writes cursors) is no reason to
+    // turn a serving node away.
+    checks.purgeLog =
+      this.purges !== undefined &&
+      (this.#purgeReady || !this.#purgeGated() || this.purges.synced || this.#purgeWaitOver);
+    if (checks.purgeLog) this.#purgeReady = true;
     const view: ReadinessView = { ready: false, checks };
     if (this.trust.mode === 'keyed' && this.dsht) {
       // Keyed: not isolated (it still authenticates its fleet's traffic).
@@ -811,16 +1040,16 @@ export class CoralNode implements AdminBackend {
 }
 
 /**
- * This node's place among the live proxies in a rendezvous (highest random weight) order for
- * `key`: 0 when no live node scores higher. Every node computes the same order from the same set.
+ * This node's place among the live proxies in the rendezvous (highest random weight) order for
+ * `key` that also designates its fetcher (@coral/httpprx): 0 when no live node scores higher.
+ * Every node computes the same order from the same set.
  */
 export function rendezvousRank(selfId: string, key: Uint8Array, live: { id: string }[]): number {
-  const keyHex = Buffer.from(key).toString('hex');
-  const score = (id: string) => createHash('sha1').update(`${id}:${keyHex}`).digest('hex');
-  const mine = score(selfId);
-  let rank = 0;
-  for (const n of live) if (n.id !== selfId && score(n.id) > mine) rank++;
-  return rank;
+  return rankAmong(
+    selfId,
+    key,
+    live.map((n) => n.id),
+  );
 }
 
 async function step<T>(service: string, fn: () => Promise<T> | T): Promise<T> {

@@ -3,6 +3,7 @@
  * builds the real ones (@coral/dsht, @coral/httpprx, @coral/dnssrv); `CoralNode` only sees these,
  * which keeps the composition readable and tells each package what the process relies on.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DshtAuthState, DshtMember } from '@coral/dsht';
 import type { ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
 import type { Keyring } from '@coral/keyring';
@@ -34,6 +35,9 @@ export interface DshtPort extends DshtValueStore {
   authState(): DshtAuthState;
   /** Keyed mode: isolation began or ended. */
   on(event: 'isolated', listener: (state: DshtAuthState) => void): unknown;
+  /** A contact learned, a round trip measured: membership may have changed. */
+  on(event: 'contact' | 'rtt', listener: () => void): unknown;
+  off(event: 'contact' | 'rtt', listener: () => void): unknown;
 }
 
 export interface ProxyPort {
@@ -44,6 +48,19 @@ export interface ProxyPort {
   cacheList(): unknown[] | Promise<unknown[]>;
   /** Drop a URL (origin form); resolves to whether something was dropped. */
   purge(url: string): Promise<unknown>;
+  /**
+   * Drop every stored response the predicate selects (it reads the normalized URL, the stored
+   * response head and the time it was stored) and withdraw URLs left with none; the count.
+   */
+  purgeWhere(
+    match: (meta: { url: string; headers: Record<string, string>; storedAt: number }) => boolean,
+  ): Promise<number>;
+  /**
+   * The request handler both listeners call. The node wraps it before `listen` to refuse
+   * blocked origins first (blocklist/gate.ts): httpprx's `listen` and `listenTls` mount
+   * `this.handler` as it is when they are called.
+   */
+  handler: (req: IncomingMessage, res: ServerResponse) => void;
   /**
    * Start the TLS listener for `*.<zone>` and the apex (certificate chain and key in PEM); links
    * then point at the one-label https names on `publicPort` (default `port`).

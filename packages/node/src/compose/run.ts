@@ -1,8 +1,10 @@
 /**
  * `coral-node start`: start a node, print where it listens and an example fetch, and run until
- * SIGTERM or SIGINT, then shut down gracefully (a second signal exits at once). SIGHUP re-reads the
- * configuration (`reload`) and makes the fleet keyring what it says (`fleet.keys` /
- * `fleet.keysFile`); a configuration that no longer validates changes nothing and is logged.
+ * SIGTERM or SIGINT, then shut down gracefully (a second signal exits at once). SIGHUP reloads the
+ * TLS certificate, re-reads the configuration (`reload`) and makes the blocklist
+ * (`proxy.blocklist` / `proxy.blocklistFile`) and the fleet keyring (`fleet.keys` /
+ * `fleet.keysFile`) what it says; a configuration that no longer validates changes nothing and is
+ * logged.
  */
 import type { CliIo } from '../cli/program.js';
 import type { CoralConfig } from '../config/schema.js';
@@ -50,15 +52,42 @@ export async function runNode(
     signals.on('SIGTERM', onSignal);
     signals.on('SIGINT', onSignal);
     // SIGHUP: read the TLS certificate files again (after an ACME renewal; connections stay), and
-    // make the fleet keyring what the re-read configuration says.
+    // make the blocklist and the fleet keyring what the re-read configuration says.
     signals.on('SIGHUP', () => {
       if (stopping) return;
       logger.info({ signal: 'SIGHUP' }, 'reloading the TLS certificate');
       void node.reloadTls();
       if (!reload) return;
       void (async () => {
+        let next: CoralConfig;
         try {
-          const keys = await node.reloadKeys(await reload());
+          next = await reload();
+        } catch (err) {
+          const e = err as { code?: string; message?: string };
+          logger.error(
+            { signal: 'SIGHUP', code: e.code },
+            `SIGHUP: configuration not reloaded (blocklist and fleet keys stay as they were): ${e.message ?? String(err)}`,
+          );
+          return;
+        }
+        try {
+          const b = await node.reloadBlocklist(next);
+          logger.info(
+            {
+              signal: 'SIGHUP',
+              domains: b.domains.length,
+              added: b.added,
+              removed: b.removed,
+              dropped: b.dropped,
+            },
+            'blocklist reloaded',
+          );
+        } catch (err) {
+          logger.error({ signal: 'SIGHUP', err }, 'SIGHUP: blocklist not reloaded');
+        }
+        if (node.trust.mode !== 'keyed') return;
+        try {
+          const keys = await node.reloadKeys(next);
           logger.info(
             { signal: 'SIGHUP', keyIds: keys.map((k) => k.id) },
             'fleet keys reloaded from the configuration',

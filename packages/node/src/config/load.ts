@@ -8,6 +8,7 @@ import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { decodeKey } from '@coral/keyring';
 import { ConfigError, type ConfigIssue } from '../errors.js';
+import { parseBlocklistText } from '../blocklist/blocklist.js';
 import { checkAdvertise, type NameLookup } from './resolve.js';
 import { configSchema, type CoralConfig } from './schema.js';
 
@@ -36,6 +37,8 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.clientRateLimitPerSecond', 'int'],
   ['proxy.tlsPort', 'int'],
   ['proxy.followHttpsUpgrade', 'bool'],
+  ['proxy.blocklist', 'list'],
+  ['proxy.blocklistFile', 'string'],
   ['dsht.host', 'string'],
   ['dsht.port', 'int'],
   ['dsht.allowNat', 'bool'],
@@ -53,9 +56,13 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['tls.key', 'string'],
   ['tls.originCa', 'list'],
   ['tls.localCa', 'bool'],
+  ['index.designated', 'bool'],
   ['index.claims', 'bool'],
   ['index.claimStepMs', 'int'],
   ['index.claimRankCap', 'int'],
+  ['purge.logMaxEntries', 'int'],
+  ['purge.logRetentionSeconds', 'int'],
+  ['purge.syncIntervalMs', 'int'],
   ['admin.host', 'string'],
   ['admin.port', 'int'],
   ['admin.token', 'string'],
@@ -157,6 +164,12 @@ function collect(options: LoadConfigOptions): {
   if (keysFile !== undefined && result.data.fleet.keys.length === 0) {
     result.data.fleet.keys = readKeysFile(keysFile, issues);
   }
+  const blocklistFile = result.data.proxy.blocklistFile;
+  if (blocklistFile !== undefined) {
+    const listed = new Set(result.data.proxy.blocklist);
+    for (const d of readBlocklistFile(blocklistFile, issues)) listed.add(d);
+    result.data.proxy.blocklist = [...listed];
+  }
   return { config: deepFreeze(result.data) as CoralConfig, issues, input: merged };
 }
 
@@ -245,16 +258,8 @@ function parseEnvValue(raw: string, kind: EnvKind): unknown {
  * ignored. Problems name the file and the line, never the secret.
  */
 export function readKeysFile(file: string, issues: ConfigIssue[]): string[] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    issues.push({
-      path: 'fleet.keysFile',
-      message: `cannot read ${file}: ${(err as Error).message}`,
-    });
-    return [];
-  }
+  const text = readListFile('fleet.keysFile', file, issues);
+  if (text === undefined) return [];
   const keys: string[] = [];
   const before = issues.length;
   text.split('\n').forEach((raw, i) => {
@@ -272,6 +277,25 @@ export function readKeysFile(file: string, issues: ConfigIssue[]): string[] {
     issues.push({ path: 'fleet.keysFile', message: `${file} holds no key` });
   }
   return keys;
+}
+
+/** The text of a file a field names, or undefined (and an issue) when it cannot be read. */
+function readListFile(field: string, file: string, issues: ConfigIssue[]): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    issues.push({ path: field, message: `cannot read ${file}: ${(err as Error).message}` });
+    return undefined;
+  }
+}
+
+/** The domains of `proxy.blocklistFile`; problems name the file and the line. */
+export function readBlocklistFile(file: string, issues: ConfigIssue[]): string[] {
+  const text = readListFile('proxy.blocklistFile', file, issues);
+  if (text === undefined) return [];
+  const { domains, problems } = parseBlocklistText(text);
+  for (const message of problems) issues.push({ path: `proxy.blocklistFile ${file}`, message });
+  return domains;
 }
 
 /** Problems that involve more than one field: two services on the same port and address. */

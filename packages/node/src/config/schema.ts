@@ -8,6 +8,12 @@ import { isIP } from 'node:net';
 import { decodeKey } from '@coral/keyring';
 import { z } from 'zod';
 import { DEFAULT_CLAIM_RANK_CAP, DEFAULT_CLAIM_STEP_MS } from '../adapters/content-index.js';
+import { parseDomain } from '../blocklist/blocklist.js';
+import {
+  DEFAULT_PURGE_LOG_MAX_ENTRIES,
+  DEFAULT_PURGE_LOG_RETENTION_SECONDS,
+} from '../purge/purge-log.js';
+import { DEFAULT_PURGE_SYNC_INTERVAL_MS } from '../purge/fleet-purge.js';
 
 export const DEFAULT_DATA_DIR = './data';
 export const DEFAULT_ZONE = 'nyud.net';
@@ -84,6 +90,16 @@ const advertiseAddress = z.string().superRefine((s, ctx) => {
 });
 const cidr = z.union([z.cidrv4(), z.cidrv6()], { message: 'must be a CIDR such as 10.0.0.0/8' });
 
+/** A blocklist entry, in canonical form (blocklist/blocklist.ts). */
+const blockedDomain = z.string().transform((s, ctx) => {
+  try {
+    return parseDomain(s);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
+
 const proxySchema = z.strictObject({
   /** Bind address of the HTTP proxy (default: the top-level `host`). */
   host: ip.optional(),
@@ -110,6 +126,13 @@ const proxySchema = z.strictObject({
    * the proxy, so a Coralized http URL of an https-only site still serves the site.
    */
   followHttpsUpgrade: z.boolean().default(true),
+  /**
+   * Origin domains this node refuses (403 CORAL_ERR_ORIGIN_BLOCKED): a domain blocks itself and
+   * every name under it. At load, the entries of `blocklistFile` are added to it. Re-read on SIGHUP.
+   */
+  blocklist: z.array(blockedDomain).default([]),
+  /** A file of blocked domains (one per line, `#` comments), read at start and on SIGHUP. */
+  blocklistFile: z.string().min(1).optional(),
 });
 
 const pemPath = z.string().min(1, { message: 'must be the path of a PEM file' });
@@ -175,12 +198,31 @@ const fleetSchema = z.strictObject({
 });
 
 const indexSchema = z.strictObject({
+  /**
+   * One fetcher per object: a miss asks the live member designated for its URL by rendezvous
+   * hashing (nearest cluster first), which fetches from the origin once for every asker.
+   */
+  designated: z.boolean().default(true),
   /** Claim cold misses in the DSHT so one node fetches each object for the fleet (docs/node.md). */
   claims: z.boolean().default(true),
   /** Head start per rank before a lower-ranked node claims, in ms. */
   claimStepMs: z.number().int().nonnegative().default(DEFAULT_CLAIM_STEP_MS),
   /** Ranks beyond this one wait no longer (0 disables the head start). */
   claimRankCap: z.number().int().nonnegative().max(64).default(DEFAULT_CLAIM_RANK_CAP),
+});
+
+const purgeSchema = z.strictObject({
+  /** Entries kept in the purge log (the oldest are dropped first). */
+  logMaxEntries: z.number().int().min(1).max(1_000_000).default(DEFAULT_PURGE_LOG_MAX_ENTRIES),
+  /** How long purge log entries are kept; a member away longer drops its older cache. */
+  logRetentionSeconds: z
+    .number()
+    .int()
+    .min(60)
+    .max(365 * 86_400)
+    .default(DEFAULT_PURGE_LOG_RETENTION_SECONDS),
+  /** Period of the pull of the members' purge logs (catch-up). */
+  syncIntervalMs: z.number().int().min(100).default(DEFAULT_PURGE_SYNC_INTERVAL_MS),
 });
 
 const viewSchema = z
@@ -244,6 +286,7 @@ export const configSchema = z.strictObject({
   dns: dnsSchema.default(dnsSchema.parse({})),
   tls: tlsSchema.default(tlsSchema.parse({})),
   index: indexSchema.default(indexSchema.parse({})),
+  purge: purgeSchema.default(purgeSchema.parse({})),
   admin: adminSchema.default(adminSchema.parse({})),
   fleet: fleetSchema.default(fleetSchema.parse({})),
   log: z

@@ -12,9 +12,18 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@coral/keyring';
 import { AdminClient } from '../cli/client.js';
+import { NODE_RUNTIME_ENV } from '../runtime-env.js';
 
 /** packages/node/dist/cli.js (the same path from src/fleet under vitest and from dist/fleet). */
 export const CLI_PATH = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+/**
+ * The environment of a node the launcher starts: PATH, the node's runtime settings
+ * (NODE_RUNTIME_ENV), then the fleet's and the node's own `CORAL_*` variables.
+ */
+export function nodeProcessEnv(env: Record<string, string>): Record<string, string> {
+  return { PATH: process.env.PATH ?? '', ...NODE_RUNTIME_ENV, ...env };
+}
 
 /** Level-0 contacts each node must have before a large fleet counts as formed. */
 export const FORMED_MIN_CONTACTS = 16;
@@ -127,7 +136,7 @@ export class Fleet {
     const logFile = join(dataDir, 'node.log');
     const fd = openSync(logFile, 'a');
     const child = spawn(process.execPath, [CLI_PATH, 'start'], {
-      env: { PATH: process.env.PATH ?? '', ...env },
+      env: nodeProcessEnv(env),
       stdio: ['ignore', fd, fd],
     });
     closeSync(fd);

@@ -18,6 +18,8 @@ export interface ProxyMetricsSink {
   holderSkipped(reason: 'not-member'): void;
   /** An incoming peer request refused with 403: why `Coral-Peer-Auth` did not verify. */
   peerRejected(reason: string): void;
+  /** The designated fetcher: self, asked, ask-refused/-timeout/-error (misses), taken (members' asks). */
+  designated(event: 'self' | 'asked' | 'ask-refused' | 'ask-timeout' | 'ask-error' | 'taken'): void;
 }
 
 /**
@@ -75,7 +77,14 @@ export interface IndexMetricsSink {
 /** What the node's start-up records about its databases. */
 export interface StorageMetricsSink {
   /** A database found corrupt at start was moved aside and the node started with it empty. */
-  corruptStore(store: 'dsht' | 'cache'): void;
+  corruptStore(store: 'dsht' | 'cache' | 'purge'): void;
+}
+
+export interface PurgeMetricsSink {
+  /** A purge applied here: taken here (`local`), sent by a member (`peer`), pulled (`catch-up`). */
+  purge(source: 'local' | 'peer' | 'catch-up', removed: number): void;
+  /** A request refused because its origin is on the blocklist. */
+  blocked(): void;
 }
 
 /**
@@ -138,6 +147,9 @@ export class CoralMetrics {
   readonly dsht: DshtMetricsSink;
   readonly index: IndexMetricsSink;
   readonly storage: StorageMetricsSink;
+  readonly purge: PurgeMetricsSink;
+  /** A node-to-node admin request refused (peer/requests.ts), by reason. */
+  readonly peerRefused: (reason: string) => void;
   readonly traffic: TrafficMetricsSink;
   /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
   readonly hotUrls: SpaceSaving<string>;
@@ -232,13 +244,48 @@ export class CoralMetrics {
     for (const to of ['client', 'peer']) responseBytes.inc({ to }, 0);
     const corrupt = new Counter({
       name: `${p}store_corruptions_total`,
-      help: 'Databases found corrupt at start, moved aside and started empty, by store (dsht, cache)',
+      help: 'Databases found corrupt at start, moved aside and started empty, by store (dsht, cache, purge)',
       labelNames: ['store'],
       registers,
     });
     // Both series exist from the start, so a dashboard or alert sees 0 rather than no data.
-    for (const store of ['dsht', 'cache']) corrupt.inc({ store }, 0);
+    for (const store of ['dsht', 'cache', 'purge']) corrupt.inc({ store }, 0);
     this.storage = { corruptStore: (store) => corrupt.inc({ store }) };
+    const purges = new Counter({
+      name: `${p}purges_total`,
+      help: 'Purges applied on this node, by source (local, peer, catch-up)',
+      labelNames: ['source'],
+      registers,
+    });
+    const purged = new Counter({
+      name: `${p}purged_objects_total`,
+      help: 'Stored responses dropped by purges, by source (local, peer, catch-up)',
+      labelNames: ['source'],
+      registers,
+    });
+    for (const source of ['local', 'peer', 'catch-up']) {
+      purges.inc({ source }, 0);
+      purged.inc({ source }, 0);
+    }
+    const blocked = new Counter({
+      name: `${p}blocked_requests_total`,
+      help: 'Proxy requests refused because their origin is on the blocklist',
+      registers,
+    });
+    const peerRefused = new Counter({
+      name: `${p}peer_requests_refused_total`,
+      help: 'Node-to-node admin requests (purges, ACME) refused with 403, by reason',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.peerRefused = (reason) => peerRefused.inc({ reason });
+    this.purge = {
+      purge: (source, removed) => {
+        purges.inc({ source });
+        purged.inc({ source }, removed);
+      },
+      blocked: () => blocked.inc(),
+    };
 
     const holdersSkipped = new Counter({
       name: `${p}peer_holders_skipped_total`,
@@ -255,6 +302,14 @@ export class CoralMetrics {
     });
     for (const reason of ['missing', 'malformed', 'unknown-key', 'bad-mac', 'stale', 'replayed'])
       peerRejected.inc({ reason }, 0);
+    const designated = new Counter({
+      name: `${p}designated_fetch_total`,
+      help: "The designated fetcher (one per object, rendezvous hashing): misses fetched as the designated member (self), served by the designated member (asked) or not (ask-refused, ask-timeout, ask-error: the index decided), and members' asks taken as the designated member (taken)",
+      labelNames: ['event'],
+      registers,
+    });
+    for (const event of ['self', 'asked', 'ask-refused', 'ask-timeout', 'ask-error', 'taken'])
+      designated.inc({ event }, 0);
     // Read from the DSHT at each scrape (it keeps its own monotonic counters): copied, not counted.
     const trust = () => this.#trust;
     new Counter({
@@ -339,6 +394,7 @@ export class CoralMetrics {
       rateLimited: () => rateLimited.inc({ service: 'proxy' }),
       holderSkipped: (reason) => holdersSkipped.inc({ reason: label(reason) }),
       peerRejected: (reason) => peerRejected.inc({ reason: label(reason) }),
+      designated: (event) => designated.inc({ event }),
     };
     this.dns = {
       answer: (method, rcode) => answers.inc({ method: label(method), rcode: label(rcode) }),

@@ -72,6 +72,20 @@ export function requestOriginUrl(
   }
 }
 
+/**
+ * The first value of field `name` (lower case) in a request's raw field lines, as `req.headers`
+ * gives it for Host and for presence. Read from `rawHeaders` because `req.headers` is built by
+ * Node on first use, and the proxy's fast path answers a hit without ever building it: the
+ * observer, which sees every response, must not add that cost to each one.
+ */
+export function rawField(raw: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i]!;
+    if (k.length === name.length && k.toLowerCase() === name) return raw[i + 1];
+  }
+  return undefined;
+}
+
 export class ProxyTrafficObserver {
   readonly #sink: TrafficMetricsSink;
   readonly #options: ProxyTrafficOptions;
@@ -130,8 +144,9 @@ export class ProxyTrafficObserver {
     const bytes = sent - (this.#sentBefore.get(m.socket) ?? 0);
     this.#sentBefore.set(m.socket, sent);
     const req = m.request;
-    const peer = req.headers[PEER_HEADER] !== undefined;
-    this.#sink.response(Math.max(0, bytes), peer, this.#originUrl(req.headers.host, req.url));
+    const raw = req.rawHeaders;
+    const peer = rawField(raw, PEER_HEADER) !== undefined;
+    this.#sink.response(Math.max(0, bytes), peer, this.#originUrl(rawField(raw, 'host'), req.url));
   };
 
   #originUrl(host: string | undefined, target: string | undefined): string | undefined {

@@ -1,13 +1,15 @@
 /**
- * Opening the node's two LevelDB databases — the DSHT's (`dataDir/dsht`) and the proxy's cache
- * (`dataDir/cache`) — with the two failures operators meet at start:
+ * Opening the node's LevelDB databases — the DSHT's (`dataDir/dsht`), the proxy's cache
+ * (`dataDir/cache`) and the purge log (`dataDir/purge`) — with the two failures operators meet
+ * at start:
  *
  * - **Another process holds it.** LevelDB lets one process open a database (its `LOCK` file). The
  *   node fails with {@link DataDirLockedError}, naming the directory, the lock file and, where the
  *   kernel tells (Linux `/proc/locks`), the pid of the holder.
  * - **It is corrupt.** Both databases hold soft state: the cache holds copies of origin objects,
  *   and the DSHT holds contacts (learnt again from the bootstrap list and from peers) and values
- *   that expire and are re-put by their publishers. So instead of failing every start (a crash loop
+ *   that expire and are re-put by their publishers; a purge log started empty makes the node treat
+ *   what it stored before the fleet's logs reach back as stale (purge/fleet-purge.ts). So instead of failing every start (a crash loop
  *   under a supervisor), the directory is moved aside to `<dir>.corrupt-<time>`, the node starts
  *   with an empty one, logs an error and counts it (`coral_store_corruptions_total{store}`). Only
  *   the latest moved-aside copy of each store is kept, for inspection.
@@ -19,7 +21,7 @@ import type { Logger } from 'pino';
 import { DataDirLockedError } from '../errors.js';
 import type { StorageMetricsSink } from '../metrics/metrics.js';
 
-export type StoreName = 'dsht' | 'cache';
+export type StoreName = 'dsht' | 'cache' | 'purge';
 export type DbFailure = 'locked' | 'corrupt' | 'other';
 
 /**

@@ -9,9 +9,13 @@ import { InMemoryChallengeStore } from '@coral/dnssrv';
 import { HttpPeerSigner, Keyring } from '@coral/keyring';
 import { ManualClock } from '@coral/testkit';
 import { FleetChallenges } from '../../src/acme/fleet-challenges.js';
+import { PeerAnswerAuth } from '../../src/peer/answers.js';
 import { randomSubnet, runCli } from '../helpers.js';
 
-const signer = () => new HttpPeerSigner({ keyring: Keyring.parse([Keyring.generateKey()]) });
+const keyed = () => {
+  const keyring = Keyring.parse([Keyring.generateKey()]);
+  return { peerAuth: new HttpPeerSigner({ keyring }), answerAuth: new PeerAnswerAuth(keyring) };
+};
 
 describe('FleetChallenges', () => {
   it('reports a member that did not apply a change, and the CLI exits 1 for it', async () => {
@@ -19,7 +23,7 @@ describe('FleetChallenges', () => {
     const store = new InMemoryChallengeStore({ clock });
     const down = `127.0.${randomSubnet()}.250`; // nothing listens there
     const acme = new FleetChallenges(
-      { store, peerAuth: signer(), members: () => [{ nodeId: 'ab'.repeat(20), ip: down }] },
+      { store, ...keyed(), members: () => [{ nodeId: 'ab'.repeat(20), ip: down }] },
       { zone: 'nyud.net', adminPort: 8092 },
     );
     const r = await acme.set('v1', 60);

@@ -76,10 +76,11 @@ describe('DshtContentIndex', () => {
     const clock = new ManualClock(1_000);
     const a = new DshtContentIndex({ dsht: store, clock }, { self: nodeA, claimOnMiss: true });
     const b = new DshtContentIndex({ dsht: store, clock }, { self: nodeB, claimOnMiss: true });
-    // A misses first: nobody else claimed, so A goes to the origin.
+    // A misses first: nobody holds it and nobody else claimed, so A goes to the origin.
     expect(await a.lookup(key)).toEqual([]);
+    expect(await a.claim!(key)).toEqual({ won: true });
     expect([a.claims, a.claimsLost]).toEqual([1, 0]);
-    // B misses a moment later and sees A's claim first.
+    // B misses a moment later: its lookup finds A's claim, so it has no reason to claim.
     await clock.advance(3);
     store.publisher = 'b';
     const fromB = await b.lookup(key);
@@ -90,22 +91,24 @@ describe('DshtContentIndex', () => {
   it('breaks a tie between simultaneous claims by time, then node id, the same way on both sides', async () => {
     const store = new PublisherStore('');
     const clock = new ManualClock(5_000);
-    // Each value is filed under the node inside it, and the first look of both nodes sees nothing.
+    // Each value is filed under the node inside it; both claims are put before either looks.
     const put = store.put.bind(store);
+    let puts = 0;
+    let bothPut!: () => void;
+    const bothPutP = new Promise<void>((r) => (bothPut = r));
     store.put = async (k: Uint8Array, v: Uint8Array) => {
       store.publisher = decodeHolder(v).nodeId;
-      return put(k, v);
+      const out = await put(k, v);
+      if (++puts === 2) bothPut();
+      await bothPutP;
+      return out;
     };
-    const get = store.get.bind(store);
-    let gets = 0;
-    store.get = async (k: Uint8Array) =>
-      gets++ < 2 ? { values: [], stats: { level: 0 } } : get(k);
     const a = new DshtContentIndex({ dsht: store, clock }, { self: nodeA, claimOnMiss: true });
     const b = new DshtContentIndex({ dsht: store, clock }, { self: nodeB, claimOnMiss: true });
-    const [ra, rb] = await Promise.all([b.lookup(key), a.lookup(key)]).then(([x, y]) => [y, x]);
+    const [ra, rb] = await Promise.all([b.claim!(key), a.claim!(key)]).then(([x, y]) => [y, x]);
     // Same time: the lower node id (A's "aa..") wins; B defers to A, never the other way round.
-    expect(ra).toEqual([]);
-    expect(rb!.map((h) => h.nodeId)).toEqual([nodeA.nodeId]);
+    expect(ra).toEqual({ won: true });
+    expect(rb!.won ? [] : rb!.holders.map((h) => h.nodeId)).toEqual([nodeA.nodeId]);
     expect([a.claimsLost, b.claimsLost]).toEqual([0, 1]);
   });
 
@@ -116,18 +119,18 @@ describe('DshtContentIndex', () => {
       { dsht: store, clock, rank: () => 2 },
       { self: nodeB, claimOnMiss: true, claimStepMs: 100 },
     );
-    const pending = b.lookup(key);
+    const pending = b.claim!(key);
     // While B waits out its two steps, the first-ranked node A claims.
     await clock.advance(50);
     store.publisher = 'a';
     await store.put(key, encodeHolder({ ...nodeA, state: 'fetching', at: 50 }));
     await clock.advance(200);
-    const holders = await pending;
-    expect(holders.map((h) => h.nodeId)).toEqual([nodeA.nodeId]);
+    const result = await pending;
+    expect(result.won ? [] : result.holders.map((h) => h.nodeId)).toEqual([nodeA.nodeId]);
     expect(b.claims).toBe(0);
   });
 
-  it('does not put a fetching announce again right after its own claim', async () => {
+  it('claims only through claim(), offered only with claims on; a lookup never writes', async () => {
     const store = new PublisherStore('a');
     const clock = new ManualClock(0);
     let puts = 0;
@@ -136,11 +139,13 @@ describe('DshtContentIndex', () => {
       puts++;
       return put(k, v);
     };
+    expect(new DshtContentIndex({ dsht: store, clock }, { self: nodeA }).claim).toBeUndefined();
     const a = new DshtContentIndex({ dsht: store, clock }, { self: nodeA, claimOnMiss: true });
-    await a.lookup(key);
+    expect(await a.lookup(key)).toEqual([]);
+    expect(puts).toBe(0);
+    expect(await a.claim!(key)).toEqual({ won: true });
     expect(puts).toBe(1);
-    await a.announce(key, { ...nodeA, state: 'fetching' }, 20);
-    expect(puts).toBe(1);
+    // Every announcement the proxy makes is put (no memo swallows one).
     await a.announce(key, { ...nodeA, state: 'complete', size: 1 }, 600);
     expect(puts).toBe(2);
   });

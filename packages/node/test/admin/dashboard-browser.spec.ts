@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Fleet, SampleOrigin, fetchVia, resolveThrough } from '../../src/fleet/index.js';
+import { rendezvousRank, urlKey } from '@coral/httpprx';
 import { outcomeOf } from '../../src/metrics/metrics.js';
 import { CHROMIUM, launchChromium, tmpDir, waitFor } from '../helpers.js';
 
@@ -23,7 +24,7 @@ const TOKEN = 'dashboard-test-token-0123456789';
 const ADMIN_NAME = 'coral-admin.test';
 
 const dataRoot = tmpDir('dashboard');
-const origin = new SampleOrigin({ host: '127.0.0.1', objects: 8 });
+const origin = new SampleOrigin({ host: '127.0.0.1', objects: 64 });
 let fleet: Fleet;
 let browser: Browser;
 let attacker: Server | undefined;
@@ -109,6 +110,7 @@ async function tileValue(page: Page, id: string): Promise<{ value: number; text:
 describe('the dashboard in Chromium against a three-node fleet', () => {
   let page: Page;
   const problems: string[] = [];
+  const objects: string[] = []; // paths node 1 is the designated fetcher of (the first test)
   const adminOrigin = () => `http://${ADMIN_NAME}:${fleet.nodes[0]!.adminPort}`;
 
   it('signs in with the token, then shows numbers equal to /metrics, the fleet, hot URLs and routes', async () => {
@@ -141,8 +143,20 @@ describe('the dashboard in Chromium against a three-node fleet', () => {
     await page.waitForSelector('body[data-now]');
 
     // Light load: misses at node 1, peer copies at node 2, hits at both, DNS through two nodes,
-    // one round per sample the node takes (so the charts have points to draw).
+    // one round per sample the node takes (so the charts have points to draw). The objects are
+    // ones node 1 is the designated fetcher of (first in the rendezvous order of the three), so
+    // node 1 fetches them from the origin itself and node 2 asks it, whatever the node ids are.
     const name = `www.origin.test.${origin.address.port}.nyud.net`;
+    const fleetIds = await Promise.all(
+      [n1, n2, n3].map(
+        async (n) => (await n.admin.json<{ nodeId: string }>('GET', '/v1/node')).nodeId,
+      ),
+    );
+    for (let k = 0; objects.length < 4 && k < origin.objects; k++) {
+      const key = urlKey(`http://www.origin.test:${origin.address.port}/obj/${k}`);
+      if (rendezvousRank(fleetIds[0]!, key, fleetIds) === 0) objects.push(`/obj/${k}`);
+    }
+    expect(objects, "four of the origin's 64 objects designated to node 1").toHaveLength(4);
     const lastSample = async (since: number) =>
       (
         await n1.admin.json<{ history: { t: number[] } }>('GET', `/v1/dashboard?since=${since}`)
@@ -158,15 +172,14 @@ describe('the dashboard in Chromium against a three-node fleet', () => {
         10_000,
         'a new sample',
       );
-      for (let i = 0; i < 4; i++) {
-        const obj = `/obj/${i}`;
+      for (const obj of objects) {
         expect((await fetchVia({ ip: n1.ip, port: n1.proxyPort }, name, obj)).status).toBe(200);
         expect((await fetchVia({ ip: n2.ip, port: n2.proxyPort }, name, obj)).status).toBe(200);
       }
       await resolveThrough({ ip: n1.ip, port: n1.dnsPort }, name);
       await resolveThrough({ ip: n3.ip, port: n3.dnsPort }, name);
     }
-    expect((await fetchVia({ ip: n1.ip, port: n1.proxyPort }, name, '/obj/0')).status).toBe(200);
+    expect((await fetchVia({ ip: n1.ip, port: n1.proxyPort }, name, objects[0]!)).status).toBe(200);
     const loadEnd = Date.now();
 
     // The page's next poll after the load: its numbers and /metrics read at that moment.
@@ -231,7 +244,7 @@ describe('the dashboard in Chromium against a three-node fleet', () => {
     const hot = page.locator('#hot-body tbody tr');
     expect(await hot.count()).toBe(4);
     expect(await hot.first().locator('td.url').textContent()).toBe(
-      `http://www.origin.test:${origin.address.port}/obj/0`,
+      `http://www.origin.test:${origin.address.port}${objects[0]}`,
     );
     expect(await hot.first().locator('td').nth(2).textContent()).toBe('4');
     expect(await page.locator('#routes-body tbody tr').count()).toBeGreaterThanOrEqual(2);
@@ -249,14 +262,14 @@ describe('the dashboard in Chromium against a three-node fleet', () => {
         body: JSON.stringify({ url }),
       });
       return { status: r.status, body: await r.text() };
-    }, `http://www.origin.test:${origin.address.port}/obj/1`);
+    }, `http://www.origin.test:${origin.address.port}${objects[1]}`);
     expect(purge.status).toBe(401);
     expect(purge.body).toContain('CORAL_ERR_ADMIN_UNAUTHORIZED');
   });
 
   it('a page on another origin cannot make the admin API purge, even on loopback', async () => {
     const n1 = fleet.nodes[0]!;
-    const victim = `http://www.origin.test:${origin.address.port}/obj/2`;
+    const victim = `http://www.origin.test:${origin.address.port}${objects[2]}`;
     const cached = async () =>
       (await n1.admin.json<{ objects: { url: string }[] }>('GET', '/v1/cache')).objects.some(
         (o) => o.url === victim,

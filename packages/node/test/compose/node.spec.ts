@@ -98,6 +98,7 @@ describe('admin API of a running node', () => {
       proxy: true,
       dns: true,
       fleetKeys: true,
+      purgeLog: true,
     });
     const info = (await admin(nodeA, 'GET', '/v1/node')).json();
     expect(info.nodeId).toMatch(/^[0-9a-f]{40}$/);
@@ -149,7 +150,8 @@ describe('admin API of a running node', () => {
     );
     const second = await fetchVia({ ip: ipB, port: 8090 }, name, '/obj/1');
     expect(second.body.equals(origin.body(1))).toBe(true);
-    expect(second.cacheStatus).toMatch(/peer/i);
+    // One of the two went through the other (whichever node is designated for the URL).
+    expect([first.cacheStatus, second.cacheStatus].some((cs) => /peer/i.test(cs))).toBe(true);
     expect(origin.counts.get('/obj/1')).toBe(1);
 
     const url = `http://www.origin.test:${origin.address.port}/obj/1`;
@@ -191,7 +193,11 @@ describe('admin API of a running node', () => {
     expect(text).toMatch(/coral_dsht_rpcs_total\{type="[A-Z_]+",outcome="ok"\} \d/);
     expect(text).toMatch(/coral_dns_answers_total\{method="[a-z-]+",rcode="NOERROR"\} \d/);
     expect(text).toMatch(/coral_dsht_lookup_hops_bucket/);
-    expect(text).toMatch(/coral_origin_fetches_total\{outcome="ok"\} 1/);
+    // The one origin fetch of /obj/1 was made by the node designated for it, A or B.
+    const textB = (await admin(nodeB, 'GET', '/metrics')).body;
+    const originOk = (t: string) =>
+      Number(/^coral_origin_fetches_total\{outcome="ok"\} (\d+)/m.exec(t)?.[1] ?? 0);
+    expect(originOk(text) + originOk(textB)).toBe(1);
   });
 
   it('refuses non-loopback clients without the token, and serves them with it', async () => {
@@ -211,7 +217,7 @@ describe('coral-node client commands against the running node', () => {
 
   it('status', async () => {
     const r = await cli('status');
-    expect(r.code).toBe(0);
+    expect(r.code, r.out + r.err).toBe(0);
     expect(JSON.parse(r.out)).toMatchObject({ ready: true, advertiseIp: ipA });
   });
 

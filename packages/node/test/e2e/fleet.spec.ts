@@ -53,7 +53,8 @@ describe('a six-process fleet', () => {
     const r2 = await fetchVia({ ip: second, port: 8090 }, name, '/obj/3');
     expect(r2.status).toBe(200);
     expect(r2.body.equals(origin.body(3))).toBe(true);
-    expect(r2.cacheStatus).toMatch(/peer/i);
+    // One of the two went through another member (the one designated for the URL, maybe the second).
+    expect([r1.cacheStatus, r2.cacheStatus].some((cs) => /peer/i.test(cs))).toBe(true);
     expect(origin.counts.get('/obj/3')).toBe(1);
   });
 

@@ -68,7 +68,9 @@ describe('key rotation over five node processes', () => {
           ).toContain(value);
         }
       }
-      // A new object: fetched from the origin by one node, then from that node by another.
+      // A new object asked of two nodes: one origin fetch, and a peer fetch between members (the
+      // first node asks the member designated for the URL, or is that member and the second asks
+      // it; a second node designated for it holds it already).
       const path = `/obj/${++object}`;
       const first = rotating[asked++ % 5]!;
       const second = rotating[asked % 5]!;
@@ -86,9 +88,10 @@ describe('key rotation over five node processes', () => {
       const r2 = await fetchVia({ ip: second.ip, port: second.proxyPort }, name, path);
       expect(r2.status, `${step}: ${path} via ${second.ip}`).toBe(200);
       expect(r2.body.equals(origin.body(object)), step).toBe(true);
-      expect(r2.cacheStatus, `${step}: ${path} via ${second.ip} after ${first.ip}`).toMatch(
-        /peer/i,
-      );
+      expect(
+        [r1.cacheStatus, r2.cacheStatus].some((cs) => /peer/i.test(cs)),
+        `${step}: ${path} via ${first.ip} (${r1.cacheStatus}) then ${second.ip} (${r2.cacheStatus})`,
+      ).toBe(true);
       expect(origin.counts.get(path), step).toBe(1);
     };
 

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CoralMetrics } from '../../src/metrics/metrics.js';
-import { ProxyTrafficObserver, requestOriginUrl } from '../../src/metrics/traffic.js';
+import { ProxyTrafficObserver, rawField, requestOriginUrl } from '../../src/metrics/traffic.js';
 
 describe('requestOriginUrl', () => {
   const zones = ['nyud.net'];
@@ -37,6 +37,16 @@ describe('requestOriginUrl', () => {
   });
 });
 
+describe('rawField', () => {
+  it("reads a field's first value from raw field lines, names in any case", () => {
+    const raw = ['HOST', 'a.nyud.net', 'X-Coral-Peer', '1', 'host', 'b.nyud.net', 'Hostx', 'c'];
+    expect(rawField(raw, 'host')).toBe('a.nyud.net');
+    expect(rawField(raw, 'x-coral-peer')).toBe('1');
+    expect(rawField(raw, 'via')).toBeUndefined();
+    expect(rawField([], 'host')).toBeUndefined();
+  });
+});
+
 describe('ProxyTrafficObserver over real sockets', () => {
   const servers: Server[] = [];
   let observer: ProxyTrafficObserver | undefined;
@@ -48,8 +58,18 @@ describe('ProxyTrafficObserver over real sockets', () => {
     }
   });
 
+  /** Requests whose `req.headers` something read (Node builds that object on first use). */
+  let headersRead = 0;
+
   async function serve(body: string): Promise<{ port: number }> {
     const server = createServer((req, res) => {
+      const built = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(req), 'headers')!;
+      Object.defineProperty(req, 'headers', {
+        get() {
+          headersRead++;
+          return built.get!.call(req) as unknown;
+        },
+      });
       res.writeHead(200, ['content-type', 'text/plain', 'content-length', String(body.length)]);
       res.end(req.method === 'HEAD' ? undefined : body);
     });
@@ -95,6 +115,9 @@ describe('ProxyTrafficObserver over real sockets', () => {
     expect(await metrics.text()).toContain(
       `coral_http_response_bytes_total{to="client"} ${a + b + junk}`,
     );
+
+    // Host and the peer marker came from the raw field lines: no request's header object was built.
+    expect(headersRead).toBe(0);
 
     observer.stop();
     await ask(proxy.port, 'www.example.com.nyud.net');

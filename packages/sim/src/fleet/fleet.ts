@@ -1,11 +1,12 @@
 /**
- * A fleet of DSHT nodes on a SimNetwork with a ManualClock, for tests and the simulation benchmark.
+ * A fleet of DSHT nodes on a SimNetwork with a SimClock, for tests and the simulation benchmark.
  * `run(promise)` drives simulated time until the promise settles, so a thousand concurrent lookups
  * complete deterministically with no real waiting.
  */
 import { Keyring } from '@coral/keyring';
-import { ManualClock, SeededRandom } from '@coral/testkit';
+import { SeededRandom } from '@coral/testkit';
 import { Dsht, type ClusterPolicy, type DshtOptions } from '@coral/dsht';
+import { SimClock } from '../clock/sim-clock.js';
 import { SimNetwork, type LatencyModel } from '../network/sim-network.js';
 
 export interface SimFleetOptions {
@@ -36,7 +37,7 @@ export function defaultIp(i: number): string {
 }
 
 export class SimFleet {
-  readonly clock: ManualClock;
+  readonly clock: SimClock;
   readonly random: SeededRandom;
   readonly network: SimNetwork;
   readonly nodes: Dsht[] = [];
@@ -46,7 +47,7 @@ export class SimFleet {
 
   constructor(options: SimFleetOptions) {
     this.options = options;
-    this.clock = new ManualClock(1_700_000_000_000);
+    this.clock = new SimClock(1_700_000_000_000);
     this.random = new SeededRandom(options.seed ?? 1);
     this.network = new SimNetwork(
       { clock: this.clock, random: this.random.fork() },
@@ -98,7 +99,7 @@ export class SimFleet {
         throw new Error('simulation stalled: nothing scheduled');
       }
       idle = 0;
-      await this.clock.advanceTo(at);
+      await this.clock.runUntil(() => settled, stop);
     }
     if (failed) throw error;
     return value as T;
