@@ -19,7 +19,12 @@
  * - A graceful shutdown gossips *left*, which removes the member at once.
  *
  * Gossip never adds a member: updates about ids this node has not verified itself are ignored, so
- * neither a member nor a stranger can inject identities through them.
+ * neither a member nor a stranger can inject identities through them. Nor can gossip alone evict
+ * one: *left* counts only from the member itself, and *dead* heard from a third party is a
+ * suspicion here plus a ping of this node's own — the member is dead here only if that ping goes
+ * unanswered too (or the suspicion runs out unrefuted).
+ * Nor can gossip alone bring a dead member back: *alive* with a higher incarnation from a third
+ * party only makes this node ping it, and the member's own answer (`heard`) re-admits it.
  */
 import { EventEmitter } from 'node:events';
 import type { Clock, Random, TimerHandle } from '@coral/testkit';
@@ -51,9 +56,9 @@ export interface SwimComponents {
 }
 
 /** Milliseconds between two probes. */
-export const SWIM_PROBE_INTERVAL_MS = 500;
+export const SWIM_PROBE_INTERVAL_MS = 750;
 /** Milliseconds a direct ping may take before indirect probes start. */
-export const SWIM_PROBE_TIMEOUT_MS = 300;
+export const SWIM_PROBE_TIMEOUT_MS = 400;
 /** Members asked to probe a member that did not answer us (memberlist: IndirectChecks 3). */
 export const SWIM_INDIRECT_PROBES = 3;
 /** Milliseconds between gossip rounds, each sending pending updates to a few members. */
@@ -63,11 +68,17 @@ export const SWIM_GOSSIP_NODES = 3;
 /** Updates in one datagram. */
 export const SWIM_MAX_UPDATES_PER_DATAGRAM = 8;
 /** Suspicion timeout = this × log10(members) × probe interval (memberlist's LAN profile: 4). */
-export const SWIM_SUSPICION_MULT = 2;
+export const SWIM_SUSPICION_MULT = 1.5;
 /** Shortest suspicion timeout. */
-export const SWIM_MIN_SUSPICION_MS = 1_500;
+export const SWIM_MIN_SUSPICION_MS = 1_000;
 /** Each update is gossiped this × ⌈log10(members + 1)⌉ times (memberlist: RetransmitMult 4). */
 export const SWIM_RETRANSMIT_MULT = 4;
+/**
+ * A third party's word about a member may raise its incarnation by at most this much (a member
+ * raises its own by one per refutation): a member gone bad cannot push a suspicion so high that
+ * the suspected member cannot refute it.
+ */
+export const SWIM_MAX_INCARNATION_STEP = 1_000;
 /** Records of dead or departed members kept (to refuse stale gossip), oldest dropped first. */
 export const SWIM_MAX_DEPARTED = 4_096;
 
@@ -90,7 +101,7 @@ export interface SwimOptions {
   minSuspicionMs?: number;
   /** Default {@link SWIM_RETRANSMIT_MULT}. */
   retransmitMult?: number;
-  /** This node's first incarnation. Default: the clock's time in whole seconds. */
+  /** This node's first incarnation. Default: the clock's time in milliseconds. */
   incarnation?: number;
 }
 
@@ -152,9 +163,21 @@ export class Swim extends EventEmitter<SwimEvents> {
   #gossipInterval: number;
   #gossipNodes: number;
   #running = false;
+  #probing = false;
   #leaving = false;
+  /** Dead or departed members being pinged because a third party said they are back. */
+  #verifying = new Set<string>();
   /** Probes sent, indirect probe rounds, suspicions raised, refutations of our own suspicion. */
-  readonly counters = { probes: 0, indirect: 0, suspected: 0, refuted: 0, dead: 0, left: 0 };
+  readonly counters = {
+    probes: 0,
+    indirect: 0,
+    suspected: 0,
+    refuted: 0,
+    dead: 0,
+    left: 0,
+    /** Updates ignored: about unknown ids, stale, a third party's *left*, too large a jump. */
+    ignored: 0,
+  };
 
   constructor(components: SwimComponents, options: SwimOptions) {
     super();
@@ -170,7 +193,7 @@ export class Swim extends EventEmitter<SwimEvents> {
     this.#suspicionMult = options.suspicionMult ?? SWIM_SUSPICION_MULT;
     this.#minSuspicion = options.minSuspicionMs ?? SWIM_MIN_SUSPICION_MS;
     this.#retransmitMult = options.retransmitMult ?? SWIM_RETRANSMIT_MULT;
-    this.#incarnation = options.incarnation ?? Math.floor(this.#clock.now() / 1000);
+    this.#incarnation = options.incarnation ?? Math.floor(this.#clock.now());
   }
 
   /** This node's current incarnation (carried in its own alive updates). */
@@ -193,6 +216,18 @@ export class Swim extends EventEmitter<SwimEvents> {
 
   state(id: string): SwimState | undefined {
     return this.#members.get(id)?.state;
+  }
+
+  /** Dead or departed (out of the membership until it comes back with a higher incarnation). */
+  isDown(id: string): boolean {
+    const s = this.#members.get(id)?.state;
+    return s === 'dead' || s === 'left';
+  }
+
+  /** What this node holds about `id`, as an update (to tell a dead member it is believed dead). */
+  record(id: string): SwimUpdate | undefined {
+    const m = this.#members.get(id);
+    return m ? { id, state: m.state, incarnation: m.incarnation } : undefined;
   }
 
   /** Every known member and its state. */
@@ -249,19 +284,80 @@ export class Swim extends EventEmitter<SwimEvents> {
     this.#queue = this.#queue.filter((g) => g.update.id !== id);
   }
 
-  /** Apply gossip received from a verified member. Updates about unknown members are ignored. */
-  incoming(updates: readonly SwimUpdate[]): void {
-    for (const u of updates) {
-      if (u.id === this.self) {
-        this.#aboutSelf(u);
+  /**
+   * Apply gossip received from the verified member `from`. Updates about unknown members are
+   * ignored; a member's word about itself is taken as it is; a third party's *left* is ignored,
+   * its *dead* is a suspicion here, and its *alive* for a dead member makes this node ping it.
+   */
+  incoming(updates: readonly SwimUpdate[], from: string): void {
+    for (const given of updates) {
+      if (given.id === this.self) {
+        this.#aboutSelf(given);
         continue;
       }
-      const known = this.#members.get(u.id);
-      if (!known || !overrides(u, known)) continue;
+      const known = this.#members.get(given.id);
+      let u = given;
+      if (known && given.id !== from) {
+        if (
+          given.state === 'left' ||
+          // (0: its incarnation is not known here yet — it was only heard without one.)
+          (known.incarnation > 0 &&
+            given.incarnation > known.incarnation + SWIM_MAX_INCARNATION_STEP)
+        ) {
+          this.counters.ignored++;
+          continue;
+        }
+        if (given.state === 'dead') {
+          // Not on trust: a suspicion here, and a ping of our own; no answer confirms the death.
+          if (known.state === 'alive' || known.state === 'suspect') this.#confirm(given, true);
+          u = { ...given, state: 'suspect' };
+        } else if (given.state === 'suspect' && known.state === 'alive') {
+          // A ping of our own: its answer clears the suspicion here at once.
+          this.#confirm(given, false);
+        }
+        if (given.state === 'alive' && (known.state === 'dead' || known.state === 'left')) {
+          if (given.incarnation > known.incarnation) this.#verify(given.id);
+          continue;
+        }
+      }
+      if (!known || !overrides(u, known)) {
+        this.counters.ignored++;
+        continue;
+      }
       if (u.state === 'suspect') this.#suspect(u.id, u.incarnation);
       else this.#set(u.id, u.state, u.incarnation);
       this.#gossip(u);
     }
+  }
+
+  /**
+   * A third party says `u.id` is dead (`fatal`) or suspect: ping it. An answer clears the
+   * suspicion (through `heard`); none, after a third party's "dead", confirms the death.
+   */
+  #confirm(u: SwimUpdate, fatal: boolean): void {
+    if (this.#verifying.has(u.id) || !this.#running) return;
+    this.#verifying.add(u.id);
+    void this.#probes
+      .ping(u.id, this.#timeout)
+      .catch(() => false)
+      .then((ok) => {
+        this.#verifying.delete(u.id);
+        const m = this.#members.get(u.id);
+        if (ok) this.heard(u.id);
+        if (ok || !fatal || !m || m.state !== 'suspect' || m.incarnation !== u.incarnation) return;
+        this.#set(u.id, 'dead', u.incarnation);
+        this.#gossip({ id: u.id, state: 'dead', incarnation: u.incarnation });
+      });
+  }
+
+  /** Ping a dead member said to be back; its answer, through `heard`, is what re-admits it. */
+  #verify(id: string): void {
+    if (this.#verifying.has(id) || !this.#running) return;
+    this.#verifying.add(id);
+    void this.#probes
+      .ping(id, this.#timeout)
+      .catch(() => false)
+      .finally(() => this.#verifying.delete(id));
   }
 
   /**
@@ -349,10 +445,17 @@ export class Swim extends EventEmitter<SwimEvents> {
     }
   }
 
+  /**
+   * A probe round every `probeIntervalMs`, at a fixed rate (a round ends within the interval: its
+   * indirect probes get what is left of it), so a failing probe does not slow the next one down.
+   */
   #schedule(): void {
     if (!this.#running) return;
     this.#timer = this.#clock.setTimeout(() => {
-      void this.probeOnce().finally(() => this.#schedule());
+      this.#schedule();
+      if (this.#probing) return;
+      this.#probing = true;
+      void this.probeOnce().finally(() => (this.#probing = false));
     }, this.#interval);
   }
 
@@ -406,6 +509,7 @@ export class Swim extends EventEmitter<SwimEvents> {
 
   #aboutSelf(u: SwimUpdate): void {
     if (this.#leaving || u.state === 'alive' || u.incarnation < this.#incarnation) return;
+    if (u.incarnation >= Number.MAX_SAFE_INTEGER) return;
     // Suspected, declared dead or departed while running: refute with a higher incarnation.
     this.#incarnation = u.incarnation + 1;
     this.counters.refuted++;

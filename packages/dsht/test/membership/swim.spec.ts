@@ -37,7 +37,7 @@ class Fleet {
             ),
           gossip: (to, updates) => {
             if (!this.#reachable(id, to)) return;
-            this.clock.setTimeout(() => this.nodes.get(to)!.incoming(updates), HOP_MS);
+            this.clock.setTimeout(() => this.nodes.get(to)!.incoming(updates, id), HOP_MS);
           },
         },
       },
@@ -64,13 +64,13 @@ class Fleet {
       const sent = this.nodes.get(from)!.outgoing(PIGGYBACK);
       this.clock.setTimeout(() => {
         const receiver = this.nodes.get(to)!;
-        receiver.incoming(sent);
+        receiver.incoming(sent, from);
         const answer = async () => {
           const ok = relay ? await relay() : true;
           if (!ok || !this.#reachable(from, to)) return;
           const back = receiver.outgoing(PIGGYBACK);
           this.clock.setTimeout(() => {
-            this.nodes.get(from)!.incoming(back);
+            this.nodes.get(from)!.incoming(back, to);
             timer.cancel();
             resolve(true);
           }, HOP_MS);
@@ -150,7 +150,7 @@ describe('Swim (SWIM failure detection over verified members)', () => {
     expect(left).toMatchObject({ id: 'e', state: 'left' });
     for (const [id, s] of fleet.nodes) {
       if (id === 'e') continue;
-      s.incoming([left]);
+      s.incoming([left], 'e');
       expect(s.isLive('e')).toBe(false);
       expect(s.state('e')).toBe('left');
     }
@@ -161,19 +161,19 @@ describe('Swim (SWIM failure detection over verified members)', () => {
     const [a, b, c] = ['a', 'b', 'c'].map((id) => fleet.nodes.get(id)!);
     const before = b!.incarnation;
     const suspicion: SwimUpdate = { id: 'b', state: 'suspect', incarnation: 0 };
-    a!.incoming([suspicion]);
-    c!.incoming([suspicion]);
+    a!.incoming([suspicion], 'c');
+    c!.incoming([suspicion], 'a');
     expect(a!.state('b')).toBe('suspect');
     // b hears it (incarnation 0 is below its own: nothing to refute) ...
-    b!.incoming([suspicion]);
+    b!.incoming([suspicion], 'a');
     expect(b!.counters.refuted).toBe(0);
     // ... but one at its own incarnation is refuted.
-    b!.incoming([{ id: 'b', state: 'suspect', incarnation: before }]);
+    b!.incoming([{ id: 'b', state: 'suspect', incarnation: before }], 'a');
     expect(b!.counters.refuted).toBe(1);
     const refute = b!.outgoing(10).find((u) => u.id === 'b')!;
     expect(refute).toEqual({ id: 'b', state: 'alive', incarnation: before + 1 });
-    a!.incoming([refute]);
-    c!.incoming([refute]);
+    a!.incoming([refute], 'b');
+    c!.incoming([refute], 'b');
     expect(a!.state('b')).toBe('alive');
     expect(c!.state('b')).toBe('alive');
   });
@@ -181,12 +181,13 @@ describe('Swim (SWIM failure detection over verified members)', () => {
   it('takes back a restarted member only with an incarnation above the one it died with', () => {
     const fleet = new Fleet(['a', 'b']);
     const a = fleet.nodes.get('a')!;
-    a.incoming([{ id: 'b', state: 'dead', incarnation: 100 }]);
+    a.heard('b', 100);
+    a.incoming([{ id: 'b', state: 'left', incarnation: 100 }], 'b');
     expect(a.isLive('b')).toBe(false);
     // A late datagram from b's previous life changes nothing.
     a.heard('b', 100);
-    a.incoming([{ id: 'b', state: 'alive', incarnation: 99 }]);
-    expect(a.state('b')).toBe('dead');
+    a.incoming([{ id: 'b', state: 'alive', incarnation: 99 }], 'b');
+    expect(a.state('b')).toBe('left');
     // The restarted b starts at a later second and announces it.
     fleet.clock.advance(5_000);
     const again = new Swim(
@@ -199,7 +200,7 @@ describe('Swim (SWIM failure detection over verified members)', () => {
     );
     expect(again.incarnation).toBeGreaterThan(100);
     again.start();
-    a.incoming(again.outgoing(4));
+    a.incoming(again.outgoing(4), 'b');
     again.stop();
     expect(a.state('b')).toBe('alive');
   });
@@ -207,16 +208,19 @@ describe('Swim (SWIM failure detection over verified members)', () => {
   it('never adds a member through gossip, and ignores stale gossip', () => {
     const fleet = new Fleet(['a', 'b']);
     const a = fleet.nodes.get('a')!;
-    a.incoming([
-      { id: 'stranger', state: 'alive', incarnation: 9 },
-      { id: 'other', state: 'suspect', incarnation: 1 },
-    ]);
+    a.incoming(
+      [
+        { id: 'stranger', state: 'alive', incarnation: 9 },
+        { id: 'other', state: 'suspect', incarnation: 1 },
+      ],
+      'b',
+    );
     expect(a.state('stranger')).toBeUndefined();
     expect(a.state('other')).toBeUndefined();
     a.heard('b', 5);
-    a.incoming([{ id: 'b', state: 'suspect', incarnation: 4 }]);
+    a.incoming([{ id: 'b', state: 'suspect', incarnation: 4 }], 'b');
     expect(a.state('b')).toBe('alive');
-    a.incoming([{ id: 'b', state: 'dead', incarnation: 4 }]);
+    a.incoming([{ id: 'b', state: 'dead', incarnation: 4 }], 'b');
     expect(a.state('b')).toBe('alive');
   });
 
@@ -239,9 +243,60 @@ describe('Swim (SWIM failure detection over verified members)', () => {
   it('gossips each update a bounded number of times', () => {
     const fleet = new Fleet(six);
     const a = fleet.nodes.get('a')!;
-    a.incoming([{ id: 'b', state: 'suspect', incarnation: 0 }]);
+    a.incoming([{ id: 'b', state: 'suspect', incarnation: 0 }], 'c');
     let times = 0;
     for (let i = 0; i < 100; i++) if (a.outgoing(8).some((u) => u.id === 'b')) times++;
     expect(times).toBe(4); // retransmitMult 4 × ⌈log10(5 + 1)⌉
+  });
+
+  it("takes a third party's word for no eviction: left is ignored, dead is only a suspicion", () => {
+    const fleet = new Fleet(['a', 'b', 'c']);
+    const a = fleet.nodes.get('a')!;
+    fleet.start();
+    a.incoming([{ id: 'b', state: 'left', incarnation: 0 }], 'c');
+    expect(a.state('b')).toBe('alive');
+    a.incoming([{ id: 'b', state: 'dead', incarnation: 0 }], 'c');
+    expect(a.state('b')).toBe('suspect');
+    expect(a.isLive('b')).toBe(true);
+    // b refutes before the suspicion runs out: it stays.
+    a.incoming([{ id: 'b', state: 'alive', incarnation: 1 }], 'b');
+    fleet.clock.advance(10_000);
+    expect(a.state('b')).toBe('alive');
+    // A jump beyond SWIM_MAX_INCARNATION_STEP (one b could not refute in time) is ignored.
+    a.incoming([{ id: 'b', state: 'suspect', incarnation: 1 + 1_001 }], 'c');
+    expect(a.state('b')).toBe('alive');
+    expect(a.counters.ignored).toBe(2);
+  });
+
+  it('pings a dead member a third party says is back, and takes it back only on its own answer', async () => {
+    const clock = new ManualClock(0);
+    const pinged: string[] = [];
+    const a = new Swim(
+      {
+        clock,
+        random: new SeededRandom(1),
+        probes: {
+          ping: async (id) => {
+            pinged.push(id);
+            return false;
+          },
+          pingVia: async () => false,
+          gossip: () => undefined,
+        },
+      },
+      { self: 'a', incarnation: 1 },
+    );
+    a.heard('b', 10);
+    a.heard('c', 10);
+    a.start();
+    a.incoming([{ id: 'b', state: 'left', incarnation: 10 }], 'b');
+    expect(a.isDown('b')).toBe(true);
+    a.incoming([{ id: 'b', state: 'alive', incarnation: 11 }], 'c');
+    await flushMicrotasks();
+    expect(a.isDown('b')).toBe(true);
+    expect(pinged).toEqual(['b']);
+    a.heard('b', 11);
+    expect(a.state('b')).toBe('alive');
+    a.stop();
   });
 });
