@@ -116,6 +116,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
   #getter: Getter;
   #maintenance: Maintenance;
   #detector: FailureDetector | undefined;
+  #left = false;
 
   constructor(components: DshtComponents, options: DshtOptions = {}) {
     super();
@@ -275,6 +276,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
     this.#peers.reset(this.#id, this.levels);
     this.#running = true;
     // Before the first PING goes out, so that it carries this life's incarnation (its start time).
+    this.#left = false;
     this.#detector?.start(toHex(this.#id), Math.floor(this.clock.now()));
 
     let stored: Contact[] = [];
@@ -325,15 +327,23 @@ export class Dsht extends EventEmitter<DshtEvents> {
   }
 
   /**
-   * Stop. With `leave`, first tell every member (LEAVE, acknowledged or after `swim.leaveTimeoutMs`)
-   * so that they drop this node at once instead of detecting its silence.
+   * Leave the fleet gracefully: LEAVE to every member (resolves when they acknowledged it, or
+   * after `swim.leaveTimeoutMs`), so that they drop this node at once instead of detecting its
+   * silence. Probing stops; the node still answers requests until `stop()`. Resolves to the
+   * number of members that acknowledged (0 when failure detection is off).
    */
+  async leave(): Promise<number> {
+    if (!this.#running || !this.#detector?.running || this.#left) return 0;
+    this.#left = true;
+    const acked = await this.#detector.leave();
+    this.#logger.info({ acked }, 'dsht left the fleet');
+    return acked;
+  }
+
+  /** Stop. With `leave`, `leave()` first. */
   async stop(opts: { leave?: boolean } = {}): Promise<void> {
     if (!this.#running) return;
-    if (opts.leave && this.#detector?.running) {
-      const acked = await this.#detector.leave();
-      this.#logger.info({ acked }, 'dsht left the fleet');
-    }
+    if (opts.leave) await this.leave();
     this.#detector?.stop();
     this.#running = false;
     if (this.#onKeys) this.#keyring?.off('change', this.#onKeys);

@@ -303,7 +303,10 @@ export class FailureDetector {
       incarnation: swim.incarnation,
       updates: this.#wireUpdates(updates),
     };
-    void this.#request(rec.contact, body, swim.suspicionMs(), 0);
+    // A member told of its own suspicion gets the retransmissions of a request (answering clears
+    // the suspicion here); other gossip goes once.
+    const aboutIt = updates.some((u) => u.id === hex);
+    void this.#request(rec.contact, body, swim.suspicionMs(), aboutIt ? 2 : 0);
   }
 
   /** A request that gives up after `timeoutMs` of clock time; undefined on any failure. */

@@ -56,9 +56,9 @@ export interface SwimComponents {
 }
 
 /** Milliseconds between two probes. */
-export const SWIM_PROBE_INTERVAL_MS = 750;
+export const SWIM_PROBE_INTERVAL_MS = 500;
 /** Milliseconds a direct ping may take before indirect probes start. */
-export const SWIM_PROBE_TIMEOUT_MS = 400;
+export const SWIM_PROBE_TIMEOUT_MS = 300;
 /** Members asked to probe a member that did not answer us (memberlist: IndirectChecks 3). */
 export const SWIM_INDIRECT_PROBES = 3;
 /** Milliseconds between gossip rounds, each sending pending updates to a few members. */
@@ -68,9 +68,9 @@ export const SWIM_GOSSIP_NODES = 3;
 /** Updates in one datagram. */
 export const SWIM_MAX_UPDATES_PER_DATAGRAM = 8;
 /** Suspicion timeout = this × log10(members) × probe interval (memberlist's LAN profile: 4). */
-export const SWIM_SUSPICION_MULT = 1.5;
+export const SWIM_SUSPICION_MULT = 2;
 /** Shortest suspicion timeout. */
-export const SWIM_MIN_SUSPICION_MS = 1_000;
+export const SWIM_MIN_SUSPICION_MS = 2_000;
 /** Each update is gossiped this × ⌈log10(members + 1)⌉ times (memberlist: RetransmitMult 4). */
 export const SWIM_RETRANSMIT_MULT = 4;
 /**
@@ -440,8 +440,12 @@ export class Swim extends EventEmitter<SwimEvents> {
     }
     const m = this.#members.get(target);
     if (m && m.state === 'alive') {
+      const u: SwimUpdate = { id: target, state: 'suspect', incarnation: m.incarnation };
       this.#suspect(target, m.incarnation);
-      this.#gossip({ id: target, state: 'suspect', incarnation: m.incarnation });
+      this.#gossip(u);
+      // Told directly too: a member that was only slow answers (which clears the suspicion here)
+      // or refutes it, instead of waiting for the gossip to reach it.
+      this.#probes.gossip(target, [u]);
     }
   }
 
