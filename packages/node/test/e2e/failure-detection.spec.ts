@@ -1,7 +1,8 @@
 /**
  * Issue 13, Must-show 3: in a quiet six-process fleet, a SIGKILLed node is out of every other
  * node's DNS answers within 5 s (failure detection: probes, indirect probes, suspicion), and a
- * SIGTERMed one at once — by the time the others are asked right after it exited (its LEAVE).
+ * SIGTERMed one at once — by the time the others are asked right after it exited (its LEAVE); the
+ * killed node, restarted, is taken back (a higher incarnation).
  *
  * Each DNS server answers with up to six proxies (`dns.answerCount`), and every query comes from
  * a /24 of its own that the server has not located yet (no RTT measurement, no hint: a random set
@@ -150,4 +151,21 @@ describe('failure detection in a quiet six-process fleet (DNS answers)', () => {
       expect(memberEvents(now, 'left') - memberEvents(was, 'left')).toBe(1);
     }
   }, 20_000);
+
+  it('the SIGKILLed node, restarted, is back in every other node’s DNS answers (higher incarnation)', async () => {
+    const back = fleet.restart(3);
+    const others = running().filter((n) => n !== back);
+    const ok = await pollUntil(
+      () => everyoneAnswers(others, (a) => a.includes(back.ip)),
+      Date.now() + 30_000,
+      200,
+    );
+    expect(ok, fleet.log(back.index)).toBe(true);
+    for (const n of others) {
+      const now = await n.admin.text('/metrics');
+      expect(
+        memberEvents(now, 'alive') - memberEvents(before.get(n.ip)!, 'alive'),
+      ).toBeGreaterThanOrEqual(1);
+    }
+  }, 40_000);
 });
