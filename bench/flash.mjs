@@ -7,6 +7,10 @@
 // one JSON line. CoralCDN saw 14 origin requests for 12 files from 166 proxies; the target here is
 // originRequests == objects and clientErrors == 0, with the nodes' default settings.
 //
+// The crowd starts once every node knows every other as a live member (the view the designated
+// fetcher is chosen from), or after `--form-s` (30) seconds whatever the views; the table gives the
+// views and how long forming took after the nodes were ready.
+//
 // The nodes run with their defaults. `--posture flash` adds the old flash-crowd tuning (a 5 × 150 ms
 // claim head start, 5 s peer and 10 s index timeouts) as a comparison row; the single flags
 // (`--peer-timeout-ms`, `--index-timeout-ms`, `--claim-rank-cap`, `--claim-step-ms`, `--claims`)
@@ -14,9 +18,13 @@
 //
 // Failures: `--kill F` SIGKILLs a fraction F of the nodes (the bootstrap node first, the others
 // chosen by the seed) once `--fail-at` of the requests have completed; `--stop F` SIGSTOPs them
-// instead (SIGCONT at the end). A client whose request fails on a failed node asks the next address
-// of its DNS answer, as browsers do; the JSON line separates what failed on the failed nodes from
-// what failed on the survivors, and gives the survivors' slowest answer after the failure.
+// instead (SIGCONT at the end). A client that cannot reach an address (refused, reset, or no answer
+// within `--client-timeout-ms`) does what browsers do: it tries the next address of its DNS answer,
+// and once every address it has failed, asks DNS again (each node's DNS server in turn), so the
+// fleet's failure detection decides how soon clients stop meeting failed nodes. A client knows
+// only what it saw fail. The JSON line separates what failed on the failed nodes from what failed
+// on the survivors (`reResolved`: the fresh DNS answers), and gives the survivors' slowest answer
+// after the failure.
 // `--runs N` repeats the whole run with seeds seed..seed+N-1, a fresh fleet each time.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -45,6 +53,7 @@ const { values } = parseArgs({
     stop: { type: 'string', default: '0' },
     'fail-at': { type: 'string', default: '0.25' },
     'client-timeout-ms': { type: 'string', default: '30000' },
+    'form-s': { type: 'string', default: '30' },
   },
 });
 
@@ -70,6 +79,7 @@ const seed = integer('seed');
 const runs = integer('runs', 1);
 const objectBytes = integer('object-bytes', 1);
 const clientTimeoutMs = integer('client-timeout-ms', 1);
+const formMs = integer('form-s', 0) * 1000;
 const killFraction = fraction('kill');
 const stopFraction = fraction('stop');
 const failAt = fraction('fail-at');
@@ -137,6 +147,23 @@ async function runOnce(runSeed) {
   );
   try {
     await fleet.start();
+    // How much of the fleet each node knows as live members (the designated fetcher is chosen from
+    // that view: a node that does not know the member designated for a URL fetches it itself). The
+    // crowd meets a formed fleet: it starts once every node knows every other, or after
+    // `--form-s` seconds whatever the views are; both figures are reported.
+    const viewsNow = () =>
+      Promise.all(
+        fleet.nodes.map(
+          async (n) => (await n.admin.json('GET', '/v1/clusters')).liveProxies?.length ?? 0,
+        ),
+      );
+    const formStart = performance.now();
+    let views = await viewsNow();
+    while (Math.min(...views) < nodes && performance.now() - formStart < formMs) {
+      await new Promise((r) => setTimeout(r, 250));
+      views = await viewsNow();
+    }
+    const formedSeconds = (performance.now() - formStart) / 1000;
     const totalRequests = clients * objects;
     const started = performance.now();
     const latencies = [];
@@ -151,6 +178,7 @@ async function runOnce(runSeed) {
       errorsOnFailed: 0,
       errorsOnSurvivors: 0,
       retriedOk: 0,
+      reResolved: 0,
       failedRequests: 0,
       survivorMaxMsAfterFailure: 0,
       survivorSlowAfterFailure: 0,
@@ -207,7 +235,7 @@ async function runOnce(runSeed) {
         errorSamples.push(
           `${err.code ?? err.message} (${failedNode ? 'failed' : 'surviving'} ${ip})`,
         );
-        return { ok: false, onFailed: failedNode };
+        return { ok: false, onFailed: failedNode, network: true };
       }
     };
 
@@ -231,23 +259,51 @@ async function runOnce(runSeed) {
           return;
         }
         // The client's own order of the answer's addresses: the first, then the next on failure.
-        const addresses = proxies.map((_, j) => proxies[(k + j) % proxies.length]);
+        // What failed is what this client saw fail (no oracle): it tries the next address of its
+        // answer, and when every address it has failed, asks DNS again (the nameservers in turn,
+        // as a stub resolver with several does) for an answer without them.
+        let addresses = proxies.map((_, j) => proxies[(k + j) % proxies.length]);
+        const bad = new Set();
+        const nextAddress = async () => {
+          const left = addresses.filter((a) => !bad.has(a));
+          if (left.length > 0) return left[0];
+          for (let j = 0; j < nodes; j++) {
+            const ns = fleet.nodes[(k + j) % nodes];
+            try {
+              const fresh = await resolveThrough({ ip: ns.ip, port: ns.dnsPort }, name, {
+                localAddress,
+                timeoutMs: 1_000,
+                tries: 1,
+              });
+              c.reResolved++;
+              addresses = fresh.filter((a) => !bad.has(a));
+              if (addresses.length > 0) return addresses[0];
+            } catch {
+              /* this nameserver did not answer: the next one */
+            }
+          }
+          return undefined;
+        };
         for (const i of order) {
           c.clientRequests++;
           let result = await attempt(addresses[0], i, agent, localAddress);
-          if (!result.ok && result.onFailed) {
-            c.errorsOnFailed++;
-            // As a browser does: the next address of the answer (a failed one may be next too).
-            const next = addresses.find((a) => !failedIps.has(a));
+          if (!result.ok) {
+            // A request to a node that had failed counts against it; any other, against the fleet.
+            if (result.onFailed) c.errorsOnFailed++;
+            else c.errorsOnSurvivors++;
+          }
+          if (!result.ok && result.network) {
+            // As a browser does when it cannot reach an address: the next one (of this answer,
+            // or of a fresh one).
+            bad.add(addresses[0]);
+            const next = await nextAddress();
             if (next) {
-              addresses.splice(addresses.indexOf(next), 1);
-              addresses.unshift(next);
+              addresses = [next, ...addresses.filter((a) => a !== next)];
               result = await attempt(next, i, agent, localAddress);
               if (result.ok) c.retriedOk++;
-              else if (!result.onFailed) c.errorsOnSurvivors++;
+              else if (result.onFailed) c.errorsOnFailed++;
+              else c.errorsOnSurvivors++;
             }
-          } else if (!result.ok) {
-            c.errorsOnSurvivors++;
           }
           if (!result.ok) c.failedRequests++;
           c.completed++;
@@ -306,6 +362,8 @@ async function runOnce(runSeed) {
     return {
       seed: runSeed,
       originRequests,
+      membersKnownAtStart: { min: Math.min(...views), max: Math.max(...views) },
+      formedSeconds: Number(formedSeconds.toFixed(1)),
       clientRequests: c.clientRequests,
       clientErrors: c.failedRequests + c.dnsErrors * objects,
       corruptBodies: c.corruptBodies,
@@ -316,6 +374,7 @@ async function runOnce(runSeed) {
             failedNodes: [...victims].map((i) => fleet.nodes[i].ip),
             errorsOnFailedNodes: c.errorsOnFailed,
             retriedOk: c.retriedOk,
+            reResolved: c.reResolved,
             errorsOnSurvivors: c.errorsOnSurvivors,
             survivorMaxMsAfterFailure: Number(c.survivorMaxMsAfterFailure.toFixed(1)),
             survivorSlowAfterFailure: c.survivorSlowAfterFailure,
@@ -353,6 +412,10 @@ try {
       ['corrupt bodies', res.corruptBodies],
       ['origin requests', res.originRequests],
       [
+        'members known at start',
+        `${res.membersKnownAtStart.min}–${res.membersKnownAtStart.max} of ${nodes} (each node's view, ${res.formedSeconds} s after ready)`,
+      ],
+      [
         'served local/peer/origin',
         `${res.servedBy.local} / ${res.servedBy.peer} / ${res.servedBy.origin}`,
       ],
@@ -368,7 +431,10 @@ try {
     if (failure !== 'none') {
       rows.push(
         [`${failure === 'kill' ? 'killed' : 'stopped'} nodes`, res.failedNodes.join(' ')],
-        ['errors on failed nodes', `${res.errorsOnFailedNodes} (${res.retriedOk} retried ok)`],
+        [
+          'errors on failed nodes',
+          `${res.errorsOnFailedNodes} (${res.retriedOk} retried ok, ${res.reResolved} DNS asked again)`,
+        ],
         ['errors on survivors', res.errorsOnSurvivors],
         [
           'survivors: max ms after',

@@ -82,3 +82,15 @@ export const DESIGNATED_HEADER = 'x-coral-designated';
 export const SHA256_HEADER = 'x-coral-sha256';
 /** Name this cache uses in Cache-Status. */
 export const CACHE_NAME = 'Coral';
+/** `Coral-Control: redirect-home` without a `max-age`: the fleet redirects clients home this long (s). */
+export const OPT_OUT_DEFAULT_SECONDS = 600;
+/** Longest opt-out an origin may ask for in one response (s); a longer `max-age` is capped. */
+export const OPT_OUT_MAX_SECONDS = 86_400;
+/**
+ * How long a member remembers that the fleet's index holds no opt-out for a site before it looks
+ * again (ms, injected clock): the delay after which a member that served the site recently learns
+ * another member's opt-out.
+ */
+export const OPT_OUT_RECHECK_MS = 30_000;
+/** Sites whose opt-out state a proxy remembers (oldest forgotten first). */
+export const OPT_OUT_MAX_SITES = 10_000;

@@ -39,6 +39,31 @@ export interface ContentIndex {
    * ask, the winner first.
    */
   claim?(urlKey: Uint8Array, opts?: { signal?: AbortSignal }): Promise<ClaimResult>;
+  /**
+   * Publish a site's opt-out (`Coral-Control: redirect-home`, ./site-control/) under `siteKey`
+   * (20-byte SHA-1 of `"site:" + origin`) for `ttlSeconds`, best effort. Only a member that
+   * fetched the response carrying it publishes; readers trust such records only when the index
+   * authenticates its writers (keyed mode: `FleetMembers.recordsAuthenticated`).
+   */
+  publishSiteControl?(
+    siteKey: Uint8Array,
+    record: SiteControlRecord,
+    ttlSeconds: number,
+  ): Promise<void>;
+  /** The opt-out records published under `siteKey` (any order; empty when none). */
+  siteControl?(siteKey: Uint8Array, opts?: { signal?: AbortSignal }): Promise<SiteControlRecord[]>;
+}
+
+/** A member's record that an origin asked the fleet to send its clients home. */
+export interface SiteControlRecord {
+  /** The origin it is about: `scheme://host[:port]` as `URL.origin` spells it. */
+  origin: string;
+  /** Until when clients are sent home (ms since the epoch); `until <= at` lifts an opt-out. */
+  until: number;
+  /** When the member saw the origin's response (ms since the epoch): the newest record wins. */
+  at: number;
+  /** Hex id of the member that fetched the response. */
+  nodeId: string;
 }
 
 export type ClaimResult = { won: true } | { won: false; holders: Holder[] };

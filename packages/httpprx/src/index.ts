@@ -22,7 +22,10 @@
  * // curl -H 'Host: www.example.com.nyud.net' http://127.0.0.1:8090/
  * ```
  */
-export type { ClaimResult, ContentIndex, Holder } from './content-index.js';
+export type { ClaimResult, ContentIndex, Holder, SiteControlRecord } from './content-index.js';
+export { parseCoralControl, CORAL_CONTROL_HEADER } from './site-control/coral-control.js';
+export type { CoralControl } from './site-control/coral-control.js';
+export { siteKey, siteOf } from './site-control/opt-outs.js';
 export { InMemoryContentIndex } from './memory-index.js';
 export type { PeerAuth } from './peer/auth.js';
 export type { FleetMembers, LiveMember } from './peer/members.js';
@@ -30,8 +33,12 @@ export { chooseFetcher, designatedHere, rendezvousRank, topMember } from './peer
 export type { FetcherChoice } from './peer/rendezvous.js';
 export { InMemoryFleetMembers } from './peer/memory-members.js';
 export { CoralProxy } from './proxy/coral-proxy.js';
+export type { TrafficShare } from './proxy/coral-proxy.js';
+export { FairShare, OTHER_DOMAIN } from './fairness/fair-share.js';
+export type { DomainTraffic, FairShareOptions } from './fairness/fair-share.js';
 export type {
   CacheListEntry,
+  CommitCandidate,
   Logger,
   ProxyComponents,
   ProxyMetrics,

@@ -4,12 +4,14 @@
  */
 import { systemClock } from '@coral/testkit';
 import type { Clock } from '@coral/testkit';
-import type { ContentIndex, Holder } from './content-index.js';
+import type { ContentIndex, Holder, SiteControlRecord } from './content-index.js';
 
 export class InMemoryContentIndex implements ContentIndex {
   readonly #clock: Clock;
   /** hex key → nodeId → holder and expiry. */
   readonly #entries = new Map<string, Map<string, { holder: Holder; expiresAt: number }>>();
+  /** hex site key → opt-out records and their expiry. */
+  readonly #sites = new Map<string, Array<{ record: SiteControlRecord; expiresAt: number }>>();
   /** Every call, in order (tests inspect it). */
   readonly log: Array<{
     op: 'announce' | 'withdraw' | 'lookup';
@@ -57,6 +59,29 @@ export class InMemoryContentIndex implements ContentIndex {
     else this.#entries.get(key)?.delete(nodeId);
   }
 
+  async publishSiteControl(
+    siteKey: Uint8Array,
+    record: SiteControlRecord,
+    ttlSeconds: number,
+  ): Promise<void> {
+    const key = Buffer.from(siteKey).toString('hex');
+    const list = this.#sites.get(key) ?? [];
+    list.push({ record: { ...record }, expiresAt: this.#clock.now() + ttlSeconds * 1000 });
+    this.#sites.set(key, list);
+  }
+
+  async siteControl(
+    siteKey: Uint8Array,
+    opts?: { signal?: AbortSignal },
+  ): Promise<SiteControlRecord[]> {
+    opts?.signal?.throwIfAborted();
+    const now = this.#clock.now();
+    const list = (this.#sites.get(Buffer.from(siteKey).toString('hex')) ?? []).filter(
+      (e) => e.expiresAt > now,
+    );
+    return list.map((e) => ({ ...e.record }));
+  }
+
   /**
    * This index as seen by one node: `withdraw(urlKey)` then removes only that node's
    * announcement (what a per-node DSHT client does). Give each proxy of an in-process fleet its view.
@@ -66,6 +91,8 @@ export class InMemoryContentIndex implements ContentIndex {
       lookup: (k, opts) => this.lookup(k, opts),
       announce: (k, holder, ttl) => this.announce(k, holder, ttl),
       withdraw: (k) => this.withdraw(k, nodeId),
+      publishSiteControl: (k, r, ttl) => this.publishSiteControl(k, r, ttl),
+      siteControl: (k, opts) => this.siteControl(k, opts),
     };
   }
 

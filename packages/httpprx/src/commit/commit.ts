@@ -9,7 +9,7 @@ import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { makeHot } from '../serve/entry.js';
 import type { BodyWriter, StoredMeta } from '../store/types.js';
 import type { Transfer, TransferHead } from '../transfer/transfer.js';
-import { announceComplete } from './announce.js';
+import { announceComplete, withdraw } from './announce.js';
 
 /** The variant key (hex) of a response to `ctx` varying on `head.vary`. */
 export function variantKey(
@@ -17,6 +17,28 @@ export function variantKey(
   head: Pick<TransferHead, 'vary' | 'varyValues'>,
 ): string {
   return primary + Buffer.from(secondaryKey(head.vary, head.varyValues)).toString('hex');
+}
+
+async function admitted(
+  core: ProxyCore,
+  candidate: { url: string; headers: StoredMeta['headers']; fetchStartedAt: number },
+): Promise<boolean> {
+  if (!core.admit) return true;
+  try {
+    return await core.admit(candidate);
+  } catch (e) {
+    core.log.warn({ url: candidate.url, err: String(e) }, 'admit check failed: not stored');
+    return false;
+  }
+}
+
+/** Not stored: say so, and take back the `fetching` announcement unless another copy is held. */
+function refused(core: ProxyCore, ctx: RequestCtx): void {
+  core.log.info({ url: ctx.url }, 'not stored: purged while it was being fetched');
+  core.metrics?.commitRefused?.();
+  if (!core.store.has(ctx.primary)) {
+    void withdraw(core, ctx.keyBytes);
+  }
 }
 
 /** Clock time the response stops being fresh (ms). */
@@ -30,8 +52,13 @@ export async function commitTransfer(
   t: Transfer,
   head: TransferHead,
   writer: BodyWriter,
-  body: { size: number; sha256: string; lifetime: number },
+  body: { size: number; sha256: string; lifetime: number; fetchStartedAt: number },
 ): Promise<StoredMeta | undefined> {
+  const candidate = { url: ctx.url, headers: head.headers, fetchStartedAt: body.fetchStartedAt };
+  if (!(await admitted(core, candidate))) {
+    refused(core, ctx);
+    return undefined;
+  }
   const now = core.clock.now();
   const meta: StoredMeta = {
     key: variantKey(ctx.primary, head),
@@ -52,6 +79,13 @@ export async function commitTransfer(
     committed = await writer.commit(meta);
   } catch (e) {
     core.log.warn({ url: ctx.url, err: String(e) }, 'store commit failed');
+    return undefined;
+  }
+  // A purge applied while the commit was under way: its scan may have run before the entry was
+  // visible, so look once more and take it back.
+  if (!(await admitted(core, candidate))) {
+    await core.store.delete(committed.key);
+    refused(core, ctx);
     return undefined;
   }
   t.committed = committed;

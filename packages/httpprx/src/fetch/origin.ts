@@ -16,6 +16,8 @@ import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { NOT_STORED, toRecord } from '../proxy/headers.js';
 import type { StoredMeta } from '../store/types.js';
 import type { Transfer } from '../transfer/transfer.js';
+import { parseCoralControl } from '../site-control/coral-control.js';
+import { siteOf } from '../site-control/opt-outs.js';
 import { discard, dropUnkept, streamResponse } from './response.js';
 
 const SERVER_ERRORS = new Set([500, 502, 503, 504]);
@@ -95,6 +97,28 @@ function followsUpgrade(core: ProxyCore, ctx: RequestCtx): boolean {
   return ctx.mode === 'coral' && core.links.followHttpsUpgrade && core.links.tlsPort === undefined;
 }
 
+/**
+ * Act on the origin's `Coral-Control` (../site-control/): only a response fetched here from the
+ * origin itself, for a Coralized name, and only for the sites it was fetched for (the request's,
+ * and the https one it was upgraded to).
+ */
+function noteControl(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  res: UpstreamResponse,
+  fetched: string,
+): void {
+  if (ctx.mode !== 'coral') return;
+  const c = parseCoralControl(res.headers['coral-control']);
+  if (c.kind === 'none') return;
+  if (c.kind === 'invalid') {
+    core.log.warn({ url: fetched, reason: c.reason }, 'ignoring a malformed Coral-Control');
+    return;
+  }
+  for (const site of new Set([siteOf(ctx.url), siteOf(fetched)]))
+    core.optOuts.record(site, c.seconds);
+}
+
 function single(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? (v.length === 1 ? v[0] : undefined) : v;
 }
@@ -132,6 +156,7 @@ export async function fetchFromOrigin(
           onInfo: (status, h) => t.info(status, h),
         });
       res = await ask(ctx.url);
+      let fetched = ctx.url;
       const upgrade = followsUpgrade(core, ctx)
         ? sameUrlUpgrade(ctx.url, res.status, single(res.headers['location']))
         : undefined;
@@ -141,7 +166,9 @@ export async function fetchFromOrigin(
         discard(res);
         core.log.debug({ url: ctx.url, to: upgrade }, 'following the origin to https');
         res = await ask(upgrade);
+        fetched = upgrade;
       }
+      noteControl(core, ctx, res, fetched);
     } catch (e) {
       const err = originError(e);
       core.metrics?.originFetch(0, false);

@@ -107,11 +107,16 @@ export async function fetchFromPeers(
   unregister: () => void,
   designated = false,
 ): Promise<boolean> {
-  // The designated member answers 102 as soon as it takes the ask, then waits on its origin.
+  // The designated member answers 102 as soon as it takes the ask, and again at a beat while it
+  // waits on its origin (../peer/processing.ts): the fetching patience bounds the wait for each
+  // sign of life (a member busy with a flash crowd may take a while to read the ask: the peer
+  // timeout alone made asks to busy members fail over to the origin), the origin's the whole wait.
+  // A holder the index says is fetching answers only once its own origin does: the same patience.
   const patience = (h: Holder) =>
     h.state === 'fetching' ? core.limits.peerFetchingTimeoutMs : core.limits.peerTimeoutMs;
   let failure: 'refused' | 'timeout' | 'error' | undefined;
   let processing = false;
+  let fellSilent = false;
   const winner = await racePeers(
     {
       upstream: core.peers,
@@ -120,9 +125,11 @@ export async function fetchFromPeers(
       ...(core.peerAuth ? { auth: core.peerAuth } : {}),
       onEvent: (e) => {
         if (e.type === 'peer-processing') processing = true;
-        else
+        else {
           failure =
             e.type === 'peer-refused' ? 'refused' : e.type === 'peer-timeout' ? 'timeout' : 'error';
+          if (e.type === 'peer-timeout' && e.silent) fellSilent = true;
+        }
         core.log.debug(e, 'peer event');
       },
     },
@@ -135,6 +142,7 @@ export async function fetchFromPeers(
       via: headers['via'] ?? core.via,
       designated,
       takenPatienceMs: core.limits.originTimeoutMs + core.limits.peerTimeoutMs,
+      beatPatienceMs: core.limits.peerFetchingTimeoutMs,
     },
     patience,
   );
@@ -143,9 +151,11 @@ export async function fetchFromPeers(
     // the index); one that refused only sees the membership differently.
     if (designated) {
       core.metrics?.designated?.(`ask-${failure ?? 'error'}`);
-      // Skipped for a while when it never showed it was alive (no answer, not even its 102); one
-      // that refused sees the membership differently, one that took the ask is only slow.
-      if (failure !== 'refused' && !processing)
+      // Skipped for a while unless it refused (it sees the membership differently) or its 102s
+      // kept coming to the end of the origin's patience (it is only waiting on a slow origin):
+      // no answer at all, an error, or silence after its 102 mean it hung or died.
+      const slowOrigin = failure === 'timeout' && processing && !fellSilent;
+      if (failure !== 'refused' && !slowOrigin)
         for (const t of targets) penalties.penalize(t.holder.nodeId);
     }
     return false;
@@ -187,7 +197,11 @@ export async function fetchFromPeers(
       peerVerified: core.members?.recordsAuthenticated === true,
       notMembers,
       verify: { size: h.size, sha256 },
-      idleMs: patience(h),
+      // A body from a member that is fetching it comes at its origin's pace: the fetching patience.
+      idleMs:
+        designated || h.state === 'fetching'
+          ? core.limits.peerFetchingTimeoutMs
+          : core.limits.peerTimeoutMs,
     },
     unregister,
   );

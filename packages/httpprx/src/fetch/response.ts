@@ -157,6 +157,9 @@ export async function streamResponse(
       maxBytes: max,
       length: declared,
       ...(o.idleMs !== undefined ? { idle: { clock: core.clock, ms: o.idleMs } } : {}),
+      ...(o.source === 'origin'
+        ? { share: (n: number) => core.bandwidth.origin.take(ctx.domain, n) }
+        : {}),
     });
     if (!r.ok) {
       core.log.warn(
@@ -198,6 +201,7 @@ export async function streamResponse(
       size,
       sha256,
       lifetime: rules.lifetime,
+      fetchStartedAt: o.requestTime,
     });
   }
   return { ok: true, committed };

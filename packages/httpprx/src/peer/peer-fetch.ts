@@ -42,9 +42,16 @@ export interface PeerRequest {
   designated?: boolean;
   /**
    * With `designated`: the patience once the member answered 102 Processing (it took the ask and
-   * is fetching from the origin), replacing the holder's patience.
+   * is fetching from the origin), replacing the holder's patience: the whole wait for the answer
+   * from the first 102 on.
    */
   takenPatienceMs?: number;
+  /**
+   * With `takenPatienceMs`: the longest wait between one 102 and the next (the member repeats it
+   * while it waits on the origin, ./processing.ts); a member that falls silent longer has hung or
+   * died, and is given up on then rather than at the end of `takenPatienceMs`.
+   */
+  beatPatienceMs?: number;
 }
 
 export interface PeerWinner {
@@ -60,7 +67,8 @@ export interface PeerWinner {
 export type PeerEvent =
   | { type: 'peer-error'; holder: Holder; error: string }
   | { type: 'peer-refused'; holder: Holder; status: number }
-  | { type: 'peer-timeout'; holders: Holder[] }
+  /** `silent`: the member had taken the ask (102) and then stopped sending its 102s. */
+  | { type: 'peer-timeout'; holders: Holder[]; silent?: boolean }
   | { type: 'peer-processing'; holder: Holder };
 
 /**
@@ -98,10 +106,10 @@ export function racePeers(
     let done = false;
     const controllers = holders.map(() => new AbortController());
     const lost = holders.map(() => false);
-    const expire = (i: number, ms: number) =>
+    const expire = (i: number, ms: number, silent = false) =>
       clock.setTimeout(() => {
         if (done || lost[i]) return;
-        deps.onEvent?.({ type: 'peer-timeout', holders: [holders[i]!] });
+        deps.onEvent?.({ type: 'peer-timeout', holders: [holders[i]!], silent });
         controllers[i]!.abort(new Error('peer timeout'));
         lose(i);
       }, ms);
@@ -135,13 +143,19 @@ export function racePeers(
         headers[PEER_AUTH_HEADER] = deps.auth.sign({ method: 'GET', authority: req.host, path });
       }
       const taken = req.takenPatienceMs;
+      const beat = req.beatPatienceMs ?? taken;
+      let deadline: number | undefined; // the end of the taken patience, from the first 102
       const onInfo =
-        req.designated && taken !== undefined
+        req.designated && taken !== undefined && beat !== undefined
           ? (status: number) => {
               if (status !== 102 || done || lost[i]) return;
+              const now = clock.now();
+              const first = deadline === undefined;
+              deadline ??= now + taken;
               timers[i]!.cancel();
-              timers[i] = expire(i, taken);
-              deps.onEvent?.({ type: 'peer-processing', holder });
+              const left = deadline - now;
+              timers[i] = expire(i, Math.max(0, Math.min(beat, left)), beat < left);
+              if (first) deps.onEvent?.({ type: 'peer-processing', holder });
             }
           : undefined;
       deps.upstream

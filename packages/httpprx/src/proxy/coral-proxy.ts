@@ -32,6 +32,8 @@ import {
   MAX_OBJECT_BYTES,
   MEMORY_BUDGET_BYTES,
   NEGATIVE_TTL_MS,
+  OPT_OUT_MAX_SITES,
+  OPT_OUT_RECHECK_MS,
   ORIGIN_BODY_TIMEOUT_MS,
   ORIGIN_TIMEOUT_MS,
   PEER_FETCHING_TIMEOUT_MS,
@@ -59,6 +61,10 @@ import type { OriginBase } from '../request/target.js';
 import { fastHit } from '../serve/fast-path.js';
 import { HotCache } from '../serve/hot-cache.js';
 import { forwardUnsafe, invalidate } from '../site/site.js';
+import { OptOuts, siteOf } from '../site-control/opt-outs.js';
+import { FairShare } from '../fairness/fair-share.js';
+import type { DomainTraffic } from '../fairness/fair-share.js';
+import { sendHome } from '../site-control/redirect.js';
 import { DiskStore } from '../store/disk-store.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { StoredMeta } from '../store/types.js';
@@ -73,6 +79,16 @@ import type {
   TlsCertificate,
   TlsListenOptions,
 } from './types.js';
+
+/** One bandwidth share as `CoralProxy.traffic()` reports it. */
+export interface TrafficShare {
+  /** The cap (bytes per second), 0 when unlimited. */
+  capBytesPerSec: number;
+  /** Chunks waiting for a grant right now (one per throttled flow). */
+  waiting: number;
+  /** The top domains by bytes since start, then `(other)`. */
+  domains: DomainTraffic[];
+}
 
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -199,6 +215,32 @@ export class CoralProxy {
       ),
       peerConnector,
       limits,
+      optOuts: new OptOuts(
+        {
+          clock,
+          index: components.index,
+          members: components.members,
+          log,
+          metrics: components.metrics,
+        },
+        {
+          nodeId: options.self.nodeId,
+          recheckMs: options.optOutRecheckMs ?? OPT_OUT_RECHECK_MS,
+          lookupTimeoutMs: limits.indexTimeoutMs,
+          maxSites: OPT_OUT_MAX_SITES,
+        },
+      ),
+      bandwidth: {
+        origin: new FairShare(
+          { clock },
+          { bytesPerSec: options.bandwidth?.originBytesPerSec ?? 0 },
+        ),
+        served: new FairShare(
+          { clock },
+          { bytesPerSec: options.bandwidth?.servedBytesPerSec ?? 0 },
+        ),
+      },
+      admit: components.admit,
       tasks: new Set(),
     };
     this.#fetcher = new Fetcher(this.#core);
@@ -396,6 +438,24 @@ export class CoralProxy {
     this.#core.tasks.add(task);
   }
 
+  /** Origins that sent their clients home (`Coral-Control: redirect-home`), with the end of each. */
+  optOuts(): Array<{ site: string; until: number }> {
+    return this.#core.optOuts.list();
+  }
+
+  /**
+   * Body bytes per origin domain since start — fetched from origins and served — with the time
+   * flows waited for the bandwidth caps: the `top` domains by bytes, then `(other)`.
+   */
+  traffic(top = 20): { origin: TrafficShare; served: TrafficShare } {
+    const view = (s: FairShare): TrafficShare => ({
+      capBytesPerSec: s.bytesPerSec,
+      waiting: s.queued,
+      domains: s.stats(top),
+    });
+    return { origin: view(this.#core.bandwidth.origin), served: view(this.#core.bandwidth.served) };
+  }
+
   /** Refresh `complete` announcements of every fresh stored object (run periodically). */
   reannounce(): number {
     return reannounceAll(this.#core);
@@ -450,6 +510,14 @@ export class CoralProxy {
     const ctx = route(core, this.#route, req, res);
     if (!ctx) return;
     if (method !== 'GET' && method !== 'HEAD') return forwardUnsafe(core, ctx);
+    // An origin that opted out gets its clients back (Coralized names; a configured site's origin
+    // is the operator's own). A member asking for it is told we do not serve it.
+    if (ctx.mode === 'coral') {
+      const until = await core.optOuts.until(siteOf(ctx.url), ctx.peer);
+      if (until > core.clock.now()) {
+        return ctx.peer ? this.#fetcher.refuse(ctx, 'the origin opted out') : sendHome(core, ctx);
+      }
+    }
     return lookup(core, this.#fetcher, ctx);
   }
 }

@@ -14,7 +14,9 @@ import type { PeerConnector } from '../peer/connector.js';
 import type { FleetMembers } from '../peer/members.js';
 import type { CacheStore } from '../store/types.js';
 import type { HotCache } from '../serve/hot-cache.js';
-import type { Logger, ProxyMetrics } from './types.js';
+import type { OptOuts } from '../site-control/opt-outs.js';
+import type { FairShare } from '../fairness/fair-share.js';
+import type { CommitCandidate, Logger, ProxyMetrics } from './types.js';
 
 export interface ProxyLimits {
   maxObjectBytes: number;
@@ -53,6 +55,12 @@ export interface ProxyCore {
   peers: Upstream;
   peerConnector: PeerConnector;
   limits: ProxyLimits;
+  /** Origins that asked the fleet to send their clients home (../site-control/). */
+  optOuts: OptOuts;
+  /** The bandwidth caps and per-domain counts: origin fetches, bytes served (../fairness/). */
+  bandwidth: { origin: FairShare; served: FairShare };
+  /** The store's last check before a commit (`ProxyComponents.admit`). */
+  admit: ((candidate: CommitCandidate) => boolean | Promise<boolean>) | undefined;
   /** Fetch tasks in progress (transfer + commit), awaited by close(). */
   tasks: Set<Promise<void>>;
 }
@@ -76,6 +84,8 @@ export interface RequestCtx {
   host: string;
   /** Normalized upstream URL. */
   url: string;
+  /** The origin's host name (bandwidth shares and per-domain counts). */
+  domain: string;
   /** Path and query of `url`. */
   path: string;
   /** Hex urlKey of `url`, and its bytes. */

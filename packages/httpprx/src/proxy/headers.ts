@@ -43,7 +43,14 @@ export function toRecord(
 }
 
 /** Response fields never stored (and Age, which is recomputed on every use). */
-export const NOT_STORED = new Set(['set-cookie', 'age', 'cache-status', 'x-coral-sha256']);
+export const NOT_STORED = new Set([
+  'set-cookie',
+  'age',
+  'cache-status',
+  'x-coral-sha256',
+  // The origin's instruction to the fleet (../site-control/): acted on, never kept or passed on.
+  'coral-control',
+]);
 
 /** Request fields never forwarded upstream by the cache (it makes its own conditionals). */
 export const NOT_FORWARDED_COMMON = new Set([
@@ -57,6 +64,8 @@ export const NOT_FORWARDED_COMMON = new Set([
   'x-coral-peer',
   'x-coral-designated',
   'coral-peer-auth',
+  // Fleet instructions come from origins' responses only; a client's is not passed on.
+  'coral-control',
   'via',
   'content-length',
   'expect',

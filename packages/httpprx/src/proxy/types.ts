@@ -37,6 +37,13 @@ export interface ProxyMetrics {
   ): void;
   /** A request the HTTP parser refused (answered 400/408/431 and closed): the error code. */
   clientError?(code: string): void;
+  /**
+   * Origin opt-out (`Coral-Control: redirect-home`): `recorded` this node's origin fetch carried
+   * it, `learned` a member's record was read from the index, `redirected` a client was sent home.
+   */
+  optOut?(event: 'recorded' | 'learned' | 'redirected'): void;
+  /** A fetched response not stored because `admit` refused it (a purge came while it was fetched). */
+  commitRefused?(): void;
 }
 
 export type { Resolver } from '../connect/index.js';
@@ -64,6 +71,25 @@ export interface ProxyComponents {
    * `CORAL_PEER_UNAUTHORIZED`. Absent: peer requests are neither signed nor checked.
    */
   peerAuth?: PeerAuth;
+  /**
+   * The last word before a fetched response is stored (C1: a purge must not be undone by a fetch
+   * in flight). Called with the response's URL, stored header fields and the clock time its
+   * upstream request was sent, right before the commit and once more right after it; `false`
+   * (either time) and it is not kept — the clients that asked still get it. The node answers
+   * from its purge log: false when a purge matching it was applied at or after `fetchStartedAt`.
+   * Absent: every storable response is kept.
+   */
+  admit?: (candidate: CommitCandidate) => boolean | Promise<boolean>;
+}
+
+/** A response about to be stored, as `ProxyComponents.admit` sees it. */
+export interface CommitCandidate {
+  /** Normalized URL. */
+  url: string;
+  /** The response's stored header fields (lowercase names; tags in `surrogate-key` / `cache-tag`). */
+  headers: Readonly<Record<string, string>>;
+  /** Clock time the upstream request (origin or peer) was sent (ms). */
+  fetchStartedAt: number;
 }
 
 export interface ProxyOptions {
@@ -135,6 +161,18 @@ export interface ProxyOptions {
   closeTimeoutMs?: number;
   /** Re-announcement sweep interval (ms). Default `REANNOUNCE_INTERVAL_MS` (src/constants.ts). */
   reannounceIntervalMs?: number;
+  /**
+   * How long a member believes the fleet's index holds no opt-out for a site before it reads it
+   * again (ms, injected clock). Default `OPT_OUT_RECHECK_MS` (src/constants.ts).
+   */
+  optOutRecheckMs?: number;
+  /**
+   * Node-wide bandwidth caps (bytes per second, 0 or absent = unlimited), each shared max-min
+   * fairly between origin domains (../fairness/fair-share.ts): `originBytesPerSec` for body
+   * bytes fetched from origins (not from peers), `servedBytesPerSec` for body bytes sent to
+   * clients and peers. Bytes are counted per domain either way (`CoralProxy.traffic()`).
+   */
+  bandwidth?: { originBytesPerSec?: number; servedBytesPerSec?: number };
 }
 
 /** A certificate chain and its private key, PEM (leaf first, then intermediates). */

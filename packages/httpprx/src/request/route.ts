@@ -12,6 +12,7 @@ import { DESIGNATED_HEADER, PEER_AUTH_HEADER, PEER_HEADER } from '../constants.j
 import { cacheRequest } from '../cache/decide.js';
 import { ProxyError } from '../errors.js';
 import { parseCoralHost, urlKey } from '../mapping/coral-name.js';
+import { keepProcessing, processingIntervalMs } from '../peer/processing.js';
 import { designatedHere } from '../peer/rendezvous.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { toRecord } from '../proxy/headers.js';
@@ -125,9 +126,9 @@ export function route(
     designatedHere(core.members, core.self.nodeId, keyBytes);
   if (designated) {
     core.metrics?.designated?.('taken');
-    // 102 Processing (RFC 2518 §10.1; a 1xx any HTTP/1.1 client parses, RFC 9110 §15.2): the
-    // asker knows at once that its ask was taken, and waits for the origin instead of failing over.
-    res.writeProcessing();
+    // 102 Processing at once and then at a beat until the head (../peer/processing.ts): the asker
+    // knows its ask was taken, and waits for the origin while the beats keep coming.
+    keepProcessing(res, core.clock, processingIntervalMs(core.limits.peerFetchingTimeoutMs));
   }
   const u = new URL(url);
   return {
@@ -142,6 +143,7 @@ export function route(
     httpPort: core.self.httpPort,
     host,
     url,
+    domain: u.hostname,
     path: u.pathname + u.search,
     primary: Buffer.from(keyBytes).toString('hex'),
     keyBytes,

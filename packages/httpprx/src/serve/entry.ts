@@ -9,6 +9,7 @@ import type { HeaderRecord } from '../cache/policy.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { cacheStatus, flatten } from '../proxy/headers.js';
 import { pipeToResponse } from '../proxy/respond.js';
+import { pipeShared } from '../fairness/pipe.js';
 import type { StoredMeta } from '../store/types.js';
 import { clientHeaders } from './client-headers.js';
 import { notModified, notModifiedHeaders, rangeFor } from './conditional.js';
@@ -115,6 +116,7 @@ export async function serveEntry(
     if (body.length !== meta.size) return false;
     hot = makeHot(core, meta, body);
     if (!hot) {
+      await served(core, ctx, ctx.method === 'HEAD' ? 0 : end - start + 1);
       res.writeHead(status, flatten(headers));
       res.end(ctx.method === 'HEAD' ? undefined : body.subarray(start, end + 1));
       core.metrics?.request(kind, ctx.method, status);
@@ -122,6 +124,7 @@ export async function serveEntry(
     }
   }
   if (hot) {
+    await served(core, ctx, ctx.method === 'HEAD' ? 0 : end - start + 1);
     core.metrics?.request(kind, ctx.method, status);
     if (ctx.req.headers.host !== undefined && plainRequest(ctx) && kind === 'hit') {
       core.hot.addRoute(hot, ctx.req.headers.host, ctx.req.url ?? '');
@@ -139,6 +142,18 @@ export async function serveEntry(
     res.end();
     return true;
   }
-  pipeToResponse(core.store.readStream(meta, start, end), res);
+  const share = core.bandwidth.served;
+  const stream = core.store.readStream(meta, start, end);
+  if (share.bytesPerSec === 0) {
+    share.take(ctx.domain, end - start + 1); // counted only
+    pipeToResponse(stream, res);
+  } else {
+    pipeShared(stream, res, (n) => share.take(ctx.domain, n));
+  }
   return true;
+}
+
+/** Wait for the served-bytes share to grant a body sent in one write (counted either way). */
+async function served(core: ProxyCore, ctx: RequestCtx, bytes: number): Promise<void> {
+  if (bytes > 0) await core.bandwidth.served.take(ctx.domain, bytes);
 }

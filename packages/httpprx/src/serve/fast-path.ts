@@ -10,6 +10,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PEER_HEADER } from '../constants.js';
 import { currentAge } from '../cache/policy.js';
 import type { ProxyCore } from '../proxy/core.js';
+import { siteOf } from '../site-control/opt-outs.js';
+import { domainOf } from '../fairness/domain.js';
 import { HotCache } from './hot-cache.js';
 
 /** LRU refreshes (hot cache and store) from the fast path, at most one per object per this many ms. */
@@ -62,6 +64,13 @@ export function fastHit(
   if (!e || !e.fast) return false;
   const age = currentAge(e.meta.facts, now);
   if (age >= e.lifetime) return false;
+  // A site that opted out, or whose opt-out state is to be read from the index: the full path.
+  if (core.optOuts.mustCheck(siteOf(e.meta.url), now)) return false;
+  // The served-bytes share: a hit that would have to wait takes the full path, which waits.
+  const bytes = method === 'HEAD' ? 0 : e.body.length;
+  if (bytes > 0 && !core.bandwidth.served.tryTake((e.domain ??= domainOf(e.meta.url)), bytes)) {
+    return false;
+  }
   if (now - e.touchedAt >= TOUCH_EVERY_MS) {
     e.touchedAt = now;
     core.hot.touch(e);

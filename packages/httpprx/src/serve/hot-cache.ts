@@ -48,6 +48,8 @@ export interface HotEntry {
   routes: Array<[string, string]>;
   /** Clock time the fast path last refreshed its recency (here and in the store's LRU). */
   touchedAt: number;
+  /** The origin domain its bytes are accounted to (../fairness/), set on first use. */
+  domain?: string;
   /** Still in the cache (false once evicted, replaced or deleted: its routes are gone too). */
   live: boolean;
 }

@@ -128,7 +128,7 @@ function serveStream(
     res.end();
     return;
   }
-  void streamTransfer(t, res, start, end);
+  void streamTransfer(t, res, start, end, (n) => core.bandwidth.served.take(ctx.domain, n));
 }
 
 /**

@@ -54,7 +54,7 @@ export async function forwardUnsafe(core: ProxyCore, ctx: RequestCtx): Promise<v
       }
     }
   }
-  const out = flatten(toRecord(res.headers, new Set(['set-cookie'])));
+  const out = flatten(toRecord(res.headers, new Set(['set-cookie', 'coral-control'])));
   const name = splitHostHeader(ctx.host).name;
   for (const c of cookiesForClient(res.headers['set-cookie'], name, core.zones) ?? []) {
     out.push('set-cookie', c);

@@ -25,6 +25,11 @@ export interface PumpOptions {
   length?: number | undefined;
   /** Fail when no chunk arrives for this long (ms, on `clock`). */
   idle?: { clock: Clock; ms: number };
+  /**
+   * Bandwidth share (../fairness/): each chunk is charged as it arrives; while the charge waits
+   * for its grant the upstream stays paused (so nothing more is read from its socket).
+   */
+  share?: (bytes: number) => Promise<void> | undefined;
 }
 
 export function pump(body: Readable, t: Transfer, opts: PumpOptions): Promise<PumpResult> {
@@ -33,6 +38,10 @@ export function pump(body: Readable, t: Transfer, opts: PumpOptions): Promise<Pu
     let size = 0;
     let over = false;
     let timer: TimerHandle | undefined;
+    /** The upstream has ended (a chunk may still wait for its grant). */
+    let ended = false;
+    /** The chunk waiting for its grant, forwarded when this resolves. */
+    let waiting: Promise<void> | undefined;
     const arm = () => {
       if (!opts.idle) return;
       timer?.cancel();
@@ -60,20 +69,49 @@ export function pump(body: Readable, t: Transfer, opts: PumpOptions): Promise<Pu
         return;
       }
       hash.update(chunk);
-      arm();
-      const wait = t.push(chunk);
-      if (wait) {
-        body.pause();
-        void wait.then(() => {
-          if (!over) body.resume();
-        });
+      const granted = opts.share?.(chunk.length);
+      if (!granted) {
+        arm();
+        forward(chunk, false);
+        return;
       }
+      // The chunk waits for its grant with the upstream paused; the idle bound does not run
+      // meanwhile (the wait is ours, not the upstream's).
+      timer?.cancel();
+      body.pause();
+      waiting = granted.then(() => {
+        waiting = undefined;
+        if (over) return;
+        if (!ended) arm();
+        forward(chunk, true);
+      });
+    };
+    /** Hand a chunk to the transfer; keep (or put) the upstream paused while the writer is behind. */
+    const forward = (chunk: Buffer, paused: boolean) => {
+      const wait = t.push(chunk);
+      if (!wait) {
+        if (paused) body.resume();
+        return;
+      }
+      if (!paused) body.pause();
+      void wait.then(() => {
+        if (!over) body.resume();
+      });
     };
     body.on('data', onData);
     body.on('error', (e: Error) => stop('truncated', e));
     // Destroyed without an error (abandoned): a truncation too.
-    body.on('close', () => stop('truncated', new Error('upstream body closed early')));
+    body.on('close', () => {
+      if (!ended) stop('truncated', new Error('upstream body closed early'));
+    });
+    // The end can come while the last chunk waits for its grant: it counts once that chunk is in.
     body.on('end', () => {
+      ended = true;
+      timer?.cancel();
+      if (waiting) void waiting.then(end);
+      else end();
+    });
+    const end = () => {
       if (over) return;
       if (opts.length !== undefined && size !== opts.length) {
         stop('short', new Error(`short body: ${size} of ${opts.length} bytes`));
@@ -82,7 +120,7 @@ export function pump(body: Readable, t: Transfer, opts: PumpOptions): Promise<Pu
       over = true;
       timer?.cancel();
       resolve({ ok: true, size, sha256: hash.digest('hex') });
-    });
+    };
     arm();
   });
 }

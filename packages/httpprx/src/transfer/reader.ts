@@ -9,7 +9,7 @@ import { READ_CHUNK_BYTES } from './transfer.js';
 import type { Transfer } from './transfer.js';
 
 /** Resolves once `res` may take more (drain) or is gone (close); true when it may. */
-function drained(res: ServerResponse): Promise<boolean> {
+export function drained(res: ServerResponse): Promise<boolean> {
   return new Promise((resolve) => {
     const done = (ok: boolean) => {
       res.removeListener('drain', onDrain);
@@ -33,6 +33,7 @@ export async function streamTransfer(
   res: ServerResponse,
   start: number,
   end: number | undefined,
+  share?: (bytes: number) => Promise<void> | undefined,
 ): Promise<void> {
   let pos = start;
   // A client that leaves while the transfer is quiet must be noticed (it stops an unshared fetch).
@@ -58,6 +59,10 @@ export async function streamTransfer(
         return;
       }
       pos += piece.length;
+      // The node's served-bytes share (../fairness/): wait for the grant before sending.
+      const granted = share?.(piece.length);
+      if (granted) await granted;
+      if (res.destroyed) return;
       if (!res.write(piece) && !(await drained(res))) return;
     }
     res.end();

@@ -6,12 +6,13 @@
  */
 import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createServer as createHttpServer, request } from 'node:http';
+import { createServer as createHttpServer, request, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PEER_FETCHING_TIMEOUT_MS } from '../../src/constants.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import type { LiveMember } from '../../src/peer/members.js';
+import { processingIntervalMs } from '../../src/peer/processing.js';
 import { chooseFetcher, designatedHere, topMember } from '../../src/peer/rendezvous.js';
 import { ManualClock } from '@coral/testkit';
 import { NODE_A as A, NODE_B as B, T0, get, startPair, until } from '../helpers/harness.js';
@@ -240,15 +241,19 @@ describe('one fetcher per object over real sockets', () => {
     expect(f.origin.hits).toHaveLength(2);
   });
 
-  it('a designated member that took the ask (102 Processing) is waited for while its origin is slow', async () => {
-    const f = await fleet();
+  /**
+   * Member C outranks A and B for `path` and is a scripted HTTP server: it takes every ask with a
+   * 102 and sends another each time `beat()` is called, and the final answer on `release()`.
+   */
+  async function scriptedC(f: Pair, prefix: string) {
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
-    let asked = 0;
+    const asks: ServerResponse[] = [];
     const slow = createHttpServer((_req, res) => {
-      asked++;
+      asks.push(res);
       res.writeProcessing();
       void released.then(() => {
+        if (res.destroyed) return;
         res.writeHead(200, { 'cache-control': 'max-age=600', 'content-length': BODY.length });
         res.end(BODY);
       });
@@ -258,23 +263,66 @@ describe('one fetcher per object over real sockets', () => {
       slow.closeAllConnections();
       await new Promise<void>((r) => slow.close(() => r()));
     });
-    const path = pathForC(f, '/slow');
+    const path = pathForC(f, prefix);
     f.members!.set(C, { ip: '127.0.0.9', httpPort: (slow.address() as AddressInfo).port });
-    const pending = get(f.b.port, f.origin.coralHost, path, {}, 'GET', '127.0.0.4');
-    await until(() => asked === 1, 'B asked C');
-    // B has seen the 102 once its fetching-patience timer is gone (replaced by the origin's patience).
-    await until(
-      () => (f.clock.nextAt() ?? Infinity) > T0 + PEER_FETCHING_TIMEOUT_MS,
-      'B saw the 102',
-    );
-    // Well past the peer timeouts, within the origin's: B keeps waiting on C.
-    await f.clock.advance(PEER_FETCHING_TIMEOUT_MS + 2_000);
-    release();
+    return {
+      path,
+      asks,
+      release,
+      beat: () => asks.forEach((res) => res.writeProcessing()),
+    };
+  }
+
+  /** C's beat: the taker's (src/peer/processing.ts). */
+  const BEAT = processingIntervalMs(PEER_FETCHING_TIMEOUT_MS);
+
+  /**
+   * Wait until B has moved its patience past `at` (it saw the 102 just sent). Its first patience,
+   * before any 102, is the same length, so the first 102 shows only through the next ones.
+   */
+  const sawBeatAfter = (f: Pair, at: number) =>
+    until(() => (f.clock.nextAt() ?? Infinity) > at, 'B saw the 102');
+
+  it('a designated member that took the ask (102 Processing) is waited for while its 102s keep coming', async () => {
+    const f = await fleet();
+    const c = await scriptedC(f, '/slow');
+    const pending = get(f.b.port, f.origin.coralHost, c.path, {}, 'GET', '127.0.0.4');
+    await until(() => c.asks.length === 1, 'B asked C');
+    // Well past every peer patience, with a 102 within each: B keeps waiting on C.
+    for (let waited = 0; waited < 3 * PEER_FETCHING_TIMEOUT_MS; waited += BEAT) {
+      await f.clock.advance(BEAT);
+      c.beat();
+      await sawBeatAfter(f, f.clock.now() + PEER_FETCHING_TIMEOUT_MS - BEAT);
+    }
+    c.release();
     const rb = await pending;
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
     expect(rb.headers['cache-status']).toMatch(new RegExp(`detail=peer-${C.slice(0, 12)}`));
     expect(f.origin.hits).toHaveLength(0);
+  });
+
+  it('a designated member that falls silent after its 102 is given up after one patience, and skipped', async () => {
+    const f = await fleet();
+    const c = await scriptedC(f, '/hung');
+    const pending = get(f.b.port, f.origin.coralHost, c.path, {}, 'GET', '127.0.0.4');
+    await until(() => c.asks.length === 1, 'B asked C');
+    // One more beat, then nothing (hung, as under SIGSTOP): one patience later B falls back, long
+    // before the origin's timeout it would wait while the 102s came.
+    await f.clock.advance(BEAT);
+    c.beat();
+    await sawBeatAfter(f, f.clock.now() + PEER_FETCHING_TIMEOUT_MS - BEAT);
+    await f.clock.advance(PEER_FETCHING_TIMEOUT_MS);
+    const rb = await pending;
+    expect(rb.status).toBe(200);
+    expect(rb.body.equals(BODY)).toBe(true);
+    expect(rb.headers['cache-status']).toMatch(/fwd=uri-miss/);
+    expect(f.origin.hits).toHaveLength(1);
+    // The next miss designated to C goes elsewhere at once.
+    const other = pathForC(f, '/hung', 1);
+    const rb2 = await get(f.b.port, f.origin.coralHost, other, {}, 'GET', '127.0.0.4');
+    expect(rb2.status).toBe(200);
+    expect(c.asks).toHaveLength(1);
   });
 
   it('a member not designated for the URL refuses a signed ask (views disagree); it never fetches', async () => {

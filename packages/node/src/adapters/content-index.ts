@@ -19,7 +19,8 @@
  */
 import type { Clock } from '@coral/testkit';
 import { systemClock } from '@coral/testkit';
-import type { ClaimResult, ContentIndex, Holder } from '@coral/httpprx';
+import { Packr } from 'msgpackr';
+import type { ClaimResult, ContentIndex, Holder, SiteControlRecord } from '@coral/httpprx';
 import type { Logger } from 'pino';
 import type { IndexMetricsSink } from '../metrics/metrics.js';
 import { decodeHolder, encodeHolder, type HolderRecord } from './holder-codec.js';
@@ -209,6 +210,36 @@ export class DshtContentIndex implements ContentIndex {
     await this.#dsht.put(urlKey, encodeHolder(record), ttlSeconds);
   }
 
+  /**
+   * Publish a site's opt-out (`Coral-Control: redirect-home`) under its site key. The DSHT of a
+   * keyed fleet authenticates every put, and the proxy believes these records only then.
+   */
+  async publishSiteControl(
+    siteKey: Uint8Array,
+    record: SiteControlRecord,
+    ttlSeconds: number,
+  ): Promise<void> {
+    await this.#dsht.put(siteKey, encodeSiteControl(record), Math.max(1, Math.ceil(ttlSeconds)));
+  }
+
+  /** The opt-out records under a site key; values that do not decode are counted and skipped. */
+  async siteControl(
+    siteKey: Uint8Array,
+    opts?: { signal?: AbortSignal },
+  ): Promise<SiteControlRecord[]> {
+    const { values } = await this.#dsht.get(siteKey, opts);
+    const out: SiteControlRecord[] = [];
+    for (const value of values) {
+      const record = decodeSiteControl(value);
+      if (record) out.push(record);
+      else {
+        this.invalidValues++;
+        this.#metrics?.invalidValue();
+      }
+    }
+    return out;
+  }
+
   async withdraw(urlKey: Uint8Array): Promise<void> {
     const record: HolderRecord = {
       ...this.#self,
@@ -221,4 +252,46 @@ export class DshtContentIndex implements ContentIndex {
 
 function rank(r: { state: string }): number {
   return r.state === 'complete' ? 2 : r.state === 'fetching' ? 1 : 0;
+}
+
+/**
+ * A site opt-out record as stored in the DSHT under the site's key (SHA-1 of `"site:" + origin`,
+ * never a URL key): a msgpack array `[version=1, "site", origin: str, at: uint, until: uint,
+ * nodeId: bin(20)]`, at most {@link MAX_SITE_CONTROL_BYTES}.
+ */
+export const SITE_CONTROL_VERSION = 1;
+export const MAX_SITE_CONTROL_BYTES = 512;
+const sitePackr = new Packr({ useRecords: false, mapsAsObjects: true });
+const SITE_ORIGIN = /^https?:\/\/[a-z0-9.\-[\]:]{1,300}$/;
+
+export function encodeSiteControl(r: SiteControlRecord): Uint8Array {
+  const bytes = sitePackr.pack([
+    SITE_CONTROL_VERSION,
+    'site',
+    r.origin,
+    Math.max(0, Math.floor(r.at)),
+    Math.max(0, Math.floor(r.until)),
+    Buffer.from(r.nodeId, 'hex'),
+  ]);
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+}
+
+/** The record, or undefined when the value is not a well-formed site record. */
+export function decodeSiteControl(bytes: Uint8Array): SiteControlRecord | undefined {
+  if (bytes.length === 0 || bytes.length > MAX_SITE_CONTROL_BYTES) return undefined;
+  let raw: unknown;
+  try {
+    raw = sitePackr.unpack(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(raw) || raw.length !== 6) return undefined;
+  const [version, kind, origin, at, until, nodeId] = raw as unknown[];
+  const uint = (v: unknown): v is number =>
+    typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+  if (version !== SITE_CONTROL_VERSION || kind !== 'site') return undefined;
+  if (typeof origin !== 'string' || !SITE_ORIGIN.test(origin)) return undefined;
+  if (!uint(at) || !uint(until)) return undefined;
+  if (!(nodeId instanceof Uint8Array) || nodeId.length !== 20) return undefined;
+  return { origin, at, until, nodeId: Buffer.from(nodeId).toString('hex') };
 }

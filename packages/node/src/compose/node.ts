@@ -288,6 +288,8 @@ export class CoralNode implements AdminBackend {
           dataDir: join(dataDir, 'cache'),
           members,
           ...(peerAuth ? { peerAuth } : {}),
+          // A fetch a purge overtook is not stored (the purge log is opened just after the proxy).
+          admit: (c) => (this.purges ? this.purges.admits(c) : true),
         });
         try {
           await proxy.open();

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DshtAuthState, DshtMember, FailureDetectionState, MemberChange } from '@coral/dsht';
-import type { ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
+import type { CommitCandidate, ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
 import type { Keyring } from '@coral/keyring';
 import type { ChallengeStore, NodeDirectory } from '@coral/dnssrv';
 import type { Logger } from 'pino';
@@ -121,6 +121,8 @@ export interface ServiceFactory {
       members?: FleetMembers;
       /** Signs outgoing and checks incoming peer requests (keyed mode). */
       peerAuth?: PeerAuth;
+      /** The store-time purge check (the node's purge log): may this fetched response be kept? */
+      admit?: (c: CommitCandidate) => boolean | Promise<boolean>;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */

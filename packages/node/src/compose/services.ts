@@ -9,6 +9,7 @@ import { Dsht, DshtClusterBinding, DshtDirectory, LEVEL_COUNT } from '@coral/dsh
 import { CoralProxy, urlKey } from '@coral/httpprx';
 import { DnsServer, type NodeInfo } from '@coral/dnssrv';
 import { TlsError } from '../errors.js';
+import { registerProxyTraffic } from '../metrics/proxy-traffic.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
 
 /**
@@ -65,17 +66,21 @@ export const realServices: ServiceFactory = {
     );
   },
 
-  proxy({ config, logger, metrics, index, self, dataDir, members, peerAuth }) {
+  proxy({ config, logger, metrics, index, self, dataDir, members, peerAuth, admit }) {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
-    return new CoralProxy(
+    // The metrics read the proxy at each scrape; its events go to them from the start.
+    const built: { proxy?: CoralProxy } = {};
+    const events = registerProxyTraffic(metrics.registry, () => built.proxy);
+    const proxy = new CoralProxy(
       {
         index,
         logger,
-        metrics: metrics.proxy,
+        metrics: { ...metrics.proxy, ...events },
         ...(members ? { members } : {}),
         ...(peerAuth ? { peerAuth } : {}),
+        ...(admit ? { admit } : {}),
       },
       {
         zones: [config.zone],
@@ -94,11 +99,17 @@ export const realServices: ServiceFactory = {
         ...(p.peerTimeoutMs > 0 ? { peerTimeoutMs: p.peerTimeoutMs } : {}),
         ...(p.indexTimeoutMs > 0 ? { indexTimeoutMs: p.indexTimeoutMs } : {}),
         ...(p.peerFetchingTimeoutMs > 0 ? { peerFetchingTimeoutMs: p.peerFetchingTimeoutMs } : {}),
+        bandwidth: {
+          originBytesPerSec: p.originBytesPerSec,
+          servedBytesPerSec: p.servedBytesPerSec,
+        },
         ...(p.clientRateLimitPerSecond > 0
           ? { rateLimit: { perSecond: p.clientRateLimitPerSecond } }
           : {}),
       },
-    ) as ProxyPort;
+    );
+    built.proxy = proxy;
+    return proxy as ProxyPort;
   },
 
   dns({ config, logger, metrics, directory, challenges }) {

@@ -35,6 +35,8 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.indexTimeoutMs', 'int'],
   ['proxy.peerFetchingTimeoutMs', 'int'],
   ['proxy.clientRateLimitPerSecond', 'int'],
+  ['proxy.originBytesPerSec', 'int'],
+  ['proxy.servedBytesPerSec', 'int'],
   ['proxy.tlsPort', 'int'],
   ['proxy.followHttpsUpgrade', 'bool'],
   ['proxy.blocklist', 'list'],

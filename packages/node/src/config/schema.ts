@@ -117,6 +117,16 @@ const proxySchema = z.strictObject({
   peerFetchingTimeoutMs: z.number().int().nonnegative().default(0),
   /** Per-client request rate limit (requests per second); 0 = the proxy's default. */
   clientRateLimitPerSecond: z.number().int().nonnegative().default(0),
+  /**
+   * Node-wide cap on body bytes fetched from origins (bytes per second), shared max-min fairly
+   * between origin domains; 0 = unlimited.
+   */
+  originBytesPerSec: z.number().int().nonnegative().default(0),
+  /**
+   * Node-wide cap on body bytes served to clients and peers (bytes per second), shared max-min
+   * fairly between origin domains; 0 = unlimited.
+   */
+  servedBytesPerSec: z.number().int().nonnegative().default(0),
   /** Site (accelerator) mode: host name → origin URL, e.g. www.school.example → http://origin:8080. */
   sites: z.record(dnsName, z.url({ protocol: /^https?$/ })).default({}),
   /** TLS listener for `*.<zone>` and the apex; on whenever a certificate is available (`tls`). */

@@ -155,11 +155,21 @@ export interface PurgePage {
   more: boolean;
 }
 
+/**
+ * How long, and how many, applied purges are kept in memory for the proxy's store-time check
+ * (`admits`): a fetch that started before a matching purge was applied here and ends after it must
+ * not store what the purge dropped. A fetch is bounded far below an hour (the origin's timeouts).
+ */
+export const RECENT_PURGES_MS = 60 * 60_000;
+export const RECENT_PURGES_MAX = 10_000;
+
 export class FleetPurge {
   readonly #store: PurgeTarget;
   readonly log: PurgeLog;
   readonly #peers: PeerRequests;
   readonly #clock: Clock;
+  /** Purges applied here lately, oldest first, for `admits` (bounded by RECENT_PURGES_*). */
+  readonly #recent: Array<{ appliedAt: number; match: (m: PurgeCandidate) => boolean }> = [];
   readonly #logger: FleetPurgeComponents['logger'];
   readonly #metrics: FleetPurgeComponents['metrics'];
   readonly #nodeId: string;
@@ -208,6 +218,38 @@ export class FleetPurge {
     return run;
   }
 
+  /** Remember an applied purge for `admits`, before its scan of the store starts. */
+  #remember(match: (m: PurgeCandidate) => boolean): void {
+    this.#recent.push({ appliedAt: this.#clock.now(), match });
+    this.#forget();
+  }
+
+  /** Drop the remembered purges beyond the bounds. */
+  #forget(): void {
+    const now = this.#clock.now();
+    while (
+      this.#recent.length > RECENT_PURGES_MAX ||
+      (this.#recent[0] !== undefined && this.#recent[0].appliedAt < now - RECENT_PURGES_MS)
+    ) {
+      this.#recent.shift();
+    }
+  }
+
+  /**
+   * The proxy's store-time check (`ProxyComponents.admit`): false when a purge matching the
+   * response was applied here at or after its fetch started — the scan could not see a response
+   * that was not stored yet, so the commit must not bring it back.
+   */
+  admits(c: {
+    url: string;
+    headers: Readonly<Record<string, string>>;
+    fetchStartedAt: number;
+  }): boolean {
+    this.#forget();
+    const m = { url: c.url, headers: { ...c.headers }, storedAt: c.fetchStartedAt };
+    return !this.#recent.some((p) => p.appliedAt >= c.fetchStartedAt && p.match(m));
+  }
+
   /** Purge here and on every live member (see the module comment). */
   async purge(spec: PurgeSpec): Promise<PurgeResult> {
     let canonical: PurgeSpec;
@@ -225,7 +267,9 @@ export class FleetPurge {
     };
     // The members are asked while this node scans its own store (the entry is final already).
     const local = this.#exclusive(async () => {
-      const n = await this.#store.purgeWhere(purgeMatcher(canonical));
+      const match = purgeMatcher(canonical);
+      this.#remember(match);
+      const n = await this.#store.purgeWhere(match);
       await this.log.append(entry, now);
       this.#metrics?.purge('local', n);
       return n;
@@ -302,7 +346,9 @@ export class FleetPurge {
     }
     return this.#exclusive(async () => {
       if (await this.log.has(entry.id)) return { id: entry.id, count: 0, duplicate: true as const };
-      const count = await this.#store.purgeWhere(purgeMatcher(entry));
+      const match = purgeMatcher(entry);
+      this.#remember(match);
+      const count = await this.#store.purgeWhere(match);
       await this.log.append(entry, this.#clock.now());
       this.#metrics?.purge('peer', count);
       this.#logger?.info(
@@ -444,7 +490,9 @@ export class FleetPurge {
   /** Drop everything stored before `before` (a time other nodes' logs can no longer vouch for). */
   async #gap(before: number, result: SyncResult, why: string): Promise<void> {
     const until = before + PURGE_SKEW_MS;
-    const dropped = await this.#store.purgeWhere((m) => m.storedAt < until);
+    const match = (m: PurgeCandidate) => m.storedAt < until;
+    this.#remember(match);
+    const dropped = await this.#store.purgeWhere(match);
     result.dropped += dropped;
     const at = new Date(until).toISOString();
     result.gap = { before: at, dropped: (result.gap?.dropped ?? 0) + dropped };
@@ -460,6 +508,7 @@ export class FleetPurge {
     for (const e of entries) if (!(await this.log.has(e.id))) fresh.push(e);
     if (fresh.length === 0) return;
     const matchers = fresh.map((e) => purgeMatcher(e, e.at + PURGE_SKEW_MS));
+    for (const m of matchers) this.#remember(m);
     const n = await this.#store.purgeWhere((m) => matchers.some((match) => match(m)));
     const added = await this.log.appendAll(fresh, this.#clock.now());
     added.forEach((_e, i) => this.#metrics?.purge('catch-up', i === 0 ? n : 0));

@@ -3,7 +3,8 @@
  * every admin endpoint through the in-process handler, every CLI command against the running
  * node, purge withdrawing the announcement, and start failures.
  */
-import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { urlKey } from '@coral/httpprx';
 import { run } from '../../src/cli/program.js';
@@ -198,6 +199,61 @@ describe('admin API of a running node', () => {
     const originOk = (t: string) =>
       Number(/^coral_origin_fetches_total\{outcome="ok"\} (\d+)/m.exec(t)?.[1] ?? 0);
     expect(originOk(text) + originOk(textB)).toBe(1);
+  });
+
+  it('a fleet purge that overtakes a fetch in flight keeps its response out of every cache', async () => {
+    // An origin that holds /gated until told, tagged c1: the purge lands while it is fetched.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let asked = 0;
+    const gated = createHttpServer((_req, res) => {
+      asked++;
+      void released.then(() => {
+        res.writeHead(200, {
+          'cache-control': 'max-age=600',
+          'cache-tag': 'c1',
+          'content-length': '2',
+        });
+        res.end('v1');
+      });
+    });
+    await new Promise<void>((r) => gated.listen(0, '127.0.0.1', r));
+    try {
+      const port = (gated.address() as AddressInfo).port;
+      const host = `www.origin.test.${port}.nyud.net`;
+      const url = `http://www.origin.test:${port}/gated`;
+      const pending = fetchVia({ ip: ipA, port: 8090 }, host, '/gated');
+      await waitFor(() => asked === 1, 10_000, 'the origin asked');
+      const purge = (await admin(nodeA, 'POST', '/v1/purge', { tag: 'c1' })).json();
+      expect(purge.propagation.complete).toBe(true);
+      release();
+      const r = await pending;
+      expect(r.status).toBe(200);
+      expect(r.body.toString()).toBe('v1');
+      // Whichever node fetched it (the designated one) refused to keep it...
+      const refused = async (node: CoralNode) =>
+        Number(
+          /^coral_commits_refused_total (\d+)/m.exec(
+            (await admin(node, 'GET', '/metrics')).body,
+          )?.[1] ?? 0,
+        );
+      await waitFor(
+        async () => (await refused(nodeA)) + (await refused(nodeB)) >= 1,
+        10_000,
+        'the commit refused',
+      );
+      // ... so neither holds it, and the next request fetches it again.
+      const cached = async (node: CoralNode) =>
+        (await admin(node, 'GET', '/v1/cache'))
+          .json()
+          .objects.some((o: { url: string }) => o.url === url);
+      expect([await cached(nodeA), await cached(nodeB)]).toEqual([false, false]);
+      expect((await fetchVia({ ip: ipB, port: 8090 }, host, '/gated')).status).toBe(200);
+      expect(asked).toBe(2);
+    } finally {
+      gated.closeAllConnections();
+      await new Promise<void>((r) => gated.close(() => r()));
+    }
   });
 
   it('refuses non-loopback clients without the token, and serves them with it', async () => {

@@ -13,7 +13,7 @@ import { AdminApi } from '../../src/admin/server.js';
 import type { AdminBackend } from '../../src/admin/backend.js';
 import { PeerAnswerAuth } from '../../src/peer/answers.js';
 import { PeerRequests, bodyDigest } from '../../src/peer/requests.js';
-import { FleetPurge, PURGE_SKEW_MS } from '../../src/purge/fleet-purge.js';
+import { FleetPurge, PURGE_SKEW_MS, RECENT_PURGES_MS } from '../../src/purge/fleet-purge.js';
 import type { PurgeCandidate } from '../../src/purge/match.js';
 import { PurgeLog } from '../../src/purge/purge-log.js';
 import { tmpDir, waitFor } from '../helpers.js';
@@ -109,6 +109,28 @@ async function fleetOf(
 }
 
 describe('FleetPurge', () => {
+  it('admits: a response whose fetch a matching purge overtook is not kept, whichever way the purge came', async () => {
+    const { clock, members } = await fleetOf(['a', 'b']);
+    const [a, b] = members as [Member, Member];
+    const fetchStartedAt = clock.now();
+    const tagged = { url: 'http://o.test/t', headers: { 'cache-tag': 'p1' }, fetchStartedAt };
+    const other = { url: 'http://o.test/u', headers: {}, fetchStartedAt };
+    await clock.advance(1_000);
+    // Taken on a, sent to b: both refuse the fetch that started before, keep what does not match.
+    await a.purges.purge({ kind: 'tag', value: 'p1' });
+    for (const m of [a, b]) {
+      expect(m.purges.admits(tagged)).toBe(false);
+      expect(m.purges.admits(other)).toBe(true);
+      // A fetch that started after the purge was applied is the new content.
+      expect(m.purges.admits({ ...tagged, fetchStartedAt: clock.now() + 1 })).toBe(true);
+    }
+    await a.purges.purge({ kind: 'prefix', value: 'http://o.test/u' });
+    expect(a.purges.admits(other)).toBe(false);
+    // Remembered for an hour, not longer.
+    await clock.advance(RECENT_PURGES_MS + 1);
+    expect(a.purges.admits(tagged)).toBe(true);
+  });
+
   it('a member down during a purge applies it on return, only to what it stored before', async () => {
     const { clock, down, members } = await fleetOf(['a', 'b', 'c']);
     const [a, b, c] = members as [Member, Member, Member];
