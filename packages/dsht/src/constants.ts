@@ -64,6 +64,8 @@ export const FIRST_CONTACT_PAD_BYTES = {
   GET: 1200,
   STORE_PROBE: 352,
   STORE: 352,
+  PING_REQ: 352,
+  LEAVE: 352,
 } as const;
 
 /**
@@ -84,6 +86,9 @@ export const RATE_LIMITS = {
   GET: { perSecond: 100, burst: 200 },
   STORE_PROBE: { perSecond: 50, burst: 100 },
   STORE: { perSecond: 50, burst: 100 },
+  /** Indirect probes asked of this node: a member asks about one in `probeIntervalMs` at most. */
+  PING_REQ: { perSecond: 10, burst: 20 },
+  LEAVE: { perSecond: 2, burst: 4 },
 } as const;
 /** A /24 (IPv6: /48) may send this many times one IP's rate. */
 export const NET_RATE_MULTIPLIER = 8;
@@ -165,3 +170,6 @@ export const HINT_TTL_SECONDS = 600;
 export const HINT_REFRESH_MS = 300_000;
 /** A node counts as live when heard from within this window (NodeDirectory). */
 export const LIVE_WINDOW_MS = 120_000;
+
+/** `stop({ leave: true })` waits this long at most for members to acknowledge the LEAVE. */
+export const LEAVE_TIMEOUT_MS = 500;

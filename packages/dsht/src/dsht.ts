@@ -38,6 +38,7 @@ import type { LookupEvent } from './lookup/lookup.js';
 import { sloppyPut, type PutOptions } from './lookup/put.js';
 import { SourceLimiter } from './limits/rate-limiter.js';
 import { Maintenance } from './maintenance/maintenance.js';
+import { FailureDetector, type MemberChange } from './membership/failure-detector.js';
 import { Peers } from './membership/peers.js';
 import { Persistence, type KeyValueDb } from './persistence/persistence.js';
 import { restoreState, saveContacts, writeThrough } from './persistence/node-state.js';
@@ -56,6 +57,7 @@ import type {
   DshtMember,
   DshtOptions,
   DshtSnapshot,
+  FailureDetectionState,
   GetResult,
   PutResult,
 } from './types.js';
@@ -70,6 +72,14 @@ type DshtEvents = {
   evicted: [peer: Contact];
   /** Keyed mode: the node became isolated (its fleet's keys changed without it) or recovered. */
   isolated: [state: DshtAuthState];
+  /** Failure detection: a member did not answer probes, direct or indirect (still a member). */
+  'member-suspect': [change: MemberChange];
+  /** Failure detection: a suspicion ran out unrefuted; the member is out of members() and the tables. */
+  'member-dead': [change: MemberChange];
+  /** A member left gracefully (its LEAVE): out at once. */
+  'member-left': [change: MemberChange];
+  /** A dead or departed member is back (a round trip with a higher incarnation). */
+  'member-alive': [change: MemberChange];
 };
 
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -105,6 +115,8 @@ export class Dsht extends EventEmitter<DshtEvents> {
   #ctx: NodeContext;
   #getter: Getter;
   #maintenance: Maintenance;
+  #detector: FailureDetector | undefined;
+  #left = false;
 
   constructor(components: DshtComponents, options: DshtOptions = {}) {
     super();
@@ -130,8 +142,30 @@ export class Dsht extends EventEmitter<DshtEvents> {
         authenticated: this.#keyring !== undefined,
       },
     );
-    this.#peers.onLearn = (peer) => this.emit('contact', peer);
-    this.#peers.onEvict = (peer) => this.emit('evicted', peer);
+    this.#peers.onLearn = (peer) => {
+      this.#detector?.heard(toHex(peer.id));
+      this.emit('contact', peer);
+    };
+    this.#peers.onEvict = (peer) => {
+      this.#detector?.removed(toHex(peer.id));
+      this.emit('evicted', peer);
+    };
+    if (options.swim !== false && (options.timers ?? true)) {
+      const detector = new FailureDetector(
+        {
+          clock: this.clock,
+          random: this.random,
+          peers: this.#peers,
+          rpc: () => this.rpc,
+          logger: this.#logger,
+          allowNat: options.allowNat,
+        },
+        options.swim ?? {},
+      );
+      detector.onChange = (change) => this.#memberChanged(change);
+      this.#peers.registry.isDown = (hex) => detector.isDown(hex);
+      this.#detector = detector;
+    }
     this.levels = Math.min(LEVEL_COUNT, Math.max(1, options.levels ?? 1));
     this.store = new ValueStore({ clock: this.clock, random: this.random }, options.store);
     if (components.db) this.#persistence = new Persistence({ db: components.db });
@@ -241,6 +275,9 @@ export class Dsht extends EventEmitter<DshtEvents> {
     this.#startRpc();
     this.#peers.reset(this.#id, this.levels);
     this.#running = true;
+    // Before the first PING goes out, so that it carries this life's incarnation (its start time).
+    this.#left = false;
+    this.#detector?.start(toHex(this.#id), Math.floor(this.clock.now()));
 
     let stored: Contact[] = [];
     if (this.#persistence) {
@@ -289,8 +326,25 @@ export class Dsht extends EventEmitter<DshtEvents> {
     }
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Leave the fleet gracefully: LEAVE to every member (resolves when they acknowledged it, or
+   * after `swim.leaveTimeoutMs`), so that they drop this node at once instead of detecting its
+   * silence. Probing stops; the node still answers requests until `stop()`. Resolves to the
+   * number of members that acknowledged (0 when failure detection is off).
+   */
+  async leave(): Promise<number> {
+    if (!this.#running || !this.#detector?.running || this.#left) return 0;
+    this.#left = true;
+    const acked = await this.#detector.leave();
+    this.#logger.info({ acked }, 'dsht left the fleet');
+    return acked;
+  }
+
+  /** Stop. With `leave`, `leave()` first. */
+  async stop(opts: { leave?: boolean } = {}): Promise<void> {
     if (!this.#running) return;
+    if (opts.leave) await this.leave();
+    this.#detector?.stop();
     this.#running = false;
     if (this.#onKeys) this.#keyring?.off('change', this.#onKeys);
     this.#onKeys = undefined;
@@ -402,6 +456,26 @@ export class Dsht extends EventEmitter<DshtEvents> {
     return this.#peers.member(idHex);
   }
 
+  /**
+   * Failure detection: whether it runs, this node's incarnation, the current suspicion timeout,
+   * each member's state and the counters (undefined when `options.swim` is false or timers are off).
+   */
+  failureDetection(): FailureDetectionState | undefined {
+    const d = this.#detector;
+    const swim = d?.swim;
+    if (!d || !swim) return undefined;
+    const states = { alive: 0, suspect: 0, dead: 0, left: 0 };
+    const members = swim.snapshot();
+    for (const m of members) states[m.state]++;
+    return {
+      incarnation: swim.incarnation,
+      suspicionMs: swim.suspicionMs(),
+      states,
+      members,
+      counters: { ...swim.counters, ...d.counters },
+    };
+  }
+
   /** Trust mode, drop counters by reason, isolation. */
   authState(): DshtAuthState {
     return authStateOf(this.#reportSources());
@@ -481,8 +555,15 @@ export class Dsht extends EventEmitter<DshtEvents> {
       k: this.options.k ?? KBUCKET_SIZE,
       walkContacts: this.options.walkContacts ?? WALK_CONTACTS,
     };
-    rpc.onRequest = (req, sender, _from, source) =>
+    const detector = this.#detector;
+    rpc.onRequest = (req, sender, from, source) =>
+      detector?.handle(req, sender, from, source) ??
       dispatch(ctx, req, sender, this.clock.now(), source);
+    if (detector) {
+      rpc.decorate = (body, to) =>
+        body.type === 'PING' ? detector.decorate(body, toHex(nodeIdFor(to.ip, to.port))) : body;
+      rpc.onAnswer = (sender, body) => detector.answered(sender, body);
+    }
     rpc.onSeen = (sender, roundTrip, from) => {
       if (roundTrip) peers.learn(sender, from.ip);
     };
@@ -548,6 +629,23 @@ export class Dsht extends EventEmitter<DshtEvents> {
       auth: this.#auth,
       contact: this.#contact,
     };
+  }
+
+  #memberChanged(change: MemberChange): void {
+    const { id, state, from } = change;
+    const log = { id, ip: change.ip, port: change.port, incarnation: change.incarnation };
+    if (state === 'dead' || state === 'left') {
+      this.#peers.drop(id);
+      this.#logger.warn(log, state === 'dead' ? 'dsht member dead' : 'dsht member left');
+      this.emit(state === 'dead' ? 'member-dead' : 'member-left', change);
+    } else if (state === 'suspect') {
+      this.#logger.info(log, 'dsht member suspect');
+      this.emit('member-suspect', change);
+    } else if (from === 'dead' || from === 'left') {
+      this.#peers.restore(id);
+      this.#logger.info(log, 'dsht member alive again');
+      this.emit('member-alive', change);
+    }
   }
 
   #isolationChanged(iso: IsolationState): void {

@@ -33,6 +33,7 @@ export type {
   LookupStats,
   ClusterPolicy,
   DshtMember,
+  FailureDetectionState,
   DshtAuthState,
 } from './types.js';
 export type { Contact, ClusterAdvert, ServiceInfo, Address } from './contact.js';
@@ -60,6 +61,26 @@ export {
   type MemberRecord,
   type PeerRegistryOptions,
 } from './membership/registry.js';
+export {
+  Swim,
+  SWIM_PROBE_INTERVAL_MS,
+  SWIM_PROBE_TIMEOUT_MS,
+  SWIM_INDIRECT_PROBES,
+  SWIM_GOSSIP_INTERVAL_MS,
+  SWIM_GOSSIP_NODES,
+  SWIM_SUSPICION_MULT,
+  SWIM_MIN_SUSPICION_MS,
+  SWIM_RETRANSMIT_MULT,
+  type SwimState,
+  type SwimUpdate,
+  type SwimOptions,
+} from './membership/swim.js';
+export {
+  FailureDetector,
+  type FailureDetectionOptions,
+  type FailureDetectorCounters,
+  type MemberChange,
+} from './membership/failure-detector.js';
 export * from './constants.js';
 export * from './errors.js';
 export {
@@ -96,7 +117,15 @@ export {
   Flag,
   type EncodeOptions,
 } from './wire/codec.js';
-export type { Message, Envelope, Request, Response, WireValue } from './wire/messages.js';
+export type {
+  Message,
+  Envelope,
+  MemberState,
+  Request,
+  Response,
+  WireMemberUpdate,
+  WireValue,
+} from './wire/messages.js';
 export { StoreStatus, WireErrorCode } from './wire/messages.js';
 export { Rpc, RttTable, type DshtMetrics, type Logger, type RpcCounters } from './rpc/index.js';
 export { lookup, type LookupEvent, type LookupOptions, type Visit } from './lookup/lookup.js';

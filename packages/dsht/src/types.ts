@@ -6,6 +6,11 @@ import type { Clock, Random } from '@coral/testkit';
 import type { Keyring } from '@coral/keyring';
 import type { AuthCounters, AuthMode, IsolationState } from './auth/datagram-auth.js';
 import type { Address, ClusterAdvert, Contact, ServiceInfo } from './contact.js';
+import type {
+  FailureDetectionOptions,
+  FailureDetectorCounters,
+} from './membership/failure-detector.js';
+import type { Swim, SwimState } from './membership/swim.js';
 import type { KeyValueDb } from './persistence/persistence.js';
 import type { RateLimit, RateLimits } from './limits/rate-limiter.js';
 import type { DshtMetrics, Logger, RpcCounters } from './rpc/rpc.js';
@@ -114,6 +119,25 @@ export interface DshtOptions {
   netRateMultiplier?: number;
   /** Replies to requesters that proved no round trip, all together. Default 500/s, burst 1000. */
   unverifiedReplies?: RateLimit;
+  /**
+   * Failure detection (SWIM over the verified members, see membership/failure-detector.ts): probe
+   * interval, probe timeout, indirect probes, suspicion, gossip, leave timeout. `false` turns it
+   * off (members then leave only by `liveWindowMs` or a failed RPC). It runs only with `timers`.
+   * Default on, with swim.ts's defaults.
+   */
+  swim?: false | FailureDetectionOptions;
+}
+
+/** `failureDetection()`: this node's view of its members' liveness. */
+export interface FailureDetectionState {
+  /** This node's incarnation (its start time in ms, raised by one per refuted suspicion). */
+  incarnation: number;
+  /** The suspicion timeout for the current fleet size. */
+  suspicionMs: number;
+  /** Members by state. */
+  states: Record<SwimState, number>;
+  members: Array<{ id: string; state: SwimState; incarnation: number; since: number }>;
+  counters: Swim['counters'] & FailureDetectorCounters;
 }
 
 /** A verified live member, as `members()` / `member()` return it. */

@@ -92,13 +92,34 @@ export class Peers {
     const hex = toHex(sender.id);
     const rec = this.registry.admit(sender, hex, sourceIp);
     if (!rec) return;
+    // Dead or departed (failure detection): remembered, but out of the tables until it is back.
+    if (this.registry.isDown?.(hex)) {
+      this.onLearn?.(sender);
+      return;
+    }
+    this.#enter(sender, hex);
+    this.onLearn?.(sender);
+  }
+
+  /** A member failure detection took back: into the tables that admit it again. */
+  restore(hex: string): void {
+    const rec = this.registry.get(hex);
+    if (rec) this.#enter(rec.contact, hex);
+  }
+
+  /** A member failure detection holds dead or departed: out of every table. */
+  drop(hex: string): void {
+    const rec = this.registry.get(hex);
+    if (rec) for (const t of this.tables) t.remove(rec.contact.id);
+  }
+
+  #enter(sender: Contact, hex: string): void {
     for (let level = 0; level < this.tables.length; level++) {
       if (this.admits(level, sender)) {
         const r = this.tables[level]!.add(sender, hex);
         if (r === 'added') this.contactsDirty = true;
       }
     }
-    this.onLearn?.(sender);
   }
 
   /**
@@ -140,6 +161,7 @@ export class Peers {
   isLive(id: Id, windowMs: number): boolean {
     const rec = this.registry.get(toHex(id));
     if (!rec || this.#clock.now() - rec.lastHeard > windowMs) return false;
+    if (this.registry.isDown?.(rec.hex)) return false;
     return rec.failedAt === undefined || rec.failedAt < rec.lastHeard;
   }
 
@@ -172,7 +194,9 @@ export class Peers {
     const known = [...seeds, ...this.tables.flatMap((t) => t.all().map((e) => e.contact))];
     // Only verified members: a seed nobody completed a round trip with stays out.
     for (const c of known) {
-      if (this.registry.get(toHex(c.id)) && this.admits(level, c)) fresh.add(c);
+      const hex = toHex(c.id);
+      if (this.registry.get(hex) && !this.registry.isDown?.(hex) && this.admits(level, c))
+        fresh.add(c);
     }
     this.tables[level] = fresh;
   }

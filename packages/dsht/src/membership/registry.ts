@@ -52,6 +52,11 @@ export class PeerRegistry {
   onEvict: ((rec: MemberRecord) => void) | undefined;
   /** Newcomers refused because their IP already holds `maxIdsPerIp` live members. */
   refused = 0;
+  /**
+   * Failure detection's verdict: a member it holds dead or departed is not live, however recently
+   * a datagram came from it (it comes back only with a higher incarnation).
+   */
+  isDown: ((hex: string) => boolean) | undefined;
 
   constructor(components: { clock: Clock }, options: PeerRegistryOptions = {}) {
     this.#clock = components.clock;
@@ -73,11 +78,12 @@ export class PeerRegistry {
     return this.#byId.values();
   }
 
-  /** Heard from within the live window and no failed RPC since. */
+  /** Heard from within the live window, no failed RPC since, not dead or departed (`isDown`). */
   isLive(rec: MemberRecord, now = this.#clock.now()): boolean {
     return (
       now - rec.lastHeard <= this.liveWindowMs &&
-      (rec.failedAt === undefined || rec.failedAt < rec.lastHeard)
+      (rec.failedAt === undefined || rec.failedAt < rec.lastHeard) &&
+      !(this.isDown?.(rec.hex) ?? false)
     );
   }
 

@@ -179,12 +179,27 @@ interface Pending {
   timer: TimerHandle | undefined;
 }
 
+/** Answers a request: at once, or later (an indirect probe waits for its own ping). */
 export type RequestHandler = (
   req: Request,
   sender: Contact,
   from: Address,
   source: RequestSource,
-) => Response;
+) => Response | Promise<Response>;
+
+/**
+ * Requests refused without a write token (no state, no rate bucket, a token in answer): the ones
+ * that write, and the ones that act on the membership (an indirect probe, a leave).
+ */
+const NEED_TOKEN: ReadonlySet<RequestType> = new Set(['STORE', 'STORE_PROBE', 'PING_REQ', 'LEAVE']);
+
+function internalError(err: unknown): Response {
+  return {
+    type: 'ERROR',
+    code: WireErrorCode.INTERNAL,
+    message: String((err as Error)?.message ?? err),
+  };
+}
 
 const TOKEN_REFUSAL: Response = {
   type: 'ERROR',
@@ -232,6 +247,10 @@ export class Rpc {
    * node — peers only learn contacts from requests that carry their token.
    */
   onFirstToken: ((peer: Contact) => void) | undefined;
+  /** Completes an outgoing request's body just before it is sent (failure detection's PING fields). */
+  decorate: ((body: Request, to: Address) => Request) | undefined;
+  /** Every answer to this node's requests (a round trip), after `onSeen`. */
+  onAnswer: ((sender: Contact, body: Response) => void) | undefined;
 
   constructor(components: RpcComponents, options: RpcOptions) {
     this.#transport = components.transport;
@@ -276,6 +295,7 @@ export class Rpc {
   ): Promise<RpcReply> {
     const signal = opts.signal;
     if (signal?.aborted) return Promise.reject(new AbortedError());
+    if (this.decorate) body = this.decorate(body, to);
     const retries = opts.retries ?? this.#retries;
     const peer = addressKey(to.ip, to.port);
     const type = body.type;
@@ -439,6 +459,7 @@ export class Rpc {
       const rttMs = this.#clock.now() - p.sentAt;
       this.rtt.sample(addr, rttMs);
       this.onSeen?.(msg.sender, true, from);
+      this.onAnswer?.(msg.sender, msg.body);
       this.onRtt?.(msg.sender, rttMs);
       const reply: RpcReply = { body: msg.body, sender: msg.sender, rttMs };
       if (msg.truncated) reply.truncated = true;
@@ -485,7 +506,7 @@ export class Rpc {
     const addr = addressKey(from.ip, from.port);
     const type: RequestType = msg.body.type;
     const verified = msg.token !== undefined && this.tokens.check(addr, msg.token);
-    if (!verified && (type === 'STORE' || type === 'STORE_PROBE')) {
+    if (!verified && NEED_TOKEN.has(type)) {
       // No round trip proven: no write, no bucket, no table entry — only a token, within one
       // global rate and no larger than the request.
       this.counters.tokenRefused++;
@@ -505,15 +526,18 @@ export class Rpc {
       return;
     }
     this.onSeen?.(msg.sender, verified, from);
-    let answer: Response;
+    let answer: Response | Promise<Response>;
     try {
       answer = this.onRequest(msg.body, msg.sender, from, { host: hostKey(from.ip), verified });
     } catch (err) {
-      answer = {
-        type: 'ERROR',
-        code: WireErrorCode.INTERNAL,
-        message: String((err as Error).message ?? err),
-      };
+      answer = internalError(err);
+    }
+    if (answer instanceof Promise) {
+      answer.then(
+        (a) => this.#reply(msg, from, addr, a, size, verified),
+        (err: unknown) => this.#reply(msg, from, addr, internalError(err), size, verified),
+      );
+      return;
     }
     this.#reply(msg, from, addr, answer, size, verified);
   }

@@ -25,7 +25,15 @@ import {
   WIRE_VERSION,
 } from '../constants.js';
 import { MalformedMessageError, MessageTooLargeError } from '../errors.js';
-import type { Message, Request, Response, WireValue } from './messages.js';
+import type {
+  MemberState,
+  Message,
+  Request,
+  Response,
+  SwimFields,
+  WireMemberUpdate,
+  WireValue,
+} from './messages.js';
 
 const packr = new Packr({ useRecords: false });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: false });
@@ -37,11 +45,14 @@ export const TypeCode = {
   GET: 0x03,
   STORE_PROBE: 0x04,
   STORE: 0x05,
+  PING_REQ: 0x06,
+  LEAVE: 0x07,
   PONG: 0x81,
   NODES: 0x82,
   VALUES: 0x83,
   PROBE_RESULT: 0x84,
   STORE_RESULT: 0x85,
+  INDIRECT_ACK: 0x86,
   ERROR: 0xff,
 } as const;
 
@@ -56,6 +67,12 @@ const MAX_CONTACTS = 32;
 const MAX_VALUES = 16;
 const MAX_ERROR_MESSAGE = 200;
 const MAX_STORE_STATUS = 4;
+/** Membership updates in one PING / PONG. */
+export const MAX_MEMBER_UPDATES = 8;
+/** Longest indirect probe a PING_REQ may ask for. */
+export const MAX_PING_REQ_TIMEOUT_MS = 5_000;
+/** Member states on the wire, by number. */
+const MEMBER_STATES: readonly MemberState[] = ['alive', 'suspect', 'dead', 'left'];
 const EMPTY = new Uint8Array(0);
 const ZEROS = Buffer.alloc(MAX_DATAGRAM_BYTES);
 
@@ -72,11 +89,28 @@ function valueTuple(v: WireValue): unknown[] {
   return [v.publisher, v.value, v.ttl, v.copy === true];
 }
 
+/** PING / PONG: nothing, or [incarnation, updates] when the sender runs failure detection. */
+function swimFields(body: SwimFields): unknown[] {
+  if (body.incarnation === undefined) return [];
+  const updates = (body.updates ?? []).map((u) => [
+    u.id,
+    MEMBER_STATES.indexOf(u.state),
+    u.incarnation,
+  ]);
+  return [body.incarnation, updates];
+}
+
 function bodyFields(body: Request | Response): unknown[] {
   switch (body.type) {
     case 'PING':
     case 'PONG':
-      return [];
+      return swimFields(body);
+    case 'PING_REQ':
+      return [body.target, body.timeoutMs];
+    case 'LEAVE':
+      return [body.incarnation];
+    case 'INDIRECT_ACK':
+      return [body.acked];
     case 'FIND_NODE':
       return [body.level, body.target];
     case 'GET':
@@ -184,6 +218,12 @@ function u32(x: unknown, what: string): number {
   return x;
 }
 
+/** A non-negative safe integer (incarnations: milliseconds since the epoch and up). */
+function uint(x: unknown, what: string): number {
+  if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) fail(`${what}: not a uint`);
+  return x;
+}
+
 function port(x: unknown, what: string, allowZero: boolean): number {
   const p = u32(x, what);
   if (p > 65535 || (!allowZero && p === 0)) fail(`${what}: bad port`);
@@ -280,17 +320,41 @@ function decodeValue(x: unknown): WireValue {
   return v;
 }
 
+function decodeSwim(f: unknown[], code: number): SwimFields {
+  if (f.length === 0) return {};
+  if (f.length !== 2) fail(`type ${code}: expected 0 or 2 fields, got ${f.length}`);
+  const out: SwimFields = { incarnation: uint(f[0], 'incarnation') };
+  const updates = arr(f[1], 'updates', 0, MAX_MEMBER_UPDATES).map((x): WireMemberUpdate => {
+    const t = arr(x, 'update', 3, 3);
+    const state = MEMBER_STATES[u32(t[1], 'member state')];
+    if (state === undefined) fail('member state out of range');
+    return { id: id(t[0], 'member id'), state, incarnation: uint(t[2], 'member incarnation') };
+  });
+  if (updates.length > 0) out.updates = updates;
+  return out;
+}
+
 function decodeBody(code: number, f: unknown[]): Request | Response {
   const n = (count: number): void => {
     if (f.length !== count) fail(`type ${code}: expected ${count} fields, got ${f.length}`);
   };
   switch (code) {
     case TypeCode.PING:
-      n(0);
-      return { type: 'PING' };
+      return { type: 'PING', ...decodeSwim(f, code) };
     case TypeCode.PONG:
-      n(0);
-      return { type: 'PONG' };
+      return { type: 'PONG', ...decodeSwim(f, code) };
+    case TypeCode.PING_REQ: {
+      n(2);
+      const timeoutMs = u32(f[1], 'timeoutMs');
+      if (timeoutMs < 1 || timeoutMs > MAX_PING_REQ_TIMEOUT_MS) fail('timeoutMs out of range');
+      return { type: 'PING_REQ', target: id(f[0], 'target'), timeoutMs };
+    }
+    case TypeCode.LEAVE:
+      n(1);
+      return { type: 'LEAVE', incarnation: uint(f[0], 'incarnation') };
+    case TypeCode.INDIRECT_ACK:
+      n(1);
+      return { type: 'INDIRECT_ACK', acked: bool(f[0], 'acked') };
     case TypeCode.FIND_NODE:
       n(2);
       return { type: 'FIND_NODE', level: level(f[0]), target: id(f[1], 'target') };

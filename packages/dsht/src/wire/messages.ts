@@ -21,8 +21,35 @@ export interface WireValue {
   copy?: boolean;
 }
 
+/** Failure detection (SWIM): what a member is believed to be, as of its incarnation. */
+export type MemberState = 'alive' | 'suspect' | 'dead' | 'left';
+
+/** One piece of membership gossip, piggybacked on PING / PONG. */
+export interface WireMemberUpdate {
+  id: Id;
+  state: MemberState;
+  /** The member's incarnation the update is about (a safe integer). */
+  incarnation: number;
+}
+
+/**
+ * What PING and PONG may carry for failure detection: the sender's incarnation and gossip. A
+ * PING / PONG without them (older senders, tests) is still valid.
+ */
+export interface SwimFields {
+  incarnation?: number;
+  updates?: WireMemberUpdate[];
+}
+
 export type Request =
-  | { type: 'PING' }
+  | ({ type: 'PING' } & SwimFields)
+  /**
+   * Indirect probe: ping the member `target` (a verified live member of the receiver, by id —
+   * never an address) within `timeoutMs`, answer whether it acknowledged.
+   */
+  | { type: 'PING_REQ'; target: Id; timeoutMs: number }
+  /** The sender leaves the fleet (graceful shutdown) as of its incarnation. */
+  | { type: 'LEAVE'; incarnation: number }
   | { type: 'FIND_NODE'; level: number; target: Id }
   | { type: 'GET'; level: number; key: Id; max: number }
   | { type: 'STORE_PROBE'; level: number; key: Id; ttl: number }
@@ -57,7 +84,9 @@ export const WireErrorCode = {
 } as const;
 
 export type Response =
-  | { type: 'PONG' }
+  | ({ type: 'PONG' } & SwimFields)
+  /** Answer to PING_REQ: did the target acknowledge the receiver's ping in time? */
+  | { type: 'INDIRECT_ACK'; acked: boolean }
   | { type: 'NODES'; contacts: Contact[] }
   | { type: 'VALUES'; values: WireValue[]; contacts: Contact[] }
   | { type: 'PROBE_RESULT'; full: boolean; loaded: boolean; contacts: Contact[] }
@@ -88,6 +117,8 @@ export type Message =
 /** The answer type each request expects (ERROR is always possible). */
 export const RESPONSE_FOR: Record<RequestType, ResponseType> = {
   PING: 'PONG',
+  PING_REQ: 'INDIRECT_ACK',
+  LEAVE: 'PONG',
   FIND_NODE: 'NODES',
   GET: 'VALUES',
   STORE_PROBE: 'PROBE_RESULT',

@@ -92,6 +92,35 @@ const samples: Message[] = [
     sender,
     body: { type: 'ERROR', code: 2, message: 'level 2 not served' },
   },
+  // Failure detection: PING / PONG with an incarnation and gossip, PING_REQ, LEAVE, INDIRECT_ACK.
+  {
+    kind: 'request',
+    txid: 12,
+    sender,
+    token,
+    body: {
+      type: 'PING',
+      incarnation: 1_764_590_000_123,
+      updates: [
+        { id: contact(2).id, state: 'suspect', incarnation: 7 },
+        { id: contact(3).id, state: 'dead', incarnation: 0 },
+        { id: contact(4).id, state: 'left', incarnation: Number.MAX_SAFE_INTEGER },
+        { id: contact(5).id, state: 'alive', incarnation: 1 },
+      ],
+    },
+  },
+  { kind: 'request', txid: 13, sender, body: { type: 'PING', incarnation: 0 } },
+  { kind: 'response', txid: 13, sender, body: { type: 'PONG', incarnation: 42 } },
+  {
+    kind: 'request',
+    txid: 14,
+    sender,
+    token,
+    body: { type: 'PING_REQ', target: contact(6).id, timeoutMs: 320 },
+  },
+  { kind: 'response', txid: 14, sender, body: { type: 'INDIRECT_ACK', acked: true } },
+  { kind: 'response', txid: 14, sender, body: { type: 'INDIRECT_ACK', acked: false } },
+  { kind: 'request', txid: 15, sender, token, body: { type: 'LEAVE', incarnation: 99 } },
 ];
 
 describe('wire codec', () => {
@@ -285,6 +314,19 @@ describe('wire codec', () => {
       [TypeCode.VALUES, 1, 0, s, e, [[key, e, 5]], []], // value without its copy flag
       [TypeCode.VALUES, 1, 0, s, e, [[key, e, 5, 1]], []], // copy flag not a boolean
       [TypeCode.STORE_RESULT, 1, 0, s, e, 5], // unknown status
+      [TypeCode.PING, 1, 0, s, e, 5], // incarnation without its updates
+      [TypeCode.PING, 1, 0, s, e, -1, []], // negative incarnation
+      [TypeCode.PING, 1, 0, s, e, 1.5, []], // fractional incarnation
+      [TypeCode.PING, 1, 0, s, e, 2 ** 53, []], // beyond a safe integer
+      [TypeCode.PONG, 1, 0, s, e, 1, [[key, 4, 1]]], // unknown member state
+      [TypeCode.PONG, 1, 0, s, e, 1, [[key, 0]]], // short update
+      [TypeCode.PONG, 1, 0, s, e, 1, [[key.subarray(1), 0, 1]]], // short member id
+      [TypeCode.PONG, 1, 0, s, e, 1, Array(9).fill([key, 0, 1])], // more than 8 updates
+      [TypeCode.PING_REQ, 1, 0, s, e, key, 0], // timeout 0
+      [TypeCode.PING_REQ, 1, 0, s, e, key, 5_001], // timeout beyond MAX_PING_REQ_TIMEOUT_MS
+      [TypeCode.PING_REQ, 1, 0, s, e, '10.0.0.1:4000', 100], // target not an id
+      [TypeCode.LEAVE, 1, 0, s, e], // no incarnation
+      [TypeCode.INDIRECT_ACK, 1, 0, s, e, 1], // acked not a boolean
     ])
       malformed(raw(b));
     expect(toHex(key)).toHaveLength(40);

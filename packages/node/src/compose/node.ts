@@ -218,6 +218,17 @@ export class CoralNode implements AdminBackend {
     const contact = this.dsht.contact;
     const nodeId = Buffer.from(contact.id).toString('hex');
     this.dsht.on('isolated', (state) => this.#isolationChanged(state));
+    for (const event of ['suspect', 'dead', 'left', 'alive'] as const) {
+      this.dsht.on(`member-${event}`, (m) => {
+        metrics.memberEvent(event);
+        const entry = { member: m.id, ip: m.ip, port: m.port, incarnation: m.incarnation };
+        if (event === 'dead') logger.warn(entry, 'fleet member dead: no answer to probes');
+        else if (event === 'left') logger.info(entry, 'fleet member left');
+        else if (event === 'alive') logger.info(entry, 'fleet member back');
+        else logger.debug(entry, 'fleet member suspect');
+      });
+    }
+    metrics.bindMembership({ states: () => this.dsht.failureDetection()?.states });
     metrics.bindTrust({
       counters: () => ({ ...this.dsht.authState().counters }),
       isolated: () => this.dsht.authState().isolated,
@@ -567,6 +578,9 @@ export class CoralNode implements AdminBackend {
           clearTimeout(timer);
         }
       };
+      // First the LEAVE: members stop naming this node in DNS answers, choosing it as designated
+      // fetcher and asking it for peer copies now, while it still serves what is under way.
+      if (this.dsht) await bounded('dsht leave', () => this.dsht.leave());
       if (this.dns) await bounded('dns', () => this.dns!.close());
       if (this.purges) await bounded('purge', () => this.purges.stop());
       if (this.proxy) await bounded('proxy', () => this.proxy.close());

@@ -4,7 +4,7 @@
  * which keeps the composition readable and tells each package what the process relies on.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { DshtAuthState, DshtMember } from '@coral/dsht';
+import type { DshtAuthState, DshtMember, FailureDetectionState, MemberChange } from '@coral/dsht';
 import type { CommitCandidate, ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
 import type { Keyring } from '@coral/keyring';
 import type { ChallengeStore, NodeDirectory } from '@coral/dnssrv';
@@ -23,6 +23,10 @@ export interface DshtPort extends DshtValueStore {
   start(opts: { bootstrap?: string[]; signal?: AbortSignal }): Promise<void>;
   join(opts?: { signal?: AbortSignal }): Promise<void>;
   stop(): Promise<void>;
+  /** Tell every member this node leaves (LEAVE), so they drop it at once; before stop(). */
+  leave(): Promise<number>;
+  /** Failure detection's view (undefined when it does not run). */
+  failureDetection(): FailureDetectionState | undefined;
   readonly contact: { id: Uint8Array; ip: string; port: number };
   localGet(key: Uint8Array, level?: number): Uint8Array[];
   snapshot(): unknown;
@@ -35,6 +39,11 @@ export interface DshtPort extends DshtValueStore {
   authState(): DshtAuthState;
   /** Keyed mode: isolation began or ended. */
   on(event: 'isolated', listener: (state: DshtAuthState) => void): unknown;
+  /** Failure detection: a member suspected, declared dead, gone (LEAVE), or back. */
+  on(
+    event: 'member-suspect' | 'member-dead' | 'member-left' | 'member-alive',
+    listener: (change: MemberChange) => void,
+  ): unknown;
   /** A contact learned, a round trip measured: membership may have changed. */
   on(event: 'contact' | 'rtt', listener: () => void): unknown;
   off(event: 'contact' | 'rtt', listener: () => void): unknown;

@@ -98,6 +98,26 @@ export class Fleet {
     return this.#launch(this.nodes.length, env);
   }
 
+  /**
+   * Start node `index` again (after it exited or was killed), with the same address, ports, data
+   * directory and environment. Does not wait for it to be ready.
+   */
+  restart(index: number): FleetNode {
+    const old = this.nodes[index];
+    if (!old) throw new Error(`no node ${index}`);
+    if (old.process.exitCode === null && old.process.signalCode === null)
+      throw new Error(`node ${index + 1} is still running`);
+    const ports = {
+      proxy: old.proxyPort,
+      dsht: old.dshtPort,
+      dns: old.dnsPort,
+      admin: old.adminPort,
+    };
+    const node = this.#spawn(index, old.ip, ports, old.dataDir, old.env);
+    this.nodes[index] = node;
+    return node;
+  }
+
   #launch(i: number, extra: Record<string, string>): FleetNode {
     const o = this.#options;
     const first = o.firstHost ?? 11;

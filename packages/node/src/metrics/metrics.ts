@@ -54,6 +54,15 @@ export const DSHT_DROP_REASONS = [
   'quotaRefused',
 ] as const;
 
+/** Failure detection's events, as `coral_dsht_member_events_total{event}`. */
+export const MEMBER_EVENTS = ['suspect', 'dead', 'left', 'alive'] as const;
+export type MemberEvent = (typeof MEMBER_EVENTS)[number];
+
+/** What the membership metrics read at each scrape: members by failure-detection state. */
+export interface MembershipSource {
+  states(): Record<string, number> | undefined;
+}
+
 /** What the DNS server records (the shape @coral/dnssrv takes as its `metrics` component). */
 export interface DnsMetricsSink {
   answer(method: string, rcode: string | number): void;
@@ -151,9 +160,12 @@ export class CoralMetrics {
   /** A node-to-node admin request refused (peer/requests.ts), by reason. */
   readonly peerRefused: (reason: string) => void;
   readonly traffic: TrafficMetricsSink;
+  /** A failure-detection event about a member (suspect, dead, left, alive again). */
+  readonly memberEvent: (event: MemberEvent) => void;
   /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
   readonly hotUrls: SpaceSaving<string>;
   #trust: TrustSource | undefined;
+  #membership: MembershipSource | undefined;
   /** Reads the counters the dashboard shows (see {@link read}). */
   readonly #readers: (() => Promise<Readings>)[] = [];
 
@@ -340,6 +352,28 @@ export class CoralMetrics {
       },
     });
 
+    const memberEvents = new Counter({
+      name: `${p}dsht_member_events_total`,
+      help: 'Failure detection (SWIM): members suspected (no ack to direct or indirect probes), declared dead (suspicion not refuted), gone by their LEAVE (left), and taken back with a higher incarnation (alive)',
+      labelNames: ['event'],
+      registers,
+    });
+    for (const event of MEMBER_EVENTS) memberEvents.inc({ event }, 0);
+    this.memberEvent = (event) => memberEvents.inc({ event });
+    const membership = () => this.#membership;
+    new Gauge({
+      name: `${p}dsht_members`,
+      help: "Members by failure detection's state (alive, suspect: still used; dead, left: out of DNS answers, the designated-fetcher choice and peer lists)",
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const s = membership()?.states();
+        this.reset();
+        for (const state of ['alive', 'suspect', 'dead', 'left'])
+          this.set({ state }, s?.[state] ?? 0);
+      },
+    });
+
     this.index = {
       claim: (outcome) => claims.inc({ outcome }),
       invalidValue: () => invalid.inc(),
@@ -426,6 +460,11 @@ export class CoralMetrics {
       if (k.startsWith('requests.')) out[`outcome.${outcomeOf(k.slice(9))}`]! += v;
     }
     return out;
+  }
+
+  /** Where the membership gauge reads from (the node's DSHT), once it runs. */
+  bindMembership(source: MembershipSource): void {
+    this.#membership = source;
   }
 
   /** Where the fleet-trust metrics read from (the node's DSHT and keyring), once it runs. */

@@ -1,6 +1,6 @@
 /** One handler per message type; `dispatch` routes a decoded request to its handler. */
 import type { Contact } from '../../contact.js';
-import type { Request, Response } from '../../wire/messages.js';
+import { WireErrorCode, type Request, type Response } from '../../wire/messages.js';
 import type { HandlerContext, RequestSource } from './context.js';
 import { handleFindNode } from './find-node.js';
 import { handleGet } from './get.js';
@@ -28,5 +28,9 @@ export function dispatch(
       return handleStoreProbe(ctx, req, sender);
     case 'STORE':
       return handleStore(ctx, req, sender, from);
+    case 'PING_REQ':
+    case 'LEAVE':
+      // Failure detection answers these; a node that does not run it takes no part.
+      return { type: 'ERROR', code: WireErrorCode.BAD_REQUEST, message: 'failure detection off' };
   }
 }
