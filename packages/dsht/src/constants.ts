@@ -149,6 +149,12 @@ export const PING_STALE_MS = 60_000;
 export const BUCKET_REFRESH_MS = 3_600_000;
 /** How often the refresh check runs. */
 export const REFRESH_CHECK_MS = 60_000;
+/** Member discovery: a random lookup this often while the node knows few members (types.ts). */
+export const MEMBER_DISCOVERY_MS = 5_000;
+/** Member discovery runs while the node knows fewer verified live members than this. */
+export const MEMBER_DISCOVERY_BELOW = 64;
+/** Member discovery: at most this many contacts pinged per round. */
+export const DISCOVERY_PINGS = 8;
 
 /** How long the i3 shortcut remembers which node answered a key. */
 export const SHORTCUT_TTL_MS = 30_000;

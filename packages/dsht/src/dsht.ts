@@ -25,6 +25,8 @@ import {
   MAX_IDS_PER_IP,
   MAX_TTL_SECONDS,
   MAX_VALUE_BYTES,
+  MEMBER_DISCOVERY_BELOW,
+  MEMBER_DISCOVERY_MS,
   WALK_CONTACTS,
 } from './constants.js';
 import type { NodeContext } from './context.js';
@@ -174,6 +176,21 @@ export class Dsht extends EventEmitter<DshtEvents> {
     this.#maintenance = new Maintenance(this.#ctx, {
       sweep: (now) => this.#getter.sweep(now),
       checkIsolation: this.#keyring ? () => this.#auth?.evaluate() : undefined,
+      discovery:
+        options.discovery === false
+          ? undefined
+          : {
+              intervalMs: options.discovery?.intervalMs ?? MEMBER_DISCOVERY_MS,
+              below: options.discovery?.below ?? MEMBER_DISCOVERY_BELOW,
+              members: () => {
+                const now = this.clock.now();
+                const out: Contact[] = [];
+                for (const rec of this.#peers.registry.all())
+                  if (this.#peers.registry.isLive(rec, now)) out.push(rec.contact);
+                return out;
+              },
+              isMember: (hex) => this.#peers.member(hex) !== undefined,
+            },
       persist: this.#persistence
         ? () => {
             if (this.#peers.contactsDirty) this.#saveContacts();

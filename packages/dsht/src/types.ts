@@ -126,6 +126,13 @@ export interface DshtOptions {
    * Default on, with swim.ts's defaults.
    */
   swim?: false | FailureDetectionOptions;
+  /**
+   * Member discovery: while this node knows fewer than `below` verified live members, it looks up
+   * a random id every `intervalMs`, and so meets the members it has not (maintenance.ts). `false`
+   * turns it off. It runs only with `timers`. Default on: MEMBER_DISCOVERY_MS (5 s),
+   * MEMBER_DISCOVERY_BELOW (64).
+   */
+  discovery?: false | { intervalMs?: number; below?: number };
 }
 
 /** `failureDetection()`: this node's view of its members' liveness. */

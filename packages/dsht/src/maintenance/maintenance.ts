@@ -1,21 +1,25 @@
 /**
  * A running node's periodic work, each task on its own timer of the injected clock: expire values
- * and i3 shortcuts, refresh buckets nobody looked up for a while, judge isolation (keyed mode),
+ * and i3 shortcuts, refresh buckets nobody looked up for a while, meet the members of a small
+ * fleet (member discovery), judge isolation (keyed mode),
  * republish locality hints (when enabled) and write dirty state to the database (when there is
  * one). A task that throws is logged and runs again at its next tick; nothing runs once the node
  * stops.
  */
 import type { TimerHandle } from '@coral/testkit';
 import {
+  DISCOVERY_PINGS,
   EXPIRY_SWEEP_MS,
+  ID_BYTES,
   HINT_REFRESH_MS,
   ISOLATION_CHECK_MS,
   PERSIST_INTERVAL_MS,
   REFRESH_CHECK_MS,
 } from '../constants.js';
+import type { Contact } from '../contact.js';
 import type { NodeContext } from '../context.js';
 import { publishHints } from '../directory/hint-walks.js';
-import { randomIdInBucket } from '../id/id.js';
+import { idEquals, randomIdInBucket, toHex } from '../id/id.js';
 import { findNode } from '../lookup/find-node.js';
 
 export interface MaintenanceJobs {
@@ -25,6 +29,19 @@ export interface MaintenanceJobs {
   checkIsolation?(): void;
   /** With a database: write what changed. */
   persist?(): void;
+  /**
+   * Member discovery (`DshtOptions.discovery`): the number of verified live members now; while it
+   * is below `below`, a lookup of a random id every `intervalMs` makes round trips with members
+   * the node has not met (see `discover`).
+   */
+  discovery?: {
+    intervalMs: number;
+    below: number;
+    /** The verified live members' contacts. */
+    members(): Contact[];
+    /** Is this id (hex) a verified member already? */
+    isMember(hex: string): boolean;
+  };
 }
 
 export class Maintenance {
@@ -50,6 +67,13 @@ export class Maintenance {
     if (ctx.options.hints) {
       this.#every(HINT_REFRESH_MS, () => void publishHints(ctx).catch(() => undefined));
     }
+    const d = jobs.discovery;
+    if (d) {
+      this.#every(d.intervalMs, () => {
+        const members = d.members();
+        if (members.length < d.below) void this.discover(members, d.isMember);
+      });
+    }
     if (jobs.persist) {
       this.#every(ctx.options.persistIntervalMs ?? PERSIST_INTERVAL_MS, () => jobs.persist?.());
     }
@@ -70,6 +94,34 @@ export class Maintenance {
           () => undefined,
         );
       }
+    }
+  }
+
+  /**
+   * Meet members this node has not: ask a random member for the contacts nearest a random id (one
+   * FIND_NODE), and ping each it names that is not a member here yet (at most DISCOVERY_PINGS):
+   * the ping's round trip (authenticated, in keyed mode) makes it one. With no member yet, a
+   * lookup of a random id. In a fleet smaller than the bound every node soon knows every other,
+   * so all of them choose a URL's designated fetcher from the same membership (bucket refresh
+   * alone left nodes of a 20-node fleet knowing 16 of the others minutes after the start).
+   */
+  async discover(members: Contact[], isMember: (hex: string) => boolean): Promise<void> {
+    const ctx = this.#ctx;
+    // A uniform id: the answer comes from anywhere in the id space, not only near this node.
+    const target = ctx.random.bytes(new Uint8Array(ID_BYTES));
+    if (members.length === 0) {
+      await findNode(ctx, target, { level: 0 }).catch(() => undefined);
+      return;
+    }
+    const via = members[ctx.random.int(members.length)]!;
+    const r = await ctx.query(via, { type: 'FIND_NODE', level: 0, target }).catch(() => undefined);
+    if (r?.body.type !== 'NODES') return;
+    let pings = 0;
+    for (const c of r.body.contacts) {
+      if (pings >= DISCOVERY_PINGS || !ctx.running) break;
+      if (idEquals(c.id, ctx.id) || isMember(toHex(c.id))) continue;
+      pings++;
+      void ctx.query(c, { type: 'PING' }).catch(() => undefined);
     }
   }
 

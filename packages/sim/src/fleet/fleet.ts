@@ -67,7 +67,7 @@ export class SimFleet {
       if (keyring) this.keyrings.push(keyring);
       node = new Dsht(
         { transport, clock: this.clock, random: this.random.fork(), cluster, keyring },
-        { swim: false, ...options.dsht },
+        { swim: false, discovery: false, ...options.dsht },
       );
       this.nodes.push(node);
     }
