@@ -339,6 +339,8 @@ async function runOnce(runSeed) {
         'ask-error': 0,
         taken: 0,
       },
+      // Failure detection's verdicts, summed over the surviving nodes (false ones in a healthy run).
+      memberEvents: { suspect: 0, dead: 0, left: 0, alive: 0 },
     };
     const sum = (text, re) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
     for (const n of fleet.nodes) {
@@ -357,6 +359,10 @@ async function runOnce(runSeed) {
       for (const event of Object.keys(fleetCounters.designated)) {
         const re = new RegExp(`^coral_designated_fetch_total\\{event="${event}"\\} (\\d+)`, 'gm');
         fleetCounters.designated[event] += sum(text, re);
+      }
+      for (const event of Object.keys(fleetCounters.memberEvents)) {
+        const re = new RegExp(`^coral_dsht_member_events_total\\{event="${event}"\\} (\\d+)`, 'gm');
+        fleetCounters.memberEvents[event] += sum(text, re);
       }
     }
     return {
@@ -427,6 +433,7 @@ try {
         'designated self/asked/refused/timeout/error/taken',
         Object.values(res.designated).join(' / '),
       ],
+      ['members suspect/dead/left/alive', Object.values(res.memberEvents).join(' / ')],
     ];
     if (failure !== 'none') {
       rows.push(
