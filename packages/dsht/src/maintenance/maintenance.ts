@@ -109,19 +109,24 @@ export class Maintenance {
     const ctx = this.#ctx;
     // A uniform id: the answer comes from anywhere in the id space, not only near this node.
     const target = ctx.random.bytes(new Uint8Array(ID_BYTES));
+    // A member that does not answer is failure detection's business; here it only ends the round.
+    const missed = (err: unknown) => {
+      ctx.logger.debug({ err: String(err) }, 'member discovery: no answer');
+      return undefined;
+    };
     if (members.length === 0) {
-      await findNode(ctx, target, { level: 0 }).catch(() => undefined);
+      await findNode(ctx, target, { level: 0 }).catch(missed);
       return;
     }
     const via = members[ctx.random.int(members.length)]!;
-    const r = await ctx.query(via, { type: 'FIND_NODE', level: 0, target }).catch(() => undefined);
+    const r = await ctx.query(via, { type: 'FIND_NODE', level: 0, target }).catch(missed);
     if (r?.body.type !== 'NODES') return;
     let pings = 0;
     for (const c of r.body.contacts) {
       if (pings >= DISCOVERY_PINGS || !ctx.running) break;
       if (idEquals(c.id, ctx.id) || isMember(toHex(c.id))) continue;
       pings++;
-      void ctx.query(c, { type: 'PING' }).catch(() => undefined);
+      void ctx.query(c, { type: 'PING' }).catch(missed);
     }
   }
 

@@ -197,11 +197,9 @@ export async function fetchFromPeers(
       peerVerified: core.members?.recordsAuthenticated === true,
       notMembers,
       verify: { size: h.size, sha256 },
-      // A body from a member that is fetching it comes at its origin's pace: the fetching patience.
-      idleMs:
-        designated || h.state === 'fetching'
-          ? core.limits.peerFetchingTimeoutMs
-          : core.limits.peerTimeoutMs,
+      // A body from a member that is fetching it (the designated member's target is a `fetching`
+      // holder too) comes at its origin's pace: the fetching patience.
+      idleMs: patience(h),
     },
     unregister,
   );

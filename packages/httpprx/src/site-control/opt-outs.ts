@@ -117,7 +117,9 @@ export class OptOuts {
     // A site known to be served keeps being served while its state is read again (in the
     // background, as stale-while-revalidate): only a site never read waits for the index.
     if (s) {
-      p.catch(() => undefined);
+      p.catch((e: unknown) =>
+        this.#c.log.debug({ site, err: String(e) }, 'opt-out re-read failed; serving the site'),
+      );
       return s.until;
     }
     return p;
