@@ -4,7 +4,9 @@
  * no URL hashing, no metadata lookup. Anything that could change the answer (conditionals, Range,
  * request cache directives, credentials, a peer marker, a Via, a repeated Host) takes the full
  * path instead. The request's fields are read from `rawHeaders` in one pass: `req.headers` is built
- * by Node only when first read, and a hit need not pay for it.
+ * by Node only when first read, and a hit need not pay for it. The response goes out as bytes
+ * prepared on the entry (./prepared.ts) when node:http keeps the connection alive, else through
+ * `writeHead`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PEER_HEADER } from '../constants.js';
@@ -13,6 +15,7 @@ import type { ProxyCore } from '../proxy/core.js';
 import { siteOf } from '../site-control/opt-outs.js';
 import { domainOf } from '../fairness/domain.js';
 import { HotCache } from './hot-cache.js';
+import { preparedConnection, sendPrepared } from './prepared.js';
 
 /** LRU refreshes (hot cache and store) from the fast path, at most one per object per this many ms. */
 const TOUCH_EVERY_MS = 1000;
@@ -76,8 +79,16 @@ export function fastHit(
     core.hot.touch(e);
     core.store.touch(e.meta.key);
   }
-  res.writeHead(e.meta.status, HotCache.block(e, age));
-  res.end(method === 'HEAD' ? undefined : e.body);
+  const connection = e.head === undefined ? undefined : preparedConnection(res);
+  if (connection !== undefined) {
+    // The bytes node:http would write, prepared on the entry (./prepared.ts).
+    const get = method === 'GET';
+    const wire = HotCache.wire(e, age, connection, get);
+    sendPrepared(res, e.meta.status, wire, get && e.bodyText === undefined ? e.body : undefined);
+  } else {
+    res.writeHead(e.meta.status, HotCache.block(e, age));
+    res.end(method === 'HEAD' ? undefined : e.body);
+  }
   core.metrics?.request('hit', method, e.meta.status);
   return true;
 }

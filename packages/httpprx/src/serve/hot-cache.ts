@@ -11,6 +11,7 @@
 import { LRUCache } from 'lru-cache';
 import { CACHE_NAME } from '../constants.js';
 import type { StoredMeta } from '../store/types.js';
+import { INLINE_BODY_MAX_BYTES, serializeHead } from './prepared.js';
 
 /** Raw (Host, target) spellings remembered per hot entry. */
 const MAX_ROUTES_PER_ENTRY = 4;
@@ -31,6 +32,11 @@ function blockBytes(flat: readonly string[]): number {
   return n;
 }
 
+/** The prepared strings' bytes: the head and the body text, each also in `wire`. */
+function preparedBytes(e: HotEntry): number {
+  return 2 * ((e.head?.length ?? 0) + (e.bodyText?.length ?? 0));
+}
+
 export interface HotEntry {
   meta: StoredMeta;
   body: Buffer;
@@ -44,6 +50,20 @@ export interface HotEntry {
    */
   block: string[];
   blockAge: number;
+  /**
+   * The status line and fields of `block` but Age and Cache-Status, serialized as node:http's
+   * `writeHead` would (./prepared.ts); undefined when the entry is sent with `writeHead`.
+   */
+  head: string | undefined;
+  /** The body as a one-byte string, when `head` is prepared and the body is small. */
+  bodyText: string | undefined;
+  /**
+   * The response as written (see `HotCache.wire`): for age `wireAge` with the connection fields
+   * `wireConnection`.
+   */
+  wire: string;
+  wireAge: number;
+  wireConnection: string;
   /** Raw (Host, target) pairs routed to this entry. */
   routes: Array<[string, string]>;
   /** Clock time the fast path last refreshed its recency (here and in the store's LRU). */
@@ -64,7 +84,8 @@ export class HotCache {
     this.#lru = new LRUCache<string, HotEntry>({
       maxSize: Math.max(1, options.budgetBytes),
       // The body, its header block and the metadata object: what an entry really holds.
-      sizeCalculation: (e) => e.body.length + ENTRY_OVERHEAD_BYTES + blockBytes(e.block),
+      sizeCalculation: (e) =>
+        e.body.length + ENTRY_OVERHEAD_BYTES + blockBytes(e.block) + preparedBytes(e),
       dispose: (e) => this.#unroute(e),
     });
   }
@@ -83,6 +104,7 @@ export class HotCache {
     e: { lifetime: number; fast: boolean; headers: string[] },
   ): HotEntry | undefined {
     if (meta.size > this.maxObjectBytes || body.length !== meta.size) return undefined;
+    const head = serializeHead(meta.status, e.headers);
     const entry: HotEntry = {
       meta,
       body,
@@ -90,6 +112,14 @@ export class HotCache {
       fast: e.fast,
       block: e.headers.concat('age', '', 'cache-status', ''),
       blockAge: -1,
+      head,
+      bodyText:
+        head !== undefined && body.length <= INLINE_BODY_MAX_BYTES
+          ? body.toString('latin1')
+          : undefined,
+      wire: '',
+      wireAge: -1,
+      wireConnection: '',
       routes: [],
       touchedAt: 0,
       live: true,
@@ -156,5 +186,23 @@ export class HotCache {
       e.blockAge = age;
     }
     return e.block;
+  }
+
+  /**
+   * The response of a prepared entry (`e.head` set) at `age` seconds with node:http's connection
+   * fields `connection`, as written on the socket: head, Age, Cache-Status, `connection`, the blank
+   * line and, for a GET (`withBody`) of an entry with `bodyText`, the body. The GET's string is
+   * kept on the entry and built again only when the age or the connection fields change.
+   */
+  static wire(e: HotEntry, age: number, connection: string, withBody: boolean): string {
+    if (withBody && e.wireAge === age && e.wireConnection === connection) return e.wire;
+    const b = HotCache.block(e, age);
+    const n = b.length;
+    const head = `${e.head!}age: ${b[n - 3]!}\r\ncache-status: ${b[n - 1]!}\r\n${connection}\r\n`;
+    if (!withBody) return head;
+    e.wire = head + (e.bodyText ?? '');
+    e.wireAge = age;
+    e.wireConnection = connection;
+    return e.wire;
   }
 }

@@ -84,4 +84,50 @@ describe('HotCache', () => {
     hot.touch(b);
     expect(hot.get(keyOf('b'))).toBe(b2);
   });
+
+  it('keeps the prepared response per age and connection fields; HEAD gets the head alone', () => {
+    const hot = new HotCache({ budgetBytes: 1e6, maxObjectBytes: 100_000 });
+    const body = Buffer.from([0x68, 0xff, 0x00, 0x69]); // bytes a one-byte string keeps as they are
+    const headers = ['date', 'Mon, 01 Dec 2025 00:00:00 GMT', 'content-length', '4'];
+    const e = hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers })!;
+    const head = 'HTTP/1.1 200 OK\r\ndate: Mon, 01 Dec 2025 00:00:00 GMT\r\ncontent-length: 4\r\n';
+    expect(e.head).toBe(head);
+    const ka = 'Connection: keep-alive\r\n';
+    const w5 = HotCache.wire(e, 5, ka, true);
+    expect(w5).toBe(`${head}age: 5\r\ncache-status: Coral; hit; ttl=55\r\n${ka}\r\nh\xff\x00i`);
+    expect(Buffer.from(w5, 'latin1').subarray(-4)).toEqual(body);
+    expect(HotCache.wire(e, 5, ka, true)).toBe(w5); // the same string: nothing rebuilt
+    expect(HotCache.wire(e, 6, ka, true)).toContain(
+      'age: 6\r\ncache-status: Coral; hit; ttl=54\r\n',
+    );
+    const other = `${ka}Keep-Alive: timeout=5\r\n`;
+    expect(HotCache.wire(e, 6, other, true)).toContain(`${other}\r\nh`);
+    expect(HotCache.wire(e, 6, other, false)).toBe(
+      `${head}age: 6\r\ncache-status: Coral; hit; ttl=54\r\n${other}\r\n`,
+    );
+    // The writeHead block agrees with the prepared bytes.
+    expect(HotCache.block(e, 6).slice(-4)).toEqual([
+      'age',
+      '6',
+      'cache-status',
+      'Coral; hit; ttl=54',
+    ]);
+    // A body over the inline limit stays a Buffer; a block without Date is not prepared.
+    const big = Buffer.alloc(20_000, 1);
+    const b = hot.put(metaFor('big', big), big, {
+      lifetime: 60,
+      fast: true,
+      headers: ['date', 'x', 'content-length', '20000'],
+    })!;
+    expect(b.head).toBeDefined();
+    expect(b.bodyText).toBeUndefined();
+    expect(HotCache.wire(b, 1, ka, true).endsWith(`${ka}\r\n`)).toBe(true);
+    const noDate = hot.put(metaFor('n', body), body, {
+      lifetime: 60,
+      fast: true,
+      headers: ['content-length', '4'],
+    })!;
+    expect(noDate.head).toBeUndefined();
+    expect(noDate.bodyText).toBeUndefined();
+  });
 });
