@@ -47,12 +47,11 @@ export function announceComplete(
 }
 
 /** Re-announce every fresh stored object (one per URL); returns how many were announced. */
-export function reannounceAll(core: ProxyCore): number {
-  const now = core.clock.now();
+export async function reannounceAll(core: ProxyCore): Promise<number> {
   const seen = new Set<string>();
   let n = 0;
-  for (const s of core.store.summaries()) {
-    if (s.freshUntil - now < 1000) continue;
+  for await (const s of core.store.summaries()) {
+    if (s.freshUntil - core.clock.now() < 1000) continue;
     const id = Buffer.from(s.primary).toString('hex');
     if (seen.has(id)) continue;
     seen.add(id);

@@ -271,8 +271,9 @@ export class CoralProxy {
     this.#server = server;
     const a = await this.#start(server, port, host);
     if (this.#core.self.httpPort === 0) this.#core.self.httpPort = a.port;
-    // Objects kept on disk from a previous run are announced again right away.
-    this.reannounce();
+    // Objects kept on disk from a previous run are announced again right away (sent by the time
+    // listen resolves).
+    await this.reannounce();
     return { address: a.address, port: a.port };
   }
 
@@ -457,14 +458,17 @@ export class CoralProxy {
   }
 
   /** Refresh `complete` announcements of every fresh stored object (run periodically). */
-  reannounce(): number {
-    return reannounceAll(this.#core);
+  reannounce(): Promise<number> {
+    return reannounceAll(this.#core).catch((e: unknown) => {
+      this.#core.log.warn({ err: String(e) }, 're-announcement failed');
+      return 0;
+    });
   }
 
   #scheduleReannounce(): void {
     if (this.#closing || this.#reannounceMs <= 0) return;
     this.#reannounceTimer = this.#core.clock.setTimeout(() => {
-      this.reannounce();
+      void this.reannounce();
       this.#scheduleReannounce();
     }, this.#reannounceMs);
   }

@@ -6,20 +6,25 @@
  * LevelDB and is read when a request needs it.
  *
  * A slot holds the variant key (`KEY_BYTES`: the 20-byte urlKey, then the 8-byte secondary key),
- * body size, body file number, SHA-256, the time its freshness ends (for re-announcements) and its
- * links: previous/next in LRU order (oldest first) and the next variant of the same URL. An open
+ * body size, body file number (32 bits), the second its freshness ends (32 bits, for
+ * re-announcements), whether its body was checked since start-up, and its links: previous/next in
+ * LRU order (oldest first) and the next variant of the same URL — 57 bytes. The SHA-256 stays in
+ * the LevelDB record (read when a re-announcement or an update needs it). An open
  * addressing hash table (linear probing, backward-shift deletion) maps a urlKey to its first
  * variant. Slot numbers are reused after removal; a caller must not keep one across an await.
  */
 export const PRIMARY_BYTES = 20;
 export const SECONDARY_BYTES = 8;
 export const KEY_BYTES = PRIMARY_BYTES + SECONDARY_BYTES;
-export const SHA256_BYTES = 32;
 
 const NIL = -1;
+/** Body file numbers fit 32 bits (a store makes fewer than 4 × 10⁹ files in its life). */
+export const MAX_FILE = 0xffffffff;
+/** Freshness ends are kept in whole seconds, up to the last second a Uint32 holds (2106). */
+const MAX_FRESH_S = 0xffffffff;
 /**
- * Capacity growth per step. A quarter rather than double: the arrays are ~100 bytes a slot, and a
- * full directory at 100,000 objects holds 108,000 slots (10.5 MB) instead of 131,000 (12.7 MB);
+ * Capacity growth per step. A quarter rather than double: the arrays are 57 bytes a slot, and a
+ * full directory at 100,000 objects holds 108,000 slots (6.2 MB) instead of 131,000 (7.5 MB);
  * the extra copies (each slot about four more times over the directory's growth) cost
  * milliseconds.
  */
@@ -28,20 +33,28 @@ const GROWTH = 1.25;
 export interface SlotInfo {
   size: number;
   file: number;
-  /** Clock time (ms) at which the stored response stops being fresh. */
+  /**
+   * Clock time (ms) at which the stored response stops being fresh; kept rounded down to the
+   * second (clamped to 1970–2106).
+   */
   freshUntil: number;
-  sha256: Uint8Array;
   /** Has its body been checked against its SHA-256 (or written) since start-up? */
   verified?: boolean;
+}
+
+/** A freshness end (ms) as the whole second it falls in, within what a Uint32 holds. */
+function freshSeconds(ms: number): number {
+  const s = Math.floor(ms / 1000);
+  return s > 0 ? Math.min(s, MAX_FRESH_S) : 0;
 }
 
 export class Directory {
   #cap = 0;
   #keys = new Uint8Array(0);
-  #sha = new Uint8Array(0);
   #size = new Float64Array(0);
-  #file = new Float64Array(0);
-  #fresh = new Float64Array(0);
+  #file = new Uint32Array(0);
+  /** Seconds. */
+  #fresh = new Uint32Array(0);
   #verified = new Uint8Array(0);
   #prev = new Int32Array(0);
   #next = new Int32Array(0);
@@ -79,7 +92,6 @@ export class Directory {
   get footprint(): number {
     return (
       this.#keys.byteLength +
-      this.#sha.byteLength +
       this.#size.byteLength +
       this.#file.byteLength +
       this.#fresh.byteLength +
@@ -122,8 +134,7 @@ export class Directory {
     return {
       size: this.#size[slot]!,
       file: this.#file[slot]!,
-      freshUntil: this.#fresh[slot]!,
-      sha256: this.#sha.slice(slot * SHA256_BYTES, (slot + 1) * SHA256_BYTES),
+      freshUntil: this.#fresh[slot]! * 1000,
     };
   }
 
@@ -164,7 +175,7 @@ export class Directory {
   }
 
   setFreshUntil(slot: number, freshUntil: number): void {
-    this.#fresh[slot] = freshUntil;
+    this.#fresh[slot] = freshSeconds(freshUntil);
   }
 
   /**
@@ -177,10 +188,10 @@ export class Directory {
     const slot = this.#free;
     this.#free = this.#next[slot]!;
     this.#keys.set(key, slot * KEY_BYTES);
-    this.#sha.set(info.sha256.subarray(0, SHA256_BYTES), slot * SHA256_BYTES);
+    if (!(info.file >= 0 && info.file <= MAX_FILE)) throw new Error(`bad body file ${info.file}`);
     this.#size[slot] = info.size;
     this.#file[slot] = info.file;
-    this.#fresh[slot] = info.freshUntil;
+    this.#fresh[slot] = freshSeconds(info.freshUntil);
     this.#verified[slot] = info.verified === false ? 0 : 1;
     this.#appendLru(slot);
     // Chain it in front of the URL's other variants.
@@ -242,7 +253,7 @@ export class Directory {
 
   #grow(cap: number): void {
     const old = this.#cap;
-    const copy = <T extends Uint8Array | Float64Array | Int32Array>(
+    const copy = <T extends Uint8Array | Float64Array | Int32Array | Uint32Array>(
       a: T,
       n: number,
       make: (n: number) => T,
@@ -252,10 +263,9 @@ export class Directory {
       return b;
     };
     this.#keys = copy(this.#keys, cap * KEY_BYTES, (n) => new Uint8Array(n));
-    this.#sha = copy(this.#sha, cap * SHA256_BYTES, (n) => new Uint8Array(n));
     this.#size = copy(this.#size, cap, (n) => new Float64Array(n));
-    this.#file = copy(this.#file, cap, (n) => new Float64Array(n));
-    this.#fresh = copy(this.#fresh, cap, (n) => new Float64Array(n));
+    this.#file = copy(this.#file, cap, (n) => new Uint32Array(n));
+    this.#fresh = copy(this.#fresh, cap, (n) => new Uint32Array(n));
     this.#verified = copy(this.#verified, cap, (n) => new Uint8Array(n));
     this.#prev = copy(this.#prev, cap, (n) => new Int32Array(n));
     this.#next = copy(this.#next, cap, (n) => new Int32Array(n));

@@ -132,7 +132,6 @@ export class DiskStore implements CacheStore {
                 size: p.size,
                 file: p.file,
                 freshUntil: p.freshUntil,
-                sha256: p.sha256,
                 verified: false,
               });
               if (slot >= storedAt.length) {
@@ -289,15 +288,15 @@ export class DiskStore implements CacheStore {
     }
   }
 
-  *summaries(): Iterable<StoredSummary> {
-    const d = this.#directory;
-    for (const s of d.slots()) {
-      const info = d.info(s);
+  async *summaries(): AsyncIterable<StoredSummary> {
+    // From the records (the directory keeps no SHA-256): only those the directory still holds.
+    for await (const [key, value] of this.#records()) {
+      const p = decodePrefix(value)!;
       yield {
-        primary: d.key(s).subarray(0, PRIMARY_BYTES),
-        size: info.size,
-        sha256: Buffer.from(info.sha256).toString('hex'),
-        freshUntil: info.freshUntil,
+        primary: Uint8Array.from(key.subarray(0, PRIMARY_BYTES)),
+        size: p.size,
+        sha256: Buffer.from(p.sha256).toString('hex'),
+        freshUntil: p.freshUntil,
       };
     }
   }
@@ -444,7 +443,6 @@ export class DiskStore implements CacheStore {
         size: stored.size,
         file,
         freshUntil: stored.freshUntil,
-        sha256: Buffer.from(stored.sha256, 'hex'),
         verified: true,
       });
       this.#evict(key, ops, after);
@@ -541,14 +539,19 @@ export class DiskStore implements CacheStore {
   async update(meta: StoredMeta): Promise<boolean> {
     const key = hexKey(meta.key, KEY_BYTES);
     if (!key || !this.#db) return false;
+    // The stored size, file and SHA-256 are kept whatever `meta` says: the directory holds the
+    // first two, the record the last.
+    if (this.#directory.find(key) === -1) return false;
+    const value = await this.#db.get(key);
+    const p = value ? decodePrefix(value) : undefined;
     const s = this.#directory.find(key);
-    if (s === -1 || this.#directory.file(s) !== meta.file) return false;
-    const info = this.#directory.info(s);
+    if (!p || s === -1 || this.#directory.file(s) !== meta.file || p.file !== meta.file)
+      return false;
     const next: StoredMeta = {
       ...meta,
-      size: info.size,
-      sha256: Buffer.from(info.sha256).toString('hex'),
-      file: info.file,
+      size: this.#directory.size(s),
+      sha256: Buffer.from(p.sha256).toString('hex'),
+      file: meta.file,
     };
     this.#directory.setFreshUntil(s, next.freshUntil);
     await this.#write([{ type: 'put', key, value: encodeMeta(next) }], []);

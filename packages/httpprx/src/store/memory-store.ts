@@ -77,7 +77,7 @@ export class MemoryStore implements CacheStore {
     }
   }
 
-  *summaries(): Iterable<StoredSummary> {
+  async *summaries(): AsyncIterable<StoredSummary> {
     for (const { meta } of this.#entries.values()) {
       yield {
         primary: new Uint8Array(Buffer.from(meta.primary, 'hex')),

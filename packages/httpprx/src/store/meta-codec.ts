@@ -19,10 +19,11 @@
  */
 import { Packr } from 'msgpackr';
 import type { HeaderRecord } from '../cache/directives.js';
-import { KEY_BYTES, PRIMARY_BYTES, SHA256_BYTES } from './directory.js';
+import { KEY_BYTES, PRIMARY_BYTES } from './directory.js';
 import type { StoredMeta } from './types.js';
 
 const VERSION = 1;
+export const SHA256_BYTES = 32;
 export const PREFIX_BYTES = 1 + 8 * 4 + SHA256_BYTES;
 // Plain arrays only: no shared record structures to persist alongside the data.
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, variableMapSize: true });

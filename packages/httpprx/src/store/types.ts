@@ -95,8 +95,8 @@ export interface CacheStore {
   list(): AsyncIterable<StoredMeta>;
   /** Every stored variant's listing (cheaper than `list`: headers are not decoded). */
   listing(): AsyncIterable<StoredListing>;
-  /** One summary per stored variant, from memory. */
-  summaries(): Iterable<StoredSummary>;
+  /** One summary per stored variant (the disk store reads them from its records). */
+  summaries(): AsyncIterable<StoredSummary>;
   /** Mark as recently used (LRU). */
   touch(key: string): void;
   /** The whole body (rejects when it cannot be read, or fails its first check after start-up). */

@@ -3,6 +3,12 @@ import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CacheStore, StoredMeta } from '../../src/store/types.js';
 
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
 export interface StoreHarness {
   /** A fresh, opened store with the given budget; `onRemove` receives removals. */
   create(
@@ -106,7 +112,7 @@ export function storeContract(name: string, h: StoreHarness): void {
       expect((await streamToBuffer(s.readStream(got, 10, 19))).equals(body.subarray(10, 20))).toBe(
         true,
       );
-      expect([...s.summaries()]).toEqual([
+      expect(await collect(s.summaries())).toEqual([
         {
           primary: new Uint8Array(Buffer.from(primaryOf('a'), 'hex')),
           size: 5500,
@@ -214,7 +220,7 @@ export function storeContract(name: string, h: StoreHarness): void {
       expect(u.headers['etag']).toBe('"v2"');
       expect(u.size).toBe(4);
       expect(u.freshUntil).toBe(5);
-      expect([...s.summaries()][0]!.freshUntil).toBe(5);
+      expect((await collect(s.summaries()))[0]!.freshUntil).toBe(5);
       expect(await s.update({ ...m, key: keyOf('absent') })).toBe(false);
       expect(await s.get(keyOf('absent'))).toBeUndefined();
       // A metadata update for a body that has since been replaced is refused.

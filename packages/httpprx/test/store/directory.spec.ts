@@ -36,8 +36,7 @@ describe('Directory (compact slots, binary keys, LRU)', () => {
         const info = {
           size: rnd.int(1000),
           file: ++file,
-          freshUntil: step,
-          sha256: new Uint8Array(32).fill(step & 255),
+          freshUntil: step * 1000,
         };
         dir.insert(key, info);
         model.set(k, { size: info.size, file: info.file });
@@ -74,20 +73,36 @@ describe('Directory (compact slots, binary keys, LRU)', () => {
     }
   });
 
-  it('costs about a hundred bytes per object', () => {
+  it('costs about seventy bytes per object', () => {
     const rnd = new SeededRandom(1);
     const dir = new Directory();
-    const info = { size: 1024, file: 1, freshUntil: 0, sha256: new Uint8Array(32) };
+    const info = { size: 1024, file: 1, freshUntil: 0 };
     for (let i = 0; i < 100_000; i++) dir.insert(keyOf(rnd.bytes(new Uint8Array(20)), 0), info);
     expect(dir.count).toBe(100_000);
-    // Arrays double as they grow: at most ~2x the exact need of (28 + 32 + 3*8 + 3*4) + table.
-    expect(dir.footprint / 100_000).toBeLessThan(250);
+    // 57 bytes a slot (28 + 8 + 2*4 + 1 + 3*4), slots growing by a quarter, and the table (a
+    // power of two, 4 bytes a URL, at most half full).
+    expect(dir.footprint / 100_000).toBeLessThan(120);
+  });
+
+  it('keeps file numbers and freshness ends in 32 bits', () => {
+    const dir = new Directory(4);
+    const key = keyOf(new Uint8Array(20).fill(1), 0);
+    const s = dir.insert(key, { size: 5e9, file: 0xffffffff, freshUntil: 1_764_547_200_999 });
+    // Sizes stay exact beyond 4 GiB; freshness is kept to the second it falls in.
+    expect(dir.info(s)).toEqual({ size: 5e9, file: 0xffffffff, freshUntil: 1_764_547_200_000 });
+    dir.setFreshUntil(s, Infinity);
+    expect(dir.info(s).freshUntil).toBe(0xffffffff * 1000);
+    dir.setFreshUntil(s, -5);
+    expect(dir.info(s).freshUntil).toBe(0);
+    expect(() =>
+      dir.insert(keyOf(new Uint8Array(20).fill(2), 0), { size: 1, file: 2 ** 32, freshUntil: 0 }),
+    ).toThrow(/bad body file/);
   });
 
   it('orders its LRU by a rank per slot (start-up: the time each object was stored)', () => {
     const dir = new Directory(4);
     const rank = new Float64Array(16);
-    const info = { size: 1, file: 1, freshUntil: 0, sha256: new Uint8Array(32) };
+    const info = { size: 1, file: 1, freshUntil: 0 };
     const keys = [3, 1, 2].map((i) => {
       const k = keyOf(new Uint8Array(20).fill(i), 0);
       rank[dir.insert(k, info)] = i * 1000;
