@@ -188,9 +188,11 @@ async function startNodeServer(config) {
   const [cmd, args] = pinned(SERVER_CPU, process.execPath, [
     new URL('./http-server.mjs', import.meta.url).pathname,
   ]);
-  // The proxy runs with the environment every long-running node gets (NODE_RUNTIME_ENV: glibc
-  // malloc settings, also in the Dockerfile and `npm start`); the plain server as any program.
-  const env = config.role === 'proxy' ? { ...process.env, ...NODE_RUNTIME_ENV } : process.env;
+  // Both Node servers run with the environment every long-running node gets (NODE_RUNTIME_ENV:
+  // glibc malloc settings, also in the Dockerfile and `npm start`), so that the rows differ only
+  // in the handler: with the settings on the proxy alone, the plain row measured a different
+  // malloc (its fixed trim threshold costs the proxy's process brk calls under load).
+  const env = { ...process.env, ...NODE_RUNTIME_ENV };
   const child = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
   children.add(child);
   child.send(config);
