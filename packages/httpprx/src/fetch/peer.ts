@@ -111,6 +111,7 @@ export async function fetchFromPeers(
   // waits on its origin (../peer/processing.ts): the fetching patience bounds the wait for each
   // sign of life (a member busy with a flash crowd may take a while to read the ask: the peer
   // timeout alone made asks to busy members fail over to the origin), the origin's the whole wait.
+  // Before the first 102 the wait goes on while the member stays live by failure detection.
   // A holder the index says is fetching answers only once its own origin does: the same patience.
   const patience = (h: Holder) =>
     h.state === 'fetching' ? core.limits.peerFetchingTimeoutMs : core.limits.peerTimeoutMs;
@@ -143,6 +144,8 @@ export async function fetchFromPeers(
       designated,
       takenPatienceMs: core.limits.originTimeoutMs + core.limits.peerTimeoutMs,
       beatPatienceMs: core.limits.peerFetchingTimeoutMs,
+      // A designated member still live is only slow to take the ask: waiting beats a second fetch.
+      live: (h) => core.members?.member(h.nodeId) !== undefined,
     },
     patience,
   );
