@@ -113,8 +113,13 @@ export async function fetchFromPeers(
   // timeout alone made asks to busy members fail over to the origin), the origin's the whole wait.
   // Before the first 102 the wait goes on while the member stays live by failure detection.
   // A holder the index says is fetching answers only once its own origin does: the same patience.
+  // A designated member that failure detection holds dead (the choice keeps it for a moment:
+  // ../peer/members.ts) gets the short patience: it is only worth asking if the death was false.
+  const live = (h: Holder) => core.members?.member(h.nodeId) !== undefined;
   const patience = (h: Holder) =>
-    h.state === 'fetching' ? core.limits.peerFetchingTimeoutMs : core.limits.peerTimeoutMs;
+    h.state === 'fetching' && (!designated || live(h))
+      ? core.limits.peerFetchingTimeoutMs
+      : core.limits.peerTimeoutMs;
   let failure: 'refused' | 'timeout' | 'error' | undefined;
   let processing = false;
   let fellSilent = false;
@@ -145,7 +150,7 @@ export async function fetchFromPeers(
       takenPatienceMs: core.limits.originTimeoutMs + core.limits.peerTimeoutMs,
       beatPatienceMs: core.limits.peerFetchingTimeoutMs,
       // A designated member still live is only slow to take the ask: waiting beats a second fetch.
-      live: (h) => core.members?.member(h.nodeId) !== undefined,
+      live,
     },
     patience,
   );

@@ -8,7 +8,7 @@ import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createServer as createHttpServer, request, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PEER_FETCHING_TIMEOUT_MS } from '../../src/constants.js';
+import { PEER_FETCHING_TIMEOUT_MS, PEER_TIMEOUT_MS } from '../../src/constants.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import type { LiveMember } from '../../src/peer/members.js';
@@ -258,6 +258,34 @@ describe('one fetcher per object over real sockets', () => {
     expect(rb2.status).toBe(200);
     expect(asks).toBe(1);
     expect(f.origin.hits).toHaveLength(2);
+  });
+
+  it('a designated member held in the choice after its death gets the short peer patience', async () => {
+    const f = await fleet();
+    // C is declared dead (no longer a member) but the choice still holds it: it hangs.
+    const accepted: Socket[] = [];
+    let asks = 0;
+    const silent = createServer((sock) => {
+      accepted.push(sock);
+      sock.once('data', () => asks++);
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.9', r));
+    cleanups.push(async () => {
+      for (const s of accepted) s.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
+    });
+    const port = (silent.address() as AddressInfo).port;
+    const members = f.members!;
+    const listed = members.live!.bind(members);
+    members.live = () => [...listed(), { nodeId: C, ip: '127.0.0.9', httpPort: port, near: true }];
+    const path = pathForC(f, '/held');
+    const pending = get(f.b.port, f.origin.coralHost, path, {}, 'GET', '127.0.0.4');
+    await until(() => asks === 1, 'B asked C');
+    await f.clock.advance(PEER_TIMEOUT_MS);
+    const rb = await pending;
+    expect(rb.status).toBe(200);
+    expect(rb.body.equals(BODY)).toBe(true);
+    expect(f.origin.hits).toHaveLength(1);
   });
 
   /**
