@@ -31,6 +31,7 @@ import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { rendezvousRank, urlKey } from '@coral/httpprx';
 import { SeededRandom, shuffle } from '@coral/testkit';
 import { Fleet, SampleOrigin, fetchVia, resolveThrough } from '@coral/node/fleet';
 
@@ -164,6 +165,9 @@ async function runOnce(runSeed) {
       views = await viewsNow();
     }
     const formedSeconds = (performance.now() - formStart) / 1000;
+    const nodeIds = await Promise.all(
+      fleet.nodes.map(async (n) => (await n.admin.json('GET', '/v1/node')).nodeId),
+    );
     const totalRequests = clients * objects;
     const started = performance.now();
     const latencies = [];
@@ -324,6 +328,17 @@ async function runOnce(runSeed) {
     const originRequests = [...origin.counts.entries()]
       .filter(([p]) => p.startsWith('/obj/'))
       .reduce((s, [, n]) => s + n, 0);
+    // Objects the origin served more than once: the nodes that fetched each (its Via names a node
+    // by its id's first 12 hex digits; node numbers from 1) and the one the rendezvous order over
+    // the whole fleet designates.
+    const nodeOf = (via) => 1 + nodeIds.findIndex((id) => via.includes(`coral-${id.slice(0, 12)}`));
+    const duplicates = [...origin.via.entries()]
+      .filter(([p, v]) => p.startsWith('/obj/') && v.length > 1)
+      .map(([p, v]) => {
+        const key = urlKey(`http://www.origin.test:${port}${p}`);
+        const top = nodeIds.findIndex((id) => rendezvousRank(id, key, nodeIds) === 0);
+        return { path: p, designated: top + 1, fetchers: v.map(nodeOf) };
+      });
 
     // What the surviving nodes say about themselves: claims won and lost, failed peer fetches.
     const fleetCounters = {
@@ -390,6 +405,7 @@ async function runOnce(runSeed) {
       p99Ms: Number(pct(0.99).toFixed(2)),
       wallSeconds: Number(wallSeconds.toFixed(2)),
       ...fleetCounters,
+      duplicates,
       perNode: Object.fromEntries([...perNode].sort()),
       errorSamples: [...new Set(errorSamples)].slice(0, 5),
     };
@@ -417,6 +433,12 @@ try {
       ['client errors', res.clientErrors],
       ['corrupt bodies', res.corruptBodies],
       ['origin requests', res.originRequests],
+      [
+        'fetched more than once',
+        res.duplicates
+          .map((d) => `${d.path} by ${d.fetchers.join(',')} (designated ${d.designated})`)
+          .join('; ') || 'none',
+      ],
       [
         'members known at start',
         `${res.membersKnownAtStart.min}–${res.membersKnownAtStart.max} of ${nodes} (each node's view, ${res.formedSeconds} s after ready)`,

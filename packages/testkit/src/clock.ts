@@ -25,6 +25,31 @@ export const systemClock: Clock = {
   },
 };
 
+/**
+ * On the real clock, a timer that gives a verdict (a probe or a peer timed out) waits one turn of
+ * the event loop for I/O: a process that was busy for a while runs its expired timers before it
+ * reads what arrived meanwhile, and an answer already in the socket must not lose to its own
+ * timeout. Any other clock is returned as it is (its time is the only time).
+ */
+export function ioFirst(clock: Clock): Clock {
+  if (clock !== systemClock) return clock;
+  return {
+    now: () => clock.now(),
+    setTimeout(fn, ms) {
+      let immediate: NodeJS.Immediate | undefined;
+      const t = clock.setTimeout(() => {
+        immediate = setImmediate(fn);
+      }, ms);
+      return {
+        cancel() {
+          t.cancel();
+          if (immediate) clearImmediate(immediate);
+        },
+      };
+    },
+  };
+}
+
 interface PendingTimer {
   at: number;
   seq: number;

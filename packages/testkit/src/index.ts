@@ -14,6 +14,7 @@ export {
   type Clock,
   type TimerHandle,
   systemClock,
+  ioFirst,
   ManualClock,
   flushMicrotasks,
 } from './clock.js';

@@ -17,7 +17,7 @@
  * member, named by id (the probe goes to the address this node verified, never one given in the
  * request): nobody can make this node probe an arbitrary address.
  */
-import { systemClock, type Clock, type Random, type TimerHandle } from '@coral/testkit';
+import { ioFirst, type Clock, type Random, type TimerHandle } from '@coral/testkit';
 import type { Address, Contact } from '../contact.js';
 import { LEAVE_TIMEOUT_MS } from '../constants.js';
 import { fromHex, toHex } from '../id/id.js';
@@ -73,31 +73,6 @@ export interface FailureDetectorCounters {
   leavesIgnored: number;
   /** Gossip dropped because its sender is not a verified live member here. */
   gossipIgnored: number;
-}
-
-/**
- * On the real clock, a timer's verdict (a probe timed out, a suspicion ran out) waits one turn of
- * the event loop for I/O: a process that was busy for a while runs its expired timers before it
- * reads the datagrams that arrived meanwhile, and an ack already in the socket must not lose to its
- * own timeout. A simulated clock is used as it is (its time is the only time).
- */
-export function ioFirst(clock: Clock): Clock {
-  if (clock !== systemClock) return clock;
-  return {
-    now: () => clock.now(),
-    setTimeout(fn, ms) {
-      let immediate: NodeJS.Immediate | undefined;
-      const t = clock.setTimeout(() => {
-        immediate = setImmediate(fn);
-      }, ms);
-      return {
-        cancel() {
-          t.cancel();
-          if (immediate) clearImmediate(immediate);
-        },
-      };
-    },
-  };
 }
 
 export class FailureDetector {

@@ -53,8 +53,9 @@ export class PeerRegistry {
   /** Newcomers refused because their IP already holds `maxIdsPerIp` live members. */
   refused = 0;
   /**
-   * Failure detection's verdict: a member it holds dead or departed is not live, however recently
-   * a datagram came from it (it comes back only with a higher incarnation).
+   * Failure detection's verdict, set while it runs (it alone then decides who is live): a member
+   * it holds dead or departed is not live, however recently a datagram came from it (it comes
+   * back only with a higher incarnation).
    */
   isDown: ((hex: string) => boolean) | undefined;
 
@@ -78,12 +79,18 @@ export class PeerRegistry {
     return this.#byId.values();
   }
 
-  /** Heard from within the live window, no failed RPC since, not dead or departed (`isDown`). */
+  /**
+   * Live: with failure detection running (`isDown` set), not dead or departed by its verdict — a
+   * request that timed out on a busy member is no evidence of death, and each node's own timeouts
+   * would give each node its own view of the fleet (the designated fetcher's choice needs one
+   * view); its probes keep the verdict fresh however large the fleet. Without it: heard from
+   * within the live window and no failed RPC since.
+   */
   isLive(rec: MemberRecord, now = this.#clock.now()): boolean {
+    if (this.isDown) return !this.isDown(rec.hex);
     return (
       now - rec.lastHeard <= this.liveWindowMs &&
-      (rec.failedAt === undefined || rec.failedAt < rec.lastHeard) &&
-      !(this.isDown?.(rec.hex) ?? false)
+      (rec.failedAt === undefined || rec.failedAt < rec.lastHeard)
     );
   }
 

@@ -32,6 +32,28 @@ describe('PeerRegistry', () => {
     expect(r.admit(c('10.0.0.2', 2))).toBeDefined();
   });
 
+  it('with failure detection running, its verdict alone decides who is live', async () => {
+    const clock = new ManualClock(0);
+    const r = new PeerRegistry({ clock }, { liveWindowMs: 1000 });
+    const down = new Set<string>();
+    r.isDown = (hex) => down.has(hex);
+    const rec = r.admit(c('10.0.0.1', 1))!;
+    // A request that timed out on a busy member, or a long silence, is not a death.
+    r.noteFailure(rec.hex);
+    await clock.advance(5_000);
+    expect(r.isLive(rec)).toBe(true);
+    expect(r.admit(c('10.0.0.1', 2))).toBeUndefined(); // its IP stays taken
+    down.add(rec.hex);
+    expect(r.isLive(rec)).toBe(false);
+    expect(r.admit(c('10.0.0.1', 2))).toBeDefined();
+    // Without it, the failed RPC and the live window decide.
+    r.isDown = undefined;
+    const other = r.admit(c('10.0.0.3', 1))!;
+    expect(r.isLive(other)).toBe(true);
+    r.noteFailure(other.hex);
+    expect(r.isLive(other)).toBe(false);
+  });
+
   it('counts identities per source IP (behind a NAT the advertised IP is not what counts)', () => {
     const clock = new ManualClock(0);
     const r = new PeerRegistry({ clock });

@@ -111,9 +111,15 @@ export async function fetchFromPeers(
   // waits on its origin (../peer/processing.ts): the fetching patience bounds the wait for each
   // sign of life (a member busy with a flash crowd may take a while to read the ask: the peer
   // timeout alone made asks to busy members fail over to the origin), the origin's the whole wait.
+  // Before the first 102 the wait goes on while the member stays live by failure detection.
   // A holder the index says is fetching answers only once its own origin does: the same patience.
+  // A designated member that failure detection holds dead (the choice keeps it for a moment:
+  // ../peer/members.ts) gets the short patience: it is only worth asking if the death was false.
+  const live = (h: Holder) => core.members?.member(h.nodeId) !== undefined;
   const patience = (h: Holder) =>
-    h.state === 'fetching' ? core.limits.peerFetchingTimeoutMs : core.limits.peerTimeoutMs;
+    h.state === 'fetching' && (!designated || live(h))
+      ? core.limits.peerFetchingTimeoutMs
+      : core.limits.peerTimeoutMs;
   let failure: 'refused' | 'timeout' | 'error' | undefined;
   let processing = false;
   let fellSilent = false;
@@ -143,6 +149,8 @@ export async function fetchFromPeers(
       designated,
       takenPatienceMs: core.limits.originTimeoutMs + core.limits.peerTimeoutMs,
       beatPatienceMs: core.limits.peerFetchingTimeoutMs,
+      // A designated member still live is only slow to take the ask: waiting beats a second fetch.
+      live,
     },
     patience,
   );

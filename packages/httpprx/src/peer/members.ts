@@ -15,7 +15,9 @@ export interface FleetMembers {
   /**
    * Every verified live member but this node, for the choice of a designated fetcher
    * (./rendezvous.ts); `near`: in this node's own (most specific) cluster. Without it, misses go
-   * to the index and its claims.
+   * to the index and its claims. It may keep a member declared dead a moment longer (a death
+   * that may be false must not move the choice); `member()` no longer lists such a member, and
+   * an ask to it gets the short peer patience.
    */
   live?(): readonly LiveMember[];
 }

@@ -12,7 +12,7 @@
  * (`designated`, ./rendezvous.ts): it carries the designated marker and the client's own cache
  * directives instead of `only-if-cached`, and that member fetches from the origin on a miss.
  */
-import type { Clock } from '@coral/testkit';
+import { ioFirst, type Clock, type TimerHandle } from '@coral/testkit';
 import type { Holder } from '../content-index.js';
 import { DESIGNATED_HEADER, PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
 import type { Upstream, UpstreamResponse } from '../origin/upstream.js';
@@ -52,6 +52,15 @@ export interface PeerRequest {
    * died, and is given up on then rather than at the end of `takenPatienceMs`.
    */
   beatPatienceMs?: number;
+  /**
+   * With `designated` and `takenPatienceMs`: is the member still live by the fleet's failure
+   * detection? Before its first 102, a member that is still live when the holder's patience runs
+   * out is only slow to read the ask (a busy machine), and the wait goes on (looked at every
+   * third of a patience), up to `takenPatienceMs` in all: giving up sends the request to the
+   * origin, a second fetch of the object. A member that hung or died leaves the live set within
+   * seconds.
+   */
+  live?: (holder: Holder) => boolean;
 }
 
 export interface PeerWinner {
@@ -88,7 +97,8 @@ export function racePeers(
   patienceMs: (h: Holder) => number,
 ): Promise<PeerWinner | undefined> {
   if (targets.length === 0) return Promise.resolve(undefined);
-  const { clock } = deps;
+  // Verdicts wait for the I/O that arrived before them (an answer must not lose to its timeout).
+  const clock = ioFirst(deps.clock);
   const requestTime = clock.now();
   const holders = targets.map((t) => t.holder);
   // The member addresses being asked may be connected to while the race lasts.
@@ -106,9 +116,25 @@ export function racePeers(
     let done = false;
     const controllers = holders.map(() => new AbortController());
     const lost = holders.map(() => false);
-    const expire = (i: number, ms: number, silent = false) =>
+    // The end of the taken patience, from each member's first 102.
+    const deadlines: (number | undefined)[] = holders.map(() => undefined);
+    const taken = req.takenPatienceMs;
+    const expire = (i: number, ms: number, silent = false): TimerHandle =>
       clock.setTimeout(() => {
         if (done || lost[i]) return;
+        if (
+          req.designated &&
+          taken !== undefined &&
+          deadlines[i] === undefined &&
+          clock.now() - requestTime < taken &&
+          req.live?.(holders[i]!) === true
+        ) {
+          // Looked at again a third of a patience later: a member declared dead meanwhile is
+          // given up on soon after.
+          const step = Math.max(1, Math.floor(patienceMs(holders[i]!) / 3));
+          timers[i] = expire(i, Math.min(step, taken - (clock.now() - requestTime)));
+          return;
+        }
         deps.onEvent?.({ type: 'peer-timeout', holders: [holders[i]!], silent });
         controllers[i]!.abort(new Error('peer timeout'));
         lose(i);
@@ -142,16 +168,14 @@ export function racePeers(
       if (deps.auth) {
         headers[PEER_AUTH_HEADER] = deps.auth.sign({ method: 'GET', authority: req.host, path });
       }
-      const taken = req.takenPatienceMs;
       const beat = req.beatPatienceMs ?? taken;
-      let deadline: number | undefined; // the end of the taken patience, from the first 102
       const onInfo =
         req.designated && taken !== undefined && beat !== undefined
           ? (status: number) => {
               if (status !== 102 || done || lost[i]) return;
               const now = clock.now();
-              const first = deadline === undefined;
-              deadline ??= now + taken;
+              const first = deadlines[i] === undefined;
+              const deadline = (deadlines[i] ??= now + taken);
               timers[i]!.cancel();
               const left = deadline - now;
               timers[i] = expire(i, Math.max(0, Math.min(beat, left)), beat < left);

@@ -8,7 +8,7 @@ import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createServer as createHttpServer, request, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PEER_FETCHING_TIMEOUT_MS } from '../../src/constants.js';
+import { PEER_FETCHING_TIMEOUT_MS, PEER_TIMEOUT_MS } from '../../src/constants.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import type { LiveMember } from '../../src/peer/members.js';
@@ -212,7 +212,7 @@ describe('one fetcher per object over real sockets', () => {
     expect(f.origin.hits).toHaveLength(1);
   });
 
-  it('a designated member that stalls: the asker gives up after its patience, falls back, and skips it for a while', async () => {
+  it('a designated member that stalls is waited on while it stays live; once out of the live set, the asker falls back and skips it', async () => {
     const f = await fleet();
     // C outranks A and B for both paths; it accepts connections and never answers.
     const accepted: Socket[] = [];
@@ -228,17 +228,64 @@ describe('one fetcher per object over real sockets', () => {
     });
     const [s1, s2] = [pathForC(f, '/s'), pathForC(f, '/s', 1)];
     f.members!.set(C, { ip: '127.0.0.9', httpPort: (silent.address() as AddressInfo).port });
-    const pending = get(f.b.port, f.origin.coralHost, s1, {}, 'GET', '127.0.0.4');
+    let answered = false;
+    const pending = get(f.b.port, f.origin.coralHost, s1, {}, 'GET', '127.0.0.4').then((r) => {
+      answered = true;
+      return r;
+    });
     await until(() => asks === 1, 'B asked C');
+    // Failure detection still holds C live: it is only slow to read the ask (a busy machine), and
+    // giving up would fetch the object a second time. B goes on waiting, looking again every
+    // third of a patience.
+    const step = Math.floor(PEER_FETCHING_TIMEOUT_MS / 3);
     await f.clock.advance(PEER_FETCHING_TIMEOUT_MS);
+    for (let i = 0; i < 6; i++) {
+      const again = f.clock.now() + step;
+      await until(() => f.clock.nextAt() === again, 'B waits on');
+      await f.clock.advance(step);
+    }
+    expect(answered).toBe(false);
+    expect(f.origin.hits).toHaveLength(0);
+    // Declared dead (hung, as under SIGSTOP): out of the live set, given up at the next look.
+    f.members!.delete(C);
+    await f.clock.advance(step);
     const rb = await pending;
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
-    // The next miss designated to C does not wait on it again.
+    // The next miss designated to C does not wait on it again (back in the live set or not).
+    f.members!.set(C, { ip: '127.0.0.9', httpPort: (silent.address() as AddressInfo).port });
     const rb2 = await get(f.b.port, f.origin.coralHost, s2, {}, 'GET', '127.0.0.4');
     expect(rb2.status).toBe(200);
     expect(asks).toBe(1);
     expect(f.origin.hits).toHaveLength(2);
+  });
+
+  it('a designated member held in the choice after its death gets the short peer patience', async () => {
+    const f = await fleet();
+    // C is declared dead (no longer a member) but the choice still holds it: it hangs.
+    const accepted: Socket[] = [];
+    let asks = 0;
+    const silent = createServer((sock) => {
+      accepted.push(sock);
+      sock.once('data', () => asks++);
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.9', r));
+    cleanups.push(async () => {
+      for (const s of accepted) s.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
+    });
+    const port = (silent.address() as AddressInfo).port;
+    const members = f.members!;
+    const listed = members.live!.bind(members);
+    members.live = () => [...listed(), { nodeId: C, ip: '127.0.0.9', httpPort: port, near: true }];
+    const path = pathForC(f, '/held');
+    const pending = get(f.b.port, f.origin.coralHost, path, {}, 'GET', '127.0.0.4');
+    await until(() => asks === 1, 'B asked C');
+    await f.clock.advance(PEER_TIMEOUT_MS);
+    const rb = await pending;
+    expect(rb.status).toBe(200);
+    expect(rb.body.equals(BODY)).toBe(true);
+    expect(f.origin.hits).toHaveLength(1);
   });
 
   /**

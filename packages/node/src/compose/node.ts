@@ -271,6 +271,7 @@ export class CoralNode implements AdminBackend {
     // in keyed mode holder records are authenticated and peer requests are signed and checked.
     const members = new DshtFleetMembers(this.dsht, keyring !== undefined, {
       designated: config.index.designated,
+      clock: this.#clock,
     });
     const peerAuth = keyring ? new HttpPeerSigner({ keyring, clock: this.#clock }) : undefined;
     // Node-to-node admin requests (purges, ACME): answers sealed with the same keys, and only

@@ -46,6 +46,8 @@ export class SampleOrigin {
   readonly #bodies = new Map<number, Buffer>();
   /** Requests answered, by path. */
   readonly counts = new Map<string, number>();
+  /** Who asked, by path: each request's `Via` field (a Coral node names itself there). */
+  readonly via = new Map<string, string[]>();
   /** When the emulated link is next free (ms, performance.now() time). */
   #linkFreeAt = 0;
   address = { host: '', port: 0 };
@@ -111,6 +113,9 @@ export class SampleOrigin {
       return;
     }
     this.counts.set(path, (this.counts.get(path) ?? 0) + 1);
+    const via = this.via.get(path) ?? [];
+    via.push(String(req.headers.via ?? ''));
+    this.via.set(path, via);
     let body: Buffer;
     let type: string;
     const m = /^\/obj\/(\d+)$/.exec(path);

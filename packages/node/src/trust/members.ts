@@ -6,29 +6,80 @@
  * `live()` lists the same members for the choice of a designated fetcher; a member is `near` when
  * it is in this node's most specific cluster (the routing table of its highest level; with one
  * level every member is near).
+ *
+ * The fetcher choice holds a member declared dead for a moment (`holdMs`, as route-flap damping
+ * does): every node computes the designated fetcher from its own view, and a member falsely
+ * declared dead (an overloaded machine answers probes late; it refutes as soon as it hears) would
+ * otherwise have its objects fetched by another member while the death lasts. The hold starts
+ * from the death itself, which failure detection spreads to every member within a gossip round,
+ * so the members' views stay alike; a member that comes back or leaves (LEAVE) ends it at once.
+ * An ask to a held member gets the short peer patience (it is dead by failure detection): one
+ * that is really gone costs the asker a refused connection or that patience once, after which
+ * the proxy's penalty skips it. `member()` (holders, peer lists) and DNS answers drop a dead
+ * member at once as before.
  */
 import type { FleetMembers, LiveMember } from '@coral/httpprx';
+import type { Clock } from '@coral/testkit';
 
-/** What this adapter reads from the DSHT (`Dsht.member`, `members`, `routes`, `levels`). */
+/** How long the fetcher choice keeps a member after failure detection declared it dead (ms). */
+export const DESIGNATED_HOLD_MS = 5_000;
+
+/** A member change as the DSHT reports it (`Dsht` 'member-dead' / 'member-alive' / 'member-left'). */
+export interface MemberEvent {
+  id: string;
+  ip: string;
+  httpPort?: number;
+}
+
+/** What this adapter reads from the DSHT (`Dsht.member`, `members`, `routes`, `levels`, events). */
 export interface MemberSource {
   member(idHex: string): { ip: string; httpPort?: number } | undefined;
   members(): { id: string; ip: string; httpPort?: number }[];
   routes(level: number): { id: Uint8Array }[];
   readonly levels: number;
+  on?(
+    event: 'member-dead' | 'member-alive' | 'member-left',
+    listener: (change: MemberEvent) => void,
+  ): unknown;
+}
+
+export interface FleetMembersOptions {
+  /** `false` leaves out `live()`: misses go to the index and its claims. */
+  designated?: boolean;
+  /** Default {@link DESIGNATED_HOLD_MS}; 0 turns the hold off. */
+  holdMs?: number;
+  /** Needed for the hold; without it the choice sees the live members as they are. */
+  clock?: Clock;
 }
 
 export class DshtFleetMembers implements FleetMembers {
   readonly recordsAuthenticated: boolean;
   readonly #dsht: MemberSource;
+  readonly #clock: Clock | undefined;
+  readonly #holdMs: number;
+  /** Members declared dead within the hold: node id → the member and when the hold ends. */
+  readonly #held = new Map<string, { member: LiveMember; until: number }>();
+  /** With levels above 0: whether each member was near when last listed live. */
+  readonly #near = new Map<string, boolean>();
 
-  /**
-   * `keyed`: holder records were stored by authenticated members, so size and sha256 are trusted.
-   * `designated: false` leaves out `live()`: misses go to the index and its claims.
-   */
-  constructor(dsht: MemberSource, keyed: boolean, options: { designated?: boolean } = {}) {
+  /** `keyed`: holder records were stored by authenticated members, so size and sha256 are trusted. */
+  constructor(dsht: MemberSource, keyed: boolean, options: FleetMembersOptions = {}) {
     this.#dsht = dsht;
     this.recordsAuthenticated = keyed;
-    if (options.designated === false) this.live = undefined;
+    this.#clock = options.clock;
+    this.#holdMs = options.clock ? (options.holdMs ?? DESIGNATED_HOLD_MS) : 0;
+    if (options.designated === false) {
+      this.live = undefined;
+      return;
+    }
+    if (this.#holdMs > 0) {
+      dsht.on?.('member-dead', (m) => this.#hold(m));
+      dsht.on?.('member-alive', (m) => this.#held.delete(m.id));
+      dsht.on?.('member-left', (m) => {
+        this.#held.delete(m.id);
+        this.#near.delete(m.id);
+      });
+    }
   }
 
   member(nodeId: string): { ip: string; httpPort: number } | undefined {
@@ -36,7 +87,16 @@ export class DshtFleetMembers implements FleetMembers {
     return m?.httpPort ? { ip: m.ip, httpPort: m.httpPort } : undefined;
   }
 
-  live?: () => LiveMember[] = () => this.#live();
+  live?: () => LiveMember[] = () => {
+    const live = this.#live();
+    if (this.#held.size === 0) return live;
+    const now = this.#clock!.now();
+    for (const [id, h] of this.#held) {
+      if (h.until <= now) this.#held.delete(id);
+      else if (!live.some((m) => m.nodeId === id)) live.push(h.member);
+    }
+    return live;
+  };
 
   #live(): LiveMember[] {
     const dsht = this.#dsht;
@@ -47,8 +107,19 @@ export class DshtFleetMembers implements FleetMembers {
     const out: LiveMember[] = [];
     for (const m of dsht.members()) {
       if (!m.httpPort) continue;
-      out.push({ nodeId: m.id, ip: m.ip, httpPort: m.httpPort, near: near?.has(m.id) ?? true });
+      const isNear = near?.has(m.id) ?? true;
+      if (near) this.#near.set(m.id, isNear);
+      out.push({ nodeId: m.id, ip: m.ip, httpPort: m.httpPort, near: isNear });
     }
     return out;
+  }
+
+  #hold(m: MemberEvent): void {
+    if (!m.httpPort) return;
+    const near = this.#dsht.levels > 1 ? (this.#near.get(m.id) ?? false) : true;
+    this.#held.set(m.id, {
+      member: { nodeId: m.id, ip: m.ip, httpPort: m.httpPort, near },
+      until: this.#clock!.now() + this.#holdMs,
+    });
   }
 }
