@@ -68,7 +68,7 @@ export function fastHit(
   const age = currentAge(e.meta.facts, now);
   if (age >= e.lifetime) return false;
   // A site that opted out, or whose opt-out state is to be read from the index: the full path.
-  if (core.optOuts.mustCheck(siteOf(e.meta.url), now)) return false;
+  if (core.optOuts.mustCheck((e.site ??= siteOf(e.meta.url)), now)) return false;
   // The served-bytes share: a hit that would have to wait takes the full path, which waits.
   const bytes = method === 'HEAD' ? 0 : e.body.length;
   if (bytes > 0 && !core.bandwidth.served.tryTake((e.domain ??= domainOf(e.meta.url)), bytes)) {

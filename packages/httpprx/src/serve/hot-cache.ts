@@ -70,6 +70,8 @@ export interface HotEntry {
   touchedAt: number;
   /** The origin domain its bytes are accounted to (../fairness/), set on first use. */
   domain?: string;
+  /** Its site (scheme and authority, ../site-control/), set on first use. */
+  site?: string;
   /** Still in the cache (false once evicted, replaced or deleted: its routes are gone too). */
   live: boolean;
 }
