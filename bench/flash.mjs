@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Flash crowd: `npm run bench:flash -- --nodes 6 --clients 300 --objects 12 --seed 1`.
-// A fleet of node processes on 127.0.B.x and a counting origin on 127.0.0.1; every client (its own
-// source address 127.C.y.z) resolves the Coralized name through one node's DNS server with Node's
-// stub resolver, then fetches every object in a seeded random order through the proxy it was
-// given, all clients at once. Checks every body against the origin's bytes. Prints a table, then
+// A fleet of node processes on 127.0.B.x and a counting origin (a process of its own) on
+// 127.0.0.1; every client (its own source address 127.C.y.z) resolves the Coralized name through
+// one node's DNS server with Node's stub resolver, then fetches every object in a seeded random
+// order through the proxy it was given, all clients at once. Checks every body against the origin's bytes. Prints a table, then
 // one JSON line. CoralCDN saw 14 origin requests for 12 files from 166 proxies; the target here is
 // originRequests == objects and clientErrors == 0, with the nodes' default settings.
 //
@@ -26,10 +26,14 @@
 // on the survivors (`reResolved`: the fresh DNS answers), and gives the survivors' slowest answer
 // after the failure.
 // `--runs N` repeats the whole run with seeds seed..seed+N-1, a fresh fleet each time.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { rendezvousRank, urlKey } from '@coral/httpprx';
 import { SeededRandom, shuffle } from '@coral/testkit';
@@ -123,12 +127,59 @@ const knobEnv = Object.fromEntries(
 // The proxy's default peer timeout (packages/node docs/configuration.md: proxy.peerTimeoutMs 0 = 1 s).
 const peerTimeoutMs = Number(knobs['peer-timeout-ms'] ?? 1000);
 
+const ORIGIN_MAIN = fileURLToPath(
+  new URL('../packages/node/dist/fleet/origin-main.js', import.meta.url),
+);
+
+/**
+ * The counting origin in a process of its own, as a real origin is: in this process it would
+ * answer at the pace of the 600 clients' event loop (an overloaded one answered the fleet's
+ * fetches after 15 s, and the nodes reported origin timeouts). Its bytes are a pure function of
+ * the path, so a `SampleOrigin` here that never listens checks every body.
+ */
+async function startOrigin() {
+  const child = spawn(process.execPath, [ORIGIN_MAIN], {
+    env: {
+      ...process.env,
+      ORIGIN_HOST: '127.0.0.1',
+      ORIGIN_PORT: '0',
+      ORIGIN_OBJECTS: String(objects),
+      ORIGIN_OBJECT_BYTES: String(objectBytes),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const [first] = await Promise.race([
+    once(lines, 'line'),
+    once(child, 'exit').then(([code]) => {
+      throw new Error(`the origin process exited (${code}) before listening`);
+    }),
+  ]);
+  const { port } = JSON.parse(first);
+  return {
+    port,
+    /** Requests answered and each one's Via, by path. */
+    async counts() {
+      const r = await fetch(`http://127.0.0.1:${port}/counts`);
+      const { byPath, via } = await r.json();
+      return { counts: new Map(Object.entries(byPath)), via: new Map(Object.entries(via)) };
+    },
+    async close() {
+      lines.close();
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
+
 /** One run with a fresh fleet and a cold origin; returns the figures of the JSON line. */
 async function runOnce(runSeed) {
   const rng = new SeededRandom(runSeed);
   const dataRoot = mkdtempSync(join(tmpdir(), 'coral-flash-'));
-  const origin = new SampleOrigin({ host: '127.0.0.1', objects, objectBytes });
-  const { port } = await origin.listen();
+  const origin = await startOrigin();
+  const { port } = origin;
+  const bytes = new SampleOrigin({ objects, objectBytes });
   const fleet = new Fleet({
     nodes,
     dataRoot,
@@ -215,7 +266,7 @@ async function runOnce(runSeed) {
           c.survivorMaxMsAfterFailure = Math.max(c.survivorMaxMsAfterFailure, ms);
           if (ms > peerTimeoutMs + 1000) c.survivorSlowAfterFailure++;
         }
-        if (r.status === 200 && !r.body.equals(origin.body(i))) {
+        if (r.status === 200 && !r.body.equals(bytes.body(i))) {
           c.corruptBodies++;
           errorSamples.push(`corrupt body from ${ip} (${r.cacheStatus})`);
           return { ok: false, onFailed: failedIps.has(ip) };
@@ -325,14 +376,15 @@ async function runOnce(runSeed) {
       latencies.length
         ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]
         : 0;
-    const originRequests = [...origin.counts.entries()]
+    const seen = await origin.counts();
+    const originRequests = [...seen.counts.entries()]
       .filter(([p]) => p.startsWith('/obj/'))
       .reduce((s, [, n]) => s + n, 0);
     // Objects the origin served more than once: the nodes that fetched each (its Via names a node
     // by its id's first 12 hex digits; node numbers from 1) and the one the rendezvous order over
     // the whole fleet designates.
     const nodeOf = (via) => 1 + nodeIds.findIndex((id) => via.includes(`coral-${id.slice(0, 12)}`));
-    const duplicates = [...origin.via.entries()]
+    const duplicates = [...seen.via.entries()]
       .filter(([p, v]) => p.startsWith('/obj/') && v.length > 1)
       .map(([p, v]) => {
         const key = urlKey(`http://www.origin.test:${port}${p}`);

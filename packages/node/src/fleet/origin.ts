@@ -6,7 +6,8 @@
  * downloads with downloads through the fleet.
  *
  * Paths: `/` an HTML page linking every object; `/obj/<i>` object i (cacheable for an hour);
- * `/counts` the request counters as JSON (not counted, not cacheable).
+ * `/counts` the request counters as JSON, with each request's `Via` by path (not counted, not
+ * cacheable).
  */
 import { once } from 'node:events';
 import { createHash } from 'node:crypto';
@@ -109,7 +110,13 @@ export class SampleOrigin {
     const path = (req.url ?? '/').split('?')[0]!;
     if (path === '/counts') {
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-      res.end(JSON.stringify({ total: this.total, byPath: Object.fromEntries(this.counts) }));
+      res.end(
+        JSON.stringify({
+          total: this.total,
+          byPath: Object.fromEntries(this.counts),
+          via: Object.fromEntries(this.via),
+        }),
+      );
       return;
     }
     this.counts.set(path, (this.counts.get(path) ?? 0) + 1);
