@@ -22,6 +22,7 @@ import {
   encodeValueKey,
   encodeValueRecord,
   LEGACY_VALUE_RANGE,
+  recordSlabs,
   VALUE_PREFIX,
   VALUE_PREFIX_END,
 } from './records.js';
@@ -60,6 +61,8 @@ const MIGRATE_BATCH = 512;
 export class Persistence {
   #db: KeyValueDb;
   #queue: BatchOp[] = [];
+  /** Queued records' bytes (./records.ts `recordSlabs`). */
+  #slabs = recordSlabs();
   #contactKeys = new Set<string>();
   #flushing: Promise<void> = Promise.resolve();
   /** Records skipped on load because they could not be decoded (a damaged or foreign database). */
@@ -138,15 +141,19 @@ export class Persistence {
   putValue(v: StoredValue): void {
     this.#queue.push({
       type: 'put',
-      key: encodeValueKey(v),
-      value: encodeValueRecord(v),
+      key: encodeValueKey(v, this.#slabs.alloc),
+      value: encodeValueRecord(v, this.#slabs.alloc),
       keyEncoding: 'view',
       valueEncoding: 'view',
     });
   }
 
   deleteValue(v: StoredValue): void {
-    this.#queue.push({ type: 'del', key: encodeValueKey(v), keyEncoding: 'view' });
+    this.#queue.push({
+      type: 'del',
+      key: encodeValueKey(v, this.#slabs.alloc),
+      keyEncoding: 'view',
+    });
   }
 
   /** Replace the stored contact set with `contacts`. */

@@ -12,6 +12,7 @@
  * layout's `v!` keys, which are still read (`decodeLegacyValue`) and rewritten on load.
  */
 import { fromHex } from '../id/id.js';
+import { ByteSlabs } from '../store/bytes.js';
 import type { StoredValue } from '../store/value-store.js';
 
 /** First bytes of every binary value record's key, and the end of their range. */
@@ -29,11 +30,24 @@ const FROM_SOURCE = 1;
 const utf8 = new TextEncoder();
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
+/** Where an encoder gets its output bytes: a new array by default, or a caller's slab. */
+export type Alloc = (n: number) => Uint8Array;
+const fresh: Alloc = (n) => new Uint8Array(n);
+
+/**
+ * Slabs for the records of write batches: the records go into a few shared 256 KiB buffers
+ * (which malloc maps on their own and returns whole once they are dropped) instead of two small
+ * buffers each, which would be scattered over malloc's heap and leave it fragmented.
+ */
+export function recordSlabs(): ByteSlabs {
+  return new ByteSlabs({ slabBytes: 256 * 1024, maxCopy: 256 * 1024 });
+}
+
 /** The record key of a value: one per (level, key, entry). */
-export function encodeValueKey(v: StoredValue): Uint8Array {
+export function encodeValueKey(v: StoredValue, alloc: Alloc = fresh): Uint8Array {
   const by = v.copy ? (v.storedBy ?? v.publisher) : undefined;
   const n = 2 + 2 + v.key.length + 2 + v.publisher.length + (by ? 1 + by.length : 0);
-  const out = new Uint8Array(n);
+  const out = alloc(n);
   out.set(VALUE_PREFIX, 0);
   let at = 2;
   out[at++] = v.level;
@@ -45,11 +59,11 @@ export function encodeValueKey(v: StoredValue): Uint8Array {
 }
 
 /** The record's value: times, source and the value's bytes. */
-export function encodeValueRecord(v: StoredValue): Uint8Array {
+export function encodeValueRecord(v: StoredValue, alloc: Alloc = fresh): Uint8Array {
   const src = v.source === undefined ? undefined : utf8.encode(v.source);
   if (src && src.length > 255) throw new RangeError('source host over 255 bytes');
-  const out = new Uint8Array(17 + (src ? 1 + src.length : 0) + v.value.length);
-  const dv = new DataView(out.buffer);
+  const out = alloc(17 + (src ? 1 + src.length : 0) + v.value.length);
+  const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
   dv.setFloat64(0, v.expiresAt, true);
   dv.setFloat64(8, v.storedAt, true);
   let at = 16;
@@ -62,8 +76,8 @@ export function encodeValueRecord(v: StoredValue): Uint8Array {
 }
 
 /**
- * A binary record back into a value (its bytes copied out of the database's buffers), or
- * undefined when it is damaged.
+ * A binary record back into a value, or undefined when it is damaged. The value's byte fields are
+ * views into `key` and `rec` (a store copies what it keeps).
  */
 export function decodeValue(key: Uint8Array, rec: Uint8Array): StoredValue | undefined {
   const k = new Reader(key, VALUE_PREFIX.length);
@@ -90,16 +104,16 @@ export function decodeValue(key: Uint8Array, rec: Uint8Array): StoredValue | und
   } else if (tag !== OWN) return undefined;
   const v: StoredValue = {
     level: level!,
-    key: id!.slice(),
-    publisher: publisher!.slice(),
-    value: rec.slice(r.at),
+    key: id!,
+    publisher: publisher!,
+    value: rec.subarray(r.at),
     expiresAt: dv.getFloat64(0, true),
     storedAt: dv.getFloat64(8, true),
   };
   if (!Number.isFinite(v.expiresAt) || !Number.isFinite(v.storedAt)) return undefined;
   if (storedBy) {
     v.copy = true;
-    v.storedBy = storedBy.slice();
+    v.storedBy = storedBy;
   }
   if (source !== undefined) v.source = source;
   return v;

@@ -15,18 +15,31 @@ export const SLAB_MAX_COPY = 1024;
 export class ByteSlabs {
   #slab = new Uint8Array(0);
   #used = 0;
+  readonly #slabBytes: number;
+  readonly #maxCopy: number;
 
-  /** A store-owned copy of `bytes` (a view into a slab when small). */
-  copy(bytes: Uint8Array): Uint8Array {
-    const n = bytes.length;
-    if (n > SLAB_MAX_COPY) return bytes.slice();
+  /** Slabs of `slabBytes` (default SLAB_BYTES); regions over `maxCopy` (SLAB_MAX_COPY) get their own. */
+  constructor(options: { slabBytes?: number; maxCopy?: number } = {}) {
+    this.#slabBytes = options.slabBytes ?? SLAB_BYTES;
+    this.#maxCopy = options.maxCopy ?? SLAB_MAX_COPY;
+  }
+
+  /** A new region of `n` bytes, never handed out before (a view into a slab when small). */
+  readonly alloc = (n: number): Uint8Array => {
+    if (n > this.#maxCopy) return new Uint8Array(n);
     if (this.#used + n > this.#slab.length) {
-      this.#slab = new Uint8Array(SLAB_BYTES);
+      this.#slab = new Uint8Array(this.#slabBytes);
       this.#used = 0;
     }
     const out = this.#slab.subarray(this.#used, this.#used + n);
-    out.set(bytes);
     this.#used += n;
+    return out;
+  };
+
+  /** A store-owned copy of `bytes` (a view into a slab when small). */
+  copy(bytes: Uint8Array): Uint8Array {
+    const out = this.alloc(bytes.length);
+    out.set(bytes);
     return out;
   }
 }
