@@ -15,7 +15,8 @@ describe('Arena', () => {
       views.push(arena.view(at, src.length));
     }
     src.fill(0); // the caller's buffer is not referenced
-    expect(arena.capacity).toBe(3 * ARENA_CHUNK_BYTES);
+    // Chunks of 4, 8, ..., 128 KiB, then 256 KiB ones.
+    expect(arena.capacity).toBe(4096 * (2 ** 6 - 1) + 2 * ARENA_CHUNK_BYTES);
     expect(arena.used).toBe(600_000);
     for (let i = 0; i < 600; i++) {
       const want = new Uint8Array(1000).fill(i & 255);
@@ -27,14 +28,20 @@ describe('Arena', () => {
     }
   });
 
-  it('never splits a region across chunks', () => {
+  it('starts small, never splits a region across chunks', () => {
     const arena = new Arena();
-    arena.append(new Uint8Array(ARENA_CHUNK_BYTES - 10));
+    expect(arena.append(new Uint8Array(10))).toBe(0);
+    expect(arena.capacity).toBe(4096);
+    arena.append(new Uint8Array(4096 - 20));
     const at = arena.append(new Uint8Array(20).fill(9));
     expect(at).toBe(ARENA_CHUNK_BYTES);
+    expect(arena.capacity).toBe(4096 + 8192);
     expect([...arena.view(at, 20)]).toEqual(Array(20).fill(9));
+    // A region larger than the next chunk's size gets a chunk of its own size.
+    expect(arena.append(new Uint8Array(100_000))).toBe(2 * ARENA_CHUNK_BYTES);
+    expect(arena.capacity).toBe(4096 + 8192 + 100_000);
     // A whole-chunk region fits; anything larger is refused.
-    expect(arena.append(new Uint8Array(MAX_REGION_BYTES))).toBe(2 * ARENA_CHUNK_BYTES);
+    expect(arena.append(new Uint8Array(MAX_REGION_BYTES))).toBe(3 * ARENA_CHUNK_BYTES);
     expect(() => arena.append(new Uint8Array(MAX_REGION_BYTES + 1))).toThrow(RangeError);
   });
 });
