@@ -6,7 +6,7 @@
 //   node --expose-gc bench/dsht-store.mjs [--values 100000] [--bytes 100] [--publishers 1000]
 //
 // Prints a table and ends with one JSON line. Runs the compiled package (`tsc -b` first).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +78,7 @@ for (let i = 0; i < count; i++) {
 }
 const fillMs = performance.now() - t;
 const filled = mem();
+const fp = store.footprint;
 
 // Persist every value (as write-through does), then close the database.
 const db = new Level(dir, { valueEncoding: 'utf8' });
@@ -85,6 +86,7 @@ await db.open();
 const p = new Persistence({ db });
 for (const v of store.all()) p.putValue(v);
 await p.close();
+const dbBytes = readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0);
 
 // Restart: a fresh process loads what was persisted into a new store.
 const restart = JSON.parse(
@@ -109,6 +111,12 @@ const result = {
   heapMB: Number(((filled.heap - before.heap) / MB).toFixed(1)),
   externalMB: Number(((filled.ext - before.ext) / MB).toFixed(1)),
   rssMB: Math.round(filled.rss / MB),
+  arenaMB: Number((fp.arena / MB).toFixed(1)),
+  arenaUsedMB: Number((fp.arenaUsed / MB).toFixed(1)),
+  slotArraysMB: Number((fp.slots / MB).toFixed(1)),
+  recordArraysMB: Number((fp.records / MB).toFixed(1)),
+  indexMB: Number((fp.index / MB).toFixed(1)),
+  dbMB: Number((dbBytes / MB).toFixed(1)),
   fillSeconds: Number((fillMs / 1000).toFixed(2)),
   restoreSeconds: restart.seconds,
   restoredHeapMB: restart.heapMB,
@@ -120,6 +128,11 @@ const rows = [
   ['store heap (per value)', `${result.heapMB} MB (${result.heapPerValueB} B)`],
   ['store external (buffers, typed arrays)', `${result.externalMB} MB`],
   ['RSS after fill', `${result.rssMB} MB`],
+  [
+    'arena (used), slot / record arrays, index',
+    `${result.arenaMB} (${result.arenaUsedMB}), ${result.slotArraysMB} / ${result.recordArraysMB}, ${result.indexMB} MB`,
+  ],
+  ['database on disk', `${result.dbMB} MB`],
   ['fill time', `${result.fillSeconds} s`],
   ['restart: load time', `${result.restoreSeconds} s`],
   ['restart: store heap', `${result.restoredHeapMB} MB`],

@@ -179,3 +179,8 @@ export const LIVE_WINDOW_MS = 120_000;
 
 /** `stop({ leave: true })` waits this long at most for members to acknowledge the LEAVE. */
 export const LEAVE_TIMEOUT_MS = 500;
+
+/** LevelDB memtable size of a node's database (`Dsht.open`; LevelDB's default is 4 MiB). */
+export const DB_WRITE_BUFFER_BYTES = 1024 * 1024;
+/** LevelDB block cache of a node's database (`Dsht.open`; LevelDB's default is 8 MiB). */
+export const DB_CACHE_BYTES = 1024 * 1024;

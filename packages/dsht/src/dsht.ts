@@ -18,6 +18,8 @@ import type { Keyring, KeyringChange } from '@coral/keyring';
 import { DatagramAuth, type IsolationState } from './auth/datagram-auth.js';
 import type { Address, Contact } from './contact.js';
 import {
+  DB_CACHE_BYTES,
+  DB_WRITE_BUFFER_BYTES,
   ID_BYTES,
   INTRODUCE_DELAY_MS,
   KBUCKET_SIZE,
@@ -202,9 +204,21 @@ export class Dsht extends EventEmitter<DshtEvents> {
     });
   }
 
-  /** Production node: UDP on `bind`, LevelDB in `dataDir` (memory only without one). */
+  /**
+   * Production node: UDP on `bind`, LevelDB in `dataDir` (memory only without one), opened with
+   * a small write buffer and block cache (`dbWriteBufferBytes`, `dbCacheBytes`): the node writes
+   * its values through and reads them back only at a restart, so LevelDB's defaults (4 MiB and
+   * 8 MiB) would only hold memory.
+   */
   static async open(
-    options: DshtOptions & { dataDir?: string; bind: { host: string; port: number } },
+    options: DshtOptions & {
+      dataDir?: string;
+      bind: { host: string; port: number };
+      /** LevelDB memtable size. Default DB_WRITE_BUFFER_BYTES (1 MiB). */
+      dbWriteBufferBytes?: number;
+      /** LevelDB block cache. Default DB_CACHE_BYTES (1 MiB). */
+      dbCacheBytes?: number;
+    },
     components: {
       logger?: Logger;
       metrics?: DshtMetrics;
@@ -216,7 +230,11 @@ export class Dsht extends EventEmitter<DshtEvents> {
     let db: KeyValueDb | undefined;
     if (options.dataDir) {
       const { Level } = await import('level');
-      const level = new Level<string, string>(options.dataDir, { valueEncoding: 'utf8' });
+      const level = new Level<string, string>(options.dataDir, {
+        valueEncoding: 'utf8',
+        writeBufferSize: options.dbWriteBufferBytes ?? DB_WRITE_BUFFER_BYTES,
+        cacheSize: options.dbCacheBytes ?? DB_CACHE_BYTES,
+      });
       await level.open();
       db = level as unknown as KeyValueDb;
     }

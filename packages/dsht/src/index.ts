@@ -108,6 +108,7 @@ export {
   type StoreOrigin,
   type ValueStoreOptions,
 } from './store/value-store.js';
+export { fmix32 } from './store/slot-index.js';
 export {
   encode,
   decode,

@@ -11,12 +11,22 @@ import type { Logger } from '../rpc/rpc.js';
 import type { ValueStore } from '../store/value-store.js';
 import type { Persistence } from './persistence.js';
 
+/** Expired records deleted per batch while restoring. */
+const EXPIRED_BATCH = 512;
+
 /**
- * Restore stored values into `store`; return the stored contacts, most recently seen first, each
- * once, and only those whose id is SHA-1 of their address.
+ * Restore stored values into `store`, deleting the records of values that have expired since
+ * they were written; return the stored contacts, most recently seen first, each once, and only
+ * those whose id is SHA-1 of their address.
  */
 export async function restoreState(p: Persistence, store: ValueStore): Promise<Contact[]> {
-  for await (const v of p.values()) store.restore(v);
+  let expired = 0;
+  for await (const v of p.values()) {
+    if (store.restore(v) || !store.isExpired(v)) continue;
+    p.deleteValue(v);
+    if (++expired % EXPIRED_BATCH === 0) await p.flush();
+  }
+  if (expired % EXPIRED_BATCH !== 0) await p.flush();
   const seen = new Set<string>();
   return (await p.loadContacts())
     .sort((a, b) => b.lastSeen - a.lastSeen)

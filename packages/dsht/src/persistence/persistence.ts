@@ -2,28 +2,50 @@
  * Contacts and stored values in the node's LevelDB, so a restarted node rejoins from the peers it
  * knew (no bootstrap address needed) and keeps answering for values whose TTL has not run out.
  *
- * Layout (utf8 keys and JSON values):
- *   `c!<level>!<idhex>` → { ip, port, httpPort?, dnsPort?, region?, lastSeen }
- *   `v!<level>!<keyhex>!<entry>` → { value: base64, expiresAt, storedAt, src }
- *     where <entry> is the publisher's id in hex, or `c<copier hex><named publisher hex>` for a
- *     path-cached copy, and `src` the host it came from (quota accounting; absent = this node).
- *     Records written before sources were kept load under the shared source `legacy`.
+ * Layout:
+ *   `c!<level>!<idhex>` (utf8) → JSON { ip, port, httpPort?, dnsPort?, region?, lastSeen }
+ *   `v` 0x01 <level> <key> <entry> → <expiresAt> <storedAt> <source> <value>, in bytes: see
+ *     ./records.ts. An entry is the publisher, or copier and named publisher for a path-cached
+ *     copy; the source is the host the value came from (quota accounting; none = this node).
+ * Value records of the earlier layout (`v!<level>!<keyhex>!<entry>` → JSON with the value in
+ * base64) are still read, and rewritten in the binary layout as they load; those written before
+ * sources were kept load under the shared source `legacy`.
  * Value writes go through a queue flushed every `intervalMs` and on `flush()`; contacts are
  * rewritten whole at each flush when they changed.
  */
 import type { Contact } from '../contact.js';
 import { fromHex, toHex } from '../id/id.js';
-import { entryKey, type StoredValue } from '../store/value-store.js';
+import type { StoredValue } from '../store/value-store.js';
+import {
+  decodeLegacyValue,
+  decodeValue,
+  encodeValueKey,
+  encodeValueRecord,
+  LEGACY_VALUE_RANGE,
+  recordSlabs,
+  VALUE_PREFIX,
+  VALUE_PREFIX_END,
+} from './records.js';
 
-/** Source of persisted values written before sources were recorded: they share one quota. */
-export const LEGACY_SOURCE = 'legacy';
+export { LEGACY_SOURCE } from './records.js';
 
-export type BatchOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string };
+/** Records written through the queue: contacts as utf8 JSON, values as bytes (./records.ts). */
+export type BatchOp =
+  | { type: 'put'; key: string; value: string }
+  | { type: 'del'; key: string }
+  | { type: 'put'; key: Uint8Array; value: Uint8Array; keyEncoding: 'view'; valueEncoding: 'view' }
+  | { type: 'del'; key: Uint8Array; keyEncoding: 'view' };
 
 /** The part of a `level` database this module uses (a `new Level(path)` satisfies it). */
 export interface KeyValueDb {
   batch(ops: BatchOp[]): Promise<void>;
   iterator(opts: { gte: string; lt: string }): AsyncIterable<[string, string]>;
+  iterator(opts: {
+    gte: Uint8Array;
+    lt: Uint8Array;
+    keyEncoding: 'view';
+    valueEncoding: 'view';
+  }): AsyncIterable<[Uint8Array, Uint8Array]>;
   close(): Promise<void>;
 }
 
@@ -33,45 +55,20 @@ export interface PersistedContact {
   lastSeen: number;
 }
 
-/** A value record (`v!…` key and its JSON), or undefined when it is damaged. */
-function decodeValueRecord(k: string, v: string): StoredValue | undefined {
-  try {
-    const [, level, keyHex, entry] = k.split('!');
-    const o = JSON.parse(v) as {
-      value: string;
-      expiresAt: number;
-      storedAt: number;
-      src?: string | null;
-    };
-    const copy = entry!.length === 81 && entry!.startsWith('c');
-    const sv: StoredValue = {
-      level: Number(level),
-      key: fromHex(keyHex!),
-      publisher: fromHex(copy ? entry!.slice(41) : entry!),
-      value: new Uint8Array(Buffer.from(o.value, 'base64')),
-      expiresAt: o.expiresAt,
-      storedAt: o.storedAt,
-    };
-    if (copy) {
-      sv.copy = true;
-      sv.storedBy = fromHex(entry!.slice(1, 41));
-    }
-    // null = this node's own value; a missing field = written before sources were kept.
-    if (o.src === undefined) sv.source = LEGACY_SOURCE;
-    else if (o.src !== null) sv.source = o.src;
-    return sv;
-  } catch {
-    return undefined;
-  }
-}
+/** Earlier-layout records rewritten per batch while loading. */
+const MIGRATE_BATCH = 512;
 
 export class Persistence {
   #db: KeyValueDb;
   #queue: BatchOp[] = [];
+  /** Queued records' bytes (./records.ts `recordSlabs`). */
+  #slabs = recordSlabs();
   #contactKeys = new Set<string>();
   #flushing: Promise<void> = Promise.resolve();
   /** Records skipped on load because they could not be decoded (a damaged or foreign database). */
   readonly damaged = { contacts: 0, values: 0 };
+  /** Earlier-layout value records read and rewritten by `values()`. */
+  migrated = 0;
 
   constructor(components: { db: KeyValueDb }) {
     this.#db = components.db;
@@ -107,35 +104,56 @@ export class Persistence {
   /**
    * The stored values, one at a time as the database yields them (a restart restores each as it
    * is read: 100,000s of values are never all held twice). Damaged records are skipped and counted
-   * in {@link Persistence.damaged}.
+   * in {@link Persistence.damaged}. Records of the earlier layout (utf8 keys, JSON) are read too
+   * and rewritten in the binary one as they are read (`migrated` counts them).
    */
   async *values(): AsyncGenerator<StoredValue, void, undefined> {
-    for await (const [k, v] of this.#db.iterator({ gte: 'v!', lt: 'v~' })) {
-      const sv = decodeValueRecord(k, v);
+    for await (const [k, v] of this.#db.iterator({
+      gte: VALUE_PREFIX,
+      lt: VALUE_PREFIX_END,
+      keyEncoding: 'view',
+      valueEncoding: 'view',
+    })) {
+      const sv = decodeValue(k, v);
       if (sv) yield sv;
       else this.damaged.values++;
     }
-  }
-
-  static valueKey(v: StoredValue): string {
-    return `v!${v.level}!${toHex(v.key)}!${entryKey(v)}`;
+    let pending = 0;
+    for await (const [k, v] of this.#db.iterator(LEGACY_VALUE_RANGE)) {
+      const sv = decodeLegacyValue(k, v);
+      if (!sv) {
+        this.damaged.values++;
+        continue;
+      }
+      // Rewritten and the old record dropped in one batch: a crash leaves one or the other.
+      this.putValue(sv);
+      this.#queue.push({ type: 'del', key: k });
+      this.migrated++;
+      if (++pending >= MIGRATE_BATCH) {
+        pending = 0;
+        await this.flush();
+      }
+      yield sv;
+    }
+    if (pending > 0) await this.flush();
   }
 
   putValue(v: StoredValue): void {
     this.#queue.push({
       type: 'put',
-      key: Persistence.valueKey(v),
-      value: JSON.stringify({
-        value: Buffer.from(v.value).toString('base64'),
-        expiresAt: v.expiresAt,
-        storedAt: v.storedAt,
-        src: v.source ?? null,
-      }),
+      key: encodeValueKey(v, this.#slabs.alloc),
+      value: encodeValueRecord(v, this.#slabs.alloc),
+      keyEncoding: 'view',
+      valueEncoding: 'view',
     });
   }
 
   deleteValue(v: StoredValue): void {
-    this.#queue.push({ type: 'del', key: Persistence.valueKey(v) });
+    this.#queue.push({
+      type: 'del',
+      key: encodeValueKey(v, this.#slabs.alloc),
+      keyEncoding: 'view',
+    });
   }
 
   /** Replace the stored contact set with `contacts`. */

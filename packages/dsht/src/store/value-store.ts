@@ -19,13 +19,15 @@
  *
  * Memory: a node may hold 100,000s of values, so a value is no object at all. Each (level, key)
  * slot and each value is an index into typed arrays (times, offsets, lengths, counters, the
- * slot's linked list of values in insertion order), the key and value bytes live in one growable
- * byte arena (copied in: a value never keeps alive the buffer it arrived in), each distinct
- * publisher id is held once (./bytes.ts), and a slot is found by a binary string key. `get`,
- * `all` and `onChange` hand out `StoredValue` objects made on demand, whose bytes are views into
- * the arena: a region is never written again once used (growing and compaction copy into a new
- * buffer), so a view stays valid. Dead bytes are reclaimed at `sweep()` once they are over half
- * the arena. All arrays start empty and grow on demand.
+ * slot's linked list of values in insertion order, free lists chained through the same arrays),
+ * the key and value bytes live in a chunked byte arena (./arena.ts; copied in: a value never
+ * keeps alive the buffer it arrived in), each distinct publisher id and source host is held once
+ * and referred to by index (./bytes.ts), and a slot is found through an open-addressing hash table
+ * in typed arrays (./slot-index.ts). `get`, `all` and `onChange` hand out `StoredValue` objects
+ * made on demand, whose bytes are views into the arena: a region is never written again once
+ * used (compaction copies into new chunks), so a view stays valid. Dead bytes are reclaimed at
+ * `sweep()` once they are over half the arena. All arrays start empty and grow by half on demand.
+ * Values over one arena chunk (256 KiB; the wire's limit is far below) are refused (LIMIT).
  */
 import type { Clock, Random } from '@coral/testkit';
 import {
@@ -41,7 +43,9 @@ import {
 } from '../constants.js';
 import { fromHex, toHex, type Id } from '../id/id.js';
 import { StoreStatus, type WireValue } from '../wire/messages.js';
-import { IdTable } from './bytes.js';
+import { Arena, MAX_REGION_BYTES } from './arena.js';
+import { IdTable, SourceTable } from './bytes.js';
+import { SlotIndex } from './slot-index.js';
 
 export interface StoredValue {
   level: number;
@@ -108,14 +112,6 @@ function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
-/** Internal slot key: the level as one char, then the key's bytes as latin1 chars. */
-function binaryKey(level: number, key: Id): string {
-  return (
-    String.fromCharCode(level) +
-    Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1')
-  );
-}
-
 export interface StoreChange {
   kind: 'put' | 'delete';
   value: StoredValue;
@@ -137,7 +133,7 @@ export function entryKey(v: { publisher: Id; copy?: boolean; storedBy?: Id }): s
   return v.copy ? `c${toHex(v.storedBy ?? v.publisher)}${toHex(v.publisher)}` : toHex(v.publisher);
 }
 
-/** Record flags. */
+/** Record and slot flags. */
 const COPY = 1;
 const LIVE = 2;
 /** No record / slot. */
@@ -150,40 +146,14 @@ const NO_U32 = new Uint32Array(0);
 const NO_I32 = new Int32Array(0);
 const NO_U8 = new Uint8Array(0);
 
-/** A typed array at least `n` long: `a` itself, or a copy of it twice as long (or more). */
+/** A typed array at least `n` long: `a` itself, or a copy of it half as long again (or more). */
 function grown<T extends Float64Array | Uint32Array | Int32Array | Uint8Array>(a: T, n: number): T {
   if (a.length >= n) return a;
-  const out = new (a.constructor as new (n: number) => T)(Math.max(16, n, a.length * 2));
+  const out = new (a.constructor as new (n: number) => T)(
+    Math.max(16, n, Math.ceil(a.length * 1.5)),
+  );
   out.set(a);
   return out;
-}
-
-/**
- * Bytes appended into one growable buffer. A region is never written again once handed out:
- * growing or compacting copies into a new buffer, so views given out earlier stay valid.
- */
-class Arena {
-  buf = NO_U8;
-  used = 0;
-  /** Bytes of regions no longer in use (reclaimed by `compact`). */
-  dead = 0;
-
-  /** Append `bytes`; returns the offset. */
-  append(bytes: Uint8Array): number {
-    if (this.used + bytes.length > this.buf.length) {
-      const next = new Uint8Array(Math.max(4096, Math.ceil((this.used + bytes.length) * 1.5)));
-      next.set(this.buf.subarray(0, this.used));
-      this.buf = next;
-    }
-    const at = this.used;
-    this.buf.set(bytes, at);
-    this.used += bytes.length;
-    return at;
-  }
-
-  view(off: number, len: number): Uint8Array {
-    return this.buf.subarray(off, off + len);
-  }
 }
 
 export class ValueStore {
@@ -199,16 +169,18 @@ export class ValueStore {
   #maxBytesPerSource: number;
   #bytes = 0;
   #count = 0;
-  #sources = new Map<string, { values: number; bytes: number }>();
+  #sources = new SourceTable();
   /** Keys' and values' bytes. */
   #arena = new Arena();
   /** Each distinct publisher/copier id once. */
   #ids = new IdTable();
 
-  // Slots, one per (level, key): by index, in typed arrays; `#slotIndex` finds one by binary key.
-  #slotIndex = new Map<string, number>();
-  #slotFree: number[] = [];
+  // Slots, one per (level, key): by index, in typed arrays; `#index` finds one by level and key.
+  #index = new SlotIndex({ matches: (s, level, key) => this.#matches(s, level, key) });
+  /** Free slots, chained through `#sHead`. */
+  #slotFree = NIL;
   #slotCount = 0;
+  #sFlags = NO_U8;
   #sLevel = NO_U8;
   #sKeyOff = NO_U32;
   #sKeyLen = NO_U8;
@@ -223,8 +195,9 @@ export class ValueStore {
   #sAccepted = NO_U32;
   #sRequests = NO_U32;
 
-  // Values, by record index, in typed arrays (ids and sources as references to shared objects).
-  #recFree: number[] = [];
+  // Values, by record index, in typed arrays; ids and sources by their tables' indexes.
+  /** Free records, chained through `#rNext`. */
+  #recFree = NIL;
   #recCount = 0;
   #rExpires = NO_F64;
   #rStored = NO_F64;
@@ -233,9 +206,11 @@ export class ValueStore {
   #rSlot = NO_I32;
   #rNext = NO_I32;
   #rFlags = NO_U8;
-  #rPublisher: Array<Id | undefined> = [];
-  #rStoredBy: Array<Id | undefined> = [];
-  #rSource: Array<string | undefined> = [];
+  #rPublisher = NO_I32;
+  /** Copies: the copier's id index; NIL for first-hand values. */
+  #rStoredBy = NO_I32;
+  /** Source index; NIL for this node's own values. */
+  #rSource = NO_I32;
 
   /** Called on every accepted store and every removal (persistence listens). */
   onChange: ((change: StoreChange) => void) | undefined;
@@ -270,21 +245,66 @@ export class ValueStore {
   /** Number of distinct (level, key) slots holding values. */
   get keyCount(): number {
     let n = 0;
-    for (const s of this.#slotIndex.values()) if (this.#sValues[s]! > 0) n++;
+    for (let s = 0; s < this.#slotCount; s++) if (this.#sValues[s]! > 0) n++;
     return n;
   }
 
   /** Values and bytes held for one source host. */
   usage(source: string): { values: number; bytes: number } {
-    const u = this.#sources.get(source);
-    return { values: u?.values ?? 0, bytes: u?.bytes ?? 0 };
+    const i = this.#sources.find(source);
+    return i === NIL
+      ? { values: 0, bytes: 0 }
+      : { values: this.#sources.values[i]!, bytes: this.#sources.bytes[i]! };
   }
 
   /** Sources holding values here, largest first. */
   sources(): Array<{ source: string; values: number; bytes: number }> {
-    return [...this.#sources]
-      .map(([source, u]) => ({ source, ...u }))
-      .sort((a, b) => b.bytes - a.bytes);
+    return [...this.#sources.entries()].sort((a, b) => b.bytes - a.bytes);
+  }
+
+  /**
+   * Memory the store's structures hold (bytes): the arena's chunks, the typed arrays and the slot
+   * index (not the small id and source tables).
+   */
+  get footprint(): {
+    arena: number;
+    arenaUsed: number;
+    slots: number;
+    records: number;
+    index: number;
+  } {
+    const len = (...a: Array<{ byteLength: number }>): number =>
+      a.reduce((n, x) => n + x.byteLength, 0);
+    return {
+      arena: this.#arena.capacity,
+      arenaUsed: this.#arena.used - this.#arena.dead,
+      slots: len(
+        this.#sFlags,
+        this.#sLevel,
+        this.#sKeyOff,
+        this.#sKeyLen,
+        this.#sHead,
+        this.#sTail,
+        this.#sValues,
+        this.#sBucket,
+        this.#sBucketAt,
+        this.#sAccepted,
+        this.#sRequests,
+      ),
+      records: len(
+        this.#rExpires,
+        this.#rStored,
+        this.#rValOff,
+        this.#rValLen,
+        this.#rSlot,
+        this.#rNext,
+        this.#rFlags,
+        this.#rPublisher,
+        this.#rStoredBy,
+        this.#rSource,
+      ),
+      index: this.#index.capacity * 8,
+    };
   }
 
   /** Public name of a (level, key) slot: `level:keyhex`. */
@@ -292,8 +312,16 @@ export class ValueStore {
     return `${level}:${toHex(key)}`;
   }
 
+  #matches(s: number, level: number, key: Uint8Array): boolean {
+    return (
+      this.#sLevel[s] === level &&
+      this.#sKeyLen[s] === key.length &&
+      this.#arena.equals(this.#sKeyOff[s]!, key)
+    );
+  }
+
   #slot(level: number, key: Id): number {
-    return this.#slotIndex.get(binaryKey(level, key)) ?? NIL;
+    return this.#index.find(level, key);
   }
 
   #counters(pick: (s: number) => number): SlotCounters {
@@ -302,7 +330,8 @@ export class ValueStore {
       if (!m || m[2]!.length % 2 !== 0) return NIL;
       return this.#slot(Number(m[1]), fromHex(m[2]!));
     };
-    const slots = this.#slotIndex;
+    const slots = (): number => this.#slotCount;
+    const live = (s: number): boolean => (this.#sFlags[s]! & LIVE) !== 0;
     return {
       get: (k) => {
         const s = find(k);
@@ -314,16 +343,20 @@ export class ValueStore {
       },
       get size() {
         let n = 0;
-        for (const s of slots.values()) if (pick(s) > 0) n++;
+        for (let s = 0, end = slots(); s < end; s++) if (live(s) && pick(s) > 0) n++;
         return n;
       },
     };
   }
 
+  #publisherIs(r: number, id: Id): boolean {
+    return bytesEqual(this.#ids.get(this.#rPublisher[r]!), id);
+  }
+
   /** The slot's first-hand record from `publisher`, or NIL. */
   #firstHand(s: number, publisher: Id): number {
     for (let r = this.#sHead[s]!; r !== NIL; r = this.#rNext[r]!) {
-      if (!(this.#rFlags[r]! & COPY) && bytesEqual(this.#rPublisher[r]!, publisher)) return r;
+      if (!(this.#rFlags[r]! & COPY) && this.#publisherIs(r, publisher)) return r;
     }
     return NIL;
   }
@@ -332,9 +365,10 @@ export class ValueStore {
   #entry(s: number, publisher: Id, copy: boolean, storedBy: Id | undefined): number {
     for (let r = this.#sHead[s]!; r !== NIL; r = this.#rNext[r]!) {
       const isCopy = (this.#rFlags[r]! & COPY) !== 0;
-      if (isCopy !== copy || !bytesEqual(this.#rPublisher[r]!, publisher)) continue;
+      if (isCopy !== copy || !this.#publisherIs(r, publisher)) continue;
       if (!isCopy) return r;
-      const by = this.#rStoredBy[r] ?? this.#rPublisher[r]!;
+      const byIndex = this.#rStoredBy[r]!;
+      const by = byIndex === NIL ? this.#ids.get(this.#rPublisher[r]!) : this.#ids.get(byIndex);
       if (bytesEqual(by, storedBy ?? publisher)) return r;
     }
     return NIL;
@@ -395,8 +429,7 @@ export class ValueStore {
     ttlSeconds: number,
     origin: StoreOrigin = {},
   ): StoreStatus {
-    const sk = binaryKey(level, key);
-    const slot = this.#slotIndex.get(sk) ?? NIL;
+    const slot = this.#slot(level, key);
     if (slot !== NIL) {
       this.#sRequests[slot]!++;
       this.#drain(slot);
@@ -407,16 +440,17 @@ export class ValueStore {
     if (old === NIL && slot !== NIL && this.#isFull(slot, ttlSeconds, undefined, copy))
       return StoreStatus.FULL;
     if (slot !== NIL && this.#loaded(slot)) return StoreStatus.LOADED;
+    if (value.length > MAX_REGION_BYTES || key.length > MAX_KEY_BYTES) return StoreStatus.LIMIT;
     const size = value.length + STORE_ENTRY_OVERHEAD;
     const freed = old !== NIL ? this.#rValLen[old]! + STORE_ENTRY_OVERHEAD : 0;
     if (this.#bytes - freed + size > this.#maxBytes) return StoreStatus.LIMIT;
     if (old === NIL && this.#count >= this.#maxValues) return StoreStatus.LIMIT;
     const source = origin.source;
     if (source !== undefined) {
-      const u = this.#sources.get(source);
-      const sameSource = old !== NIL && this.#rSource[old] === source;
-      const values = (u?.values ?? 0) + (sameSource ? 0 : 1);
-      const bytes = (u?.bytes ?? 0) - (sameSource ? freed : 0) + size;
+      const si = this.#sources.find(source);
+      const sameSource = old !== NIL && si !== NIL && this.#rSource[old] === si;
+      const values = (si === NIL ? 0 : this.#sources.values[si]!) + (sameSource ? 0 : 1);
+      const bytes = (si === NIL ? 0 : this.#sources.bytes[si]!) - (sameSource ? freed : 0) + size;
       if (values > this.#maxPerSource || bytes > this.#maxBytesPerSource) {
         this.quotaRefused++;
         return StoreStatus.LIMIT;
@@ -436,7 +470,7 @@ export class ValueStore {
     }
     // Accepted: only now is any state created.
     const now = this.#clock.now();
-    const target = slot !== NIL ? slot : this.#newSlot(sk, level, key);
+    const target = slot !== NIL ? slot : this.#newSlot(level, key);
     if (slot === NIL) this.#sRequests[target]!++;
     if (victim !== NIL) this.#delete(victim);
     const r = this.#newRecord(
@@ -455,7 +489,7 @@ export class ValueStore {
       // The original supersedes the copies of it.
       for (let c = this.#sHead[target]!; c !== NIL;) {
         const next = this.#rNext[c]!;
-        if (this.#rFlags[c]! & COPY && bytesEqual(this.#rPublisher[c]!, publisher)) this.#delete(c);
+        if (this.#rFlags[c]! & COPY && this.#publisherIs(c, publisher)) this.#delete(c);
         c = next;
       }
     }
@@ -465,12 +499,17 @@ export class ValueStore {
     return StoreStatus.ACCEPTED;
   }
 
+  /** Has `v` expired by the store's clock? */
+  isExpired(v: { expiresAt: number }): boolean {
+    return v.expiresAt <= this.#clock.now();
+  }
+
   /** Put back a value loaded from disk (no rules applied except expiry, caps and quotas). */
   restore(v: StoredValue): boolean {
     if (v.expiresAt <= this.#clock.now()) return false;
-    const sk = binaryKey(v.level, v.key);
+    if (v.value.length > MAX_REGION_BYTES || v.key.length > MAX_KEY_BYTES) return false;
     const size = v.value.length + STORE_ENTRY_OVERHEAD;
-    const slot = this.#slotIndex.get(sk) ?? NIL;
+    const slot = this.#slot(v.level, v.key);
     if (slot !== NIL) {
       const same = this.#entry(slot, v.publisher, v.copy === true, v.storedBy);
       if (same !== NIL) this.#delete(same, false);
@@ -486,7 +525,7 @@ export class ValueStore {
       if (u.values + 1 > this.#maxPerSource || u.bytes + size > this.#maxBytesPerSource)
         return false;
     }
-    const target = slot !== NIL ? slot : this.#newSlot(sk, v.level, v.key);
+    const target = slot !== NIL ? slot : this.#newSlot(v.level, v.key);
     const r = this.#newRecord(
       target,
       v.publisher,
@@ -524,9 +563,11 @@ export class ValueStore {
   all(): StoredValue[] {
     const now = this.#clock.now();
     const out: StoredValue[] = [];
-    for (const s of this.#slotIndex.values())
+    for (let s = 0; s < this.#slotCount; s++) {
+      if (!(this.#sFlags[s]! & LIVE)) continue;
       for (let r = this.#sHead[s]!; r !== NIL; r = this.#rNext[r]!)
         if (this.#rExpires[r]! > now) out.push(this.#view(r));
+    }
     return out;
   }
 
@@ -534,7 +575,8 @@ export class ValueStore {
   sweep(): number {
     const now = this.#clock.now();
     let removed = 0;
-    for (const [sk, s] of this.#slotIndex) {
+    for (let s = 0; s < this.#slotCount; s++) {
+      if (!(this.#sFlags[s]! & LIVE)) continue;
       for (let r = this.#sHead[s]!; r !== NIL;) {
         const next = this.#rNext[r]!;
         if (this.#rExpires[r]! <= now) {
@@ -544,11 +586,7 @@ export class ValueStore {
         r = next;
       }
       this.#drain(s);
-      if (this.#sValues[s] === 0 && this.#sBucket[s]! <= 0) {
-        this.#slotIndex.delete(sk);
-        this.#arena.dead += this.#sKeyLen[s]!;
-        this.#slotFree.push(s);
-      }
+      if (this.#sValues[s] === 0 && this.#sBucket[s]! <= 0) this.#freeSlot(s);
     }
     this.#compact();
     return removed;
@@ -561,26 +599,28 @@ export class ValueStore {
     const v: StoredValue = {
       level: this.#sLevel[s]!,
       key: arena.view(this.#sKeyOff[s]!, this.#sKeyLen[s]!),
-      publisher: this.#rPublisher[r]!,
+      publisher: this.#ids.get(this.#rPublisher[r]!),
       value: arena.view(this.#rValOff[r]!, this.#rValLen[r]!),
       expiresAt: this.#rExpires[r]!,
       storedAt: this.#rStored[r]!,
     };
     if (this.#rFlags[r]! & COPY) {
       v.copy = true;
-      const by = this.#rStoredBy[r];
-      if (by) v.storedBy = by;
+      const by = this.#rStoredBy[r]!;
+      if (by !== NIL) v.storedBy = this.#ids.get(by);
     }
-    const source = this.#rSource[r];
-    if (source !== undefined) v.source = source;
+    const source = this.#rSource[r]!;
+    if (source !== NIL) v.source = this.#sources.name(source);
     return v;
   }
 
-  #newSlot(sk: string, level: number, key: Id): number {
-    let s = this.#slotFree.pop();
-    if (s === undefined) {
+  #newSlot(level: number, key: Id): number {
+    let s = this.#slotFree;
+    if (s !== NIL) this.#slotFree = this.#sHead[s]!;
+    else {
       s = this.#slotCount++;
       const n = this.#slotCount;
+      this.#sFlags = grown(this.#sFlags, n);
       this.#sLevel = grown(this.#sLevel, n);
       this.#sKeyOff = grown(this.#sKeyOff, n);
       this.#sKeyLen = grown(this.#sKeyLen, n);
@@ -592,6 +632,7 @@ export class ValueStore {
       this.#sAccepted = grown(this.#sAccepted, n);
       this.#sRequests = grown(this.#sRequests, n);
     }
+    this.#sFlags[s] = LIVE;
     this.#sLevel[s] = level;
     this.#sKeyOff[s] = this.#arena.append(key);
     this.#sKeyLen[s] = key.length;
@@ -602,8 +643,18 @@ export class ValueStore {
     this.#sBucketAt[s] = this.#clock.now();
     this.#sAccepted[s] = 0;
     this.#sRequests[s] = 0;
-    this.#slotIndex.set(sk, s);
+    this.#index.insert(level, key, s);
     return s;
+  }
+
+  /** Drop an empty slot from the index and put it on the free list. */
+  #freeSlot(s: number): void {
+    const len = this.#sKeyLen[s]!;
+    this.#index.remove(this.#sLevel[s]!, this.#arena.view(this.#sKeyOff[s]!, len));
+    this.#arena.dead += len;
+    this.#sFlags[s] = 0;
+    this.#sHead[s] = this.#slotFree;
+    this.#slotFree = s;
   }
 
   /** A new record (not yet linked into its slot's list), counted in bytes, count and quota. */
@@ -617,8 +668,9 @@ export class ValueStore {
     storedBy: Id | undefined,
     source: string | undefined,
   ): number {
-    let r = this.#recFree.pop();
-    if (r === undefined) {
+    let r = this.#recFree;
+    if (r !== NIL) this.#recFree = this.#rNext[r]!;
+    else {
       r = this.#recCount++;
       const n = this.#recCount;
       this.#rExpires = grown(this.#rExpires, n);
@@ -628,7 +680,11 @@ export class ValueStore {
       this.#rSlot = grown(this.#rSlot, n);
       this.#rNext = grown(this.#rNext, n);
       this.#rFlags = grown(this.#rFlags, n);
+      this.#rPublisher = grown(this.#rPublisher, n);
+      this.#rStoredBy = grown(this.#rStoredBy, n);
+      this.#rSource = grown(this.#rSource, n);
     }
+    const size = value.length + STORE_ENTRY_OVERHEAD;
     this.#rExpires[r] = expiresAt;
     this.#rStored[r] = storedAt;
     this.#rValOff[r] = this.#arena.append(value);
@@ -637,18 +693,15 @@ export class ValueStore {
     this.#rNext[r] = NIL;
     this.#rFlags[r] = LIVE | (copy ? COPY : 0);
     this.#rPublisher[r] = this.#ids.acquire(publisher);
-    this.#rStoredBy[r] = storedBy ? this.#ids.acquire(storedBy) : undefined;
-    this.#rSource[r] = source;
-    const size = value.length + STORE_ENTRY_OVERHEAD;
+    this.#rStoredBy[r] = storedBy ? this.#ids.acquire(storedBy) : NIL;
+    let si = NIL;
+    if (source !== undefined) {
+      si = this.#sources.add(source);
+      this.#sources.count(si, size, 1);
+    }
+    this.#rSource[r] = si;
     this.#bytes += size;
     this.#count++;
-    if (source !== undefined) {
-      const u = this.#sources.get(source);
-      if (u) {
-        u.values++;
-        u.bytes += size;
-      } else this.#sources.set(source, { values: 1, bytes: size });
-    }
     return r;
   }
 
@@ -682,40 +735,32 @@ export class ValueStore {
     if (this.#sTail[s] === r) this.#sTail[s] = prev;
     this.#sValues[s]!--;
     this.#ids.release(this.#rPublisher[r]!);
-    const by = this.#rStoredBy[r];
-    if (by) this.#ids.release(by);
+    const by = this.#rStoredBy[r]!;
+    if (by !== NIL) this.#ids.release(by);
     const len = this.#rValLen[r]!;
     const size = len + STORE_ENTRY_OVERHEAD;
     this.#bytes -= size;
     this.#count--;
-    const source = this.#rSource[r];
-    if (source !== undefined) {
-      const u = this.#sources.get(source);
-      if (u) {
-        u.values--;
-        u.bytes -= size;
-        if (u.values <= 0) this.#sources.delete(source);
-      }
-    }
+    const source = this.#rSource[r]!;
+    if (source !== NIL) this.#sources.count(source, size, -1);
     this.#arena.dead += len;
     this.#rFlags[r] = 0;
-    this.#rPublisher[r] = undefined;
-    this.#rStoredBy[r] = undefined;
-    this.#rSource[r] = undefined;
-    this.#recFree.push(r);
+    this.#rNext[r] = this.#recFree;
+    this.#recFree = r;
     if (value) this.onChange?.({ kind: 'delete', value });
   }
 
   /**
    * Copy the live keys and values into a new arena once more than half of it is dead (views
-   * handed out earlier keep the old one alive until they are dropped).
+   * handed out earlier keep the old chunks alive until they are dropped).
    */
   #compact(): void {
     const old = this.#arena;
     if (old.dead < ARENA_COMPACT_MIN || old.dead * 2 < old.used) return;
     const fresh = new Arena();
-    for (const s of this.#slotIndex.values())
-      this.#sKeyOff[s] = fresh.append(old.view(this.#sKeyOff[s]!, this.#sKeyLen[s]!));
+    for (let s = 0; s < this.#slotCount; s++)
+      if (this.#sFlags[s]! & LIVE)
+        this.#sKeyOff[s] = fresh.append(old.view(this.#sKeyOff[s]!, this.#sKeyLen[s]!));
     for (let r = 0; r < this.#recCount; r++)
       if (this.#rFlags[r]! & LIVE)
         this.#rValOff[r] = fresh.append(old.view(this.#rValOff[r]!, this.#rValLen[r]!));
@@ -725,3 +770,5 @@ export class ValueStore {
 
 /** Dead arena bytes below which the store never compacts. */
 const ARENA_COMPACT_MIN = 64 * 1024;
+/** Longest key the store holds (its length is kept in a byte); ids are 20 bytes. */
+const MAX_KEY_BYTES = 255;

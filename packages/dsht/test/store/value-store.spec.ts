@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
 import { keyFromName } from '../../src/id/id.js';
+import { MAX_REGION_BYTES } from '../../src/store/arena.js';
 import { ValueStore } from '../../src/store/value-store.js';
 import { StoreStatus } from '../../src/wire/messages.js';
 
@@ -257,5 +258,49 @@ describe('ValueStore: memory (values held in store-owned bytes)', () => {
     store.sweep();
     expect(store.accepted.get(name)).toBeUndefined();
     expect(store.requests.size).toBe(0);
+  });
+
+  it('reuses slots and records after a sweep, compacts its bytes, and keeps old views intact', async () => {
+    const { store, clock } = setup({ loadedStores: 1000 });
+    const k = (i: number) => keyFromName(`many-${i}`);
+    // 3,000 keys at two levels: half with a short TTL.
+    for (let i = 0; i < 3000; i++)
+      expect(
+        store.store(i % 2, k(i), pub(i % 7), val(`value-${i}`.repeat(4)), i % 2 ? 60 : 600),
+      ).toBe(StoreStatus.ACCEPTED);
+    const held = store.get(1, k(1))[0]!;
+    const before = store.footprint;
+    await clock.advance(120_000);
+    expect(store.sweep()).toBe(1500);
+    expect(store.keyCount).toBe(1500);
+    // Half the arena was dead: compacted into fresh chunks. A view handed out earlier still
+    // reads its bytes.
+    expect(store.footprint.arenaUsed).toBeLessThan(before.arenaUsed / 2 + 4096);
+    expect(new TextDecoder().decode(held.value)).toBe('value-1'.repeat(4));
+    for (let i = 0; i < 3000; i++)
+      expect(store.get(i % 2, k(i)).map((v) => new TextDecoder().decode(v.value))).toEqual(
+        i % 2 ? [] : [`value-${i}`.repeat(4)],
+      );
+    // New keys take the freed slots and records: the arrays do not grow.
+    for (let i = 3000; i < 4500; i++) store.store(1, k(i), pub(1), val(`new-${i}`), 600);
+    expect(store.footprint.slots).toBe(before.slots);
+    expect(store.footprint.records).toBe(before.records);
+    for (let i = 3000; i < 4500; i++)
+      expect(new TextDecoder().decode(store.get(1, k(i))[0]!.value)).toBe(`new-${i}`);
+    expect(store.get(0, k(3000))).toEqual([]);
+    expect(store.size).toBe(3000);
+    expect(store.all()).toHaveLength(3000);
+    expect(store.sources()).toEqual([]);
+  });
+
+  it('refuses a value larger than an arena chunk and creates nothing for it', () => {
+    const { store } = setup({ maxBytes: 2 ** 30, maxBytesPerSource: 2 ** 30 });
+    const big = new Uint8Array(MAX_REGION_BYTES + 1);
+    expect(store.store(0, key, pub(1), big, 60)).toBe(StoreStatus.LIMIT);
+    expect(store.size).toBe(0);
+    expect(store.keyCount).toBe(0);
+    expect(store.requests.size).toBe(0);
+    expect(store.store(0, key, pub(1), big.subarray(1), 60)).toBe(StoreStatus.ACCEPTED);
+    expect(store.get(0, key)[0]!.value.length).toBe(MAX_REGION_BYTES);
   });
 });

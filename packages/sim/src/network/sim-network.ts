@@ -9,7 +9,13 @@
  * - partitions: `partition(a, b)` drops everything between two groups of IPs until `heal()`.
  */
 import type { Clock, Random } from '@coral/testkit';
-import { TransportError, type Address, type DatagramHandler, type Transport } from '@coral/dsht';
+import {
+  fmix32,
+  TransportError,
+  type Address,
+  type DatagramHandler,
+  type Transport,
+} from '@coral/dsht';
 
 export type LatencyModel = (fromIp: string, toIp: string) => number;
 
@@ -53,14 +59,7 @@ function fnv(h: number, s: string): number {
 }
 
 /** FNV-1a, then a finalizer: a cheap, well-spread hash for the latency model. */
-function finalize(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
+const finalize = fmix32;
 
 export interface SimStats {
   sent: number;
