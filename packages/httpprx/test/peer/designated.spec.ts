@@ -212,9 +212,8 @@ describe('one fetcher per object over real sockets', () => {
     expect(f.origin.hits).toHaveLength(1);
   });
 
-  it('a designated member that stalls is waited on while it stays live; once out of the live set, the asker falls back and skips it', async () => {
-    const f = await fleet();
-    // C outranks A and B for both paths; it accepts connections and never answers.
+  /** A member at 127.0.0.9 that accepts connections and never answers; `asks()` counts requests. */
+  async function silentMember(): Promise<{ port: number; asks: () => number }> {
     const accepted: Socket[] = [];
     let asks = 0;
     const silent = createServer((sock) => {
@@ -226,14 +225,21 @@ describe('one fetcher per object over real sockets', () => {
       for (const s of accepted) s.destroy();
       await new Promise<void>((r) => silent.close(() => r()));
     });
+    return { port: (silent.address() as AddressInfo).port, asks: () => asks };
+  }
+
+  it('a designated member that stalls is waited on while it stays live; once out of the live set, the asker falls back and skips it', async () => {
+    const f = await fleet();
+    // C outranks A and B for both paths; it accepts connections and never answers.
+    const c = await silentMember();
     const [s1, s2] = [pathForC(f, '/s'), pathForC(f, '/s', 1)];
-    f.members!.set(C, { ip: '127.0.0.9', httpPort: (silent.address() as AddressInfo).port });
+    f.members!.set(C, { ip: '127.0.0.9', httpPort: c.port });
     let answered = false;
     const pending = get(f.b.port, f.origin.coralHost, s1, {}, 'GET', '127.0.0.4').then((r) => {
       answered = true;
       return r;
     });
-    await until(() => asks === 1, 'B asked C');
+    await until(() => c.asks() === 1, 'B asked C');
     // Failure detection still holds C live: it is only slow to read the ask (a busy machine), and
     // giving up would fetch the object a second time. B goes on waiting, looking again every
     // third of a patience.
@@ -253,34 +259,26 @@ describe('one fetcher per object over real sockets', () => {
     expect(rb.status).toBe(200);
     expect(rb.body.equals(BODY)).toBe(true);
     // The next miss designated to C does not wait on it again (back in the live set or not).
-    f.members!.set(C, { ip: '127.0.0.9', httpPort: (silent.address() as AddressInfo).port });
+    f.members!.set(C, { ip: '127.0.0.9', httpPort: c.port });
     const rb2 = await get(f.b.port, f.origin.coralHost, s2, {}, 'GET', '127.0.0.4');
     expect(rb2.status).toBe(200);
-    expect(asks).toBe(1);
+    expect(c.asks()).toBe(1);
     expect(f.origin.hits).toHaveLength(2);
   });
 
   it('a designated member held in the choice after its death gets the short peer patience', async () => {
     const f = await fleet();
     // C is declared dead (no longer a member) but the choice still holds it: it hangs.
-    const accepted: Socket[] = [];
-    let asks = 0;
-    const silent = createServer((sock) => {
-      accepted.push(sock);
-      sock.once('data', () => asks++);
-    });
-    await new Promise<void>((r) => silent.listen(0, '127.0.0.9', r));
-    cleanups.push(async () => {
-      for (const s of accepted) s.destroy();
-      await new Promise<void>((r) => silent.close(() => r()));
-    });
-    const port = (silent.address() as AddressInfo).port;
+    const c = await silentMember();
     const members = f.members!;
     const listed = members.live!.bind(members);
-    members.live = () => [...listed(), { nodeId: C, ip: '127.0.0.9', httpPort: port, near: true }];
+    members.live = () => [
+      ...listed(),
+      { nodeId: C, ip: '127.0.0.9', httpPort: c.port, near: true },
+    ];
     const path = pathForC(f, '/held');
     const pending = get(f.b.port, f.origin.coralHost, path, {}, 'GET', '127.0.0.4');
-    await until(() => asks === 1, 'B asked C');
+    await until(() => c.asks() === 1, 'B asked C');
     await f.clock.advance(PEER_TIMEOUT_MS);
     const rb = await pending;
     expect(rb.status).toBe(200);
