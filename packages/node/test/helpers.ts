@@ -23,6 +23,27 @@ export function waitFor<T>(
   return poll(fn, { what, limitMs: timeoutMs, everyMs: 50 });
 }
 
+/** Wait until every node of a fleet verifies every other one as a live member (its DSHT's view). */
+export function everyNodeVerifiesTheOthers(
+  nodes: { admin: { json<T>(method: string, path: string): Promise<T> } }[],
+  timeoutMs = 30_000,
+): Promise<boolean> {
+  const others = nodes.length - 1;
+  return waitFor(
+    async () => {
+      const counts = await Promise.all(
+        nodes.map(
+          async (n) =>
+            (await n.admin.json<{ members: unknown[] }>('GET', '/v1/fleet/auth')).members.length,
+        ),
+      );
+      return counts.every((c) => c === others);
+    },
+    timeoutMs,
+    `every node verifies the ${others} others`,
+  );
+}
+
 /** Run a `coral-node` client command against the admin API at `adminUrl`, capturing its output. */
 export async function cliAt(
   adminUrl: string,

@@ -12,7 +12,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Fleet, fetchVia, type FleetNode } from '../../src/fleet/index.js';
-import { tmpDir, waitFor } from '../helpers.js';
+import { everyNodeVerifiesTheOthers, tmpDir } from '../helpers.js';
 
 /** An origin that counts requests per path and may ask the fleet to send its clients home. */
 class Origin {
@@ -72,19 +72,7 @@ beforeAll(async () => {
   });
   await fleet.start();
   nodes = fleet.nodes;
-  await waitFor(
-    async () => {
-      const counts = await Promise.all(
-        nodes.map(
-          async (n) =>
-            (await n.admin.json<{ members: unknown[] }>('GET', '/v1/fleet/auth')).members.length,
-        ),
-      );
-      return counts.every((c) => c === 2);
-    },
-    30_000,
-    'every node verifies the two others',
-  );
+  await everyNodeVerifiesTheOthers(nodes);
 }, 90_000);
 
 afterAll(async () => {

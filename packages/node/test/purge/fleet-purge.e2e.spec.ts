@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_PATH, Fleet, fetchVia, stopProcess, type FleetNode } from '../../src/fleet/index.js';
 import { AdminClient } from '../../src/cli/client.js';
 import { bodyDigest } from '../../src/peer/requests.js';
-import { cliAt, tmpDir, waitFor, waitReady } from '../helpers.js';
+import { cliAt, everyNodeVerifiesTheOthers, tmpDir, waitFor, waitReady } from '../helpers.js';
 
 /** Tags by path: `/img/*` carry Surrogate-Key (spaces), `/doc/*` Cache-Tag (commas). */
 function tagHeaders(path: string): Record<string, string> {
@@ -109,12 +109,6 @@ async function purge(on: FleetNode, body: Record<string, string>): Promise<Purge
   );
 }
 
-/** The node's verified live members (its DSHT's view), other than itself. */
-async function memberCount(n: FleetNode): Promise<number> {
-  const auth = await n.admin.json<{ members: unknown[] }>('GET', '/v1/fleet/auth');
-  return auth.members.length;
-}
-
 /** A raw request to an admin port from a stranger's address. */
 function raw(
   to: FleetNode,
@@ -174,11 +168,7 @@ beforeAll(async () => {
   });
   await fleet.start();
   nodes = fleet.nodes;
-  await waitFor(
-    async () => (await Promise.all(nodes.map(memberCount))).every((c) => c === 4),
-    30_000,
-    'every node verifies the four others',
-  );
+  await everyNodeVerifiesTheOthers(nodes);
 }, 90_000);
 
 afterAll(async () => {
