@@ -85,6 +85,13 @@ export class DiskStore implements CacheStore {
     reject: (e: unknown) => void;
   }> = [];
   #flushing: Promise<void> | undefined;
+  /**
+   * Records queued or being written, by key (hex; null: a deletion): the directory changes at
+   * once, so a reader between that change and the batch's completion reads them here — without
+   * it a lookup in that window found the object in the directory but not its record, and started
+   * a second fetch of an object whose first fetch was just ending.
+   */
+  readonly #pending = new Map<string, Uint8Array | null>();
 
   constructor(components: StoreComponents, options: DiskStoreOptions) {
     this.#dir = options.dir;
@@ -221,9 +228,13 @@ export class DiskStore implements CacheStore {
       keys.push(this.#directory.key(s));
     }
     if (keys.length === 0) return [];
+    // Taken before the read: a record not pending now is in the database before the read starts.
+    const pending = keys.map((k) => this.#pendingValue(k));
     const values = await db.getMany(keys);
     const out: StoredMeta[] = [];
-    values.forEach((v, i) => {
+    values.forEach((read, i) => {
+      const p = pending[i];
+      const v = p === undefined ? read : p;
       const m = v ? decodeMeta(keys[i]!, v) : undefined;
       // A record changed while it was read is taken only if the directory still agrees.
       if (m && this.#current(m)) out.push(m);
@@ -235,7 +246,8 @@ export class DiskStore implements CacheStore {
     const k = hexKey(key, KEY_BYTES);
     const db = this.#db;
     if (!k || !db || this.#directory.find(k) === -1) return undefined;
-    const v = await db.get(k);
+    const p = this.#pendingValue(k);
+    const v = p === undefined ? await db.get(k) : p;
     const m = v ? decodeMeta(k, v) : undefined;
     return m && this.#current(m) ? m : undefined;
   }
@@ -607,6 +619,9 @@ export class DiskStore implements CacheStore {
    * record names it).
    */
   #write(ops: MetaOp[], after: Array<() => void>): Promise<void> {
+    for (const op of ops) {
+      this.#pending.set(Buffer.from(op.key).toString('hex'), op.type === 'put' ? op.value : null);
+    }
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ ops, after, resolve, reject });
       this.#flushing ??= this.#flush().finally(() => {
@@ -619,17 +634,35 @@ export class DiskStore implements CacheStore {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0);
       const db = this.#db;
+      const ops = batch.flatMap((b) => b.ops);
       try {
         if (!db) throw new Error('store closed');
-        await db.batch(batch.flatMap((b) => b.ops));
+        await db.batch(ops);
       } catch (e) {
+        this.#settled(ops);
         for (const b of batch) b.reject(e);
         continue;
       }
+      this.#settled(ops);
       for (const b of batch) {
         for (const a of b.after) a();
         b.resolve();
       }
+    }
+  }
+
+  /** A queued or in-flight record (null: deleted), or undefined when none is pending. */
+  #pendingValue(key: Uint8Array): Uint8Array | null | undefined {
+    return this.#pending.size === 0
+      ? undefined
+      : this.#pending.get(Buffer.from(key).toString('hex'));
+  }
+
+  /** The batch of `ops` is written (or failed): what a later write did not replace is settled. */
+  #settled(ops: MetaOp[]): void {
+    for (const op of ops) {
+      const k = Buffer.from(op.key).toString('hex');
+      if (this.#pending.get(k) === (op.type === 'put' ? op.value : null)) this.#pending.delete(k);
     }
   }
 

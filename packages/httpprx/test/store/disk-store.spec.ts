@@ -144,3 +144,37 @@ describe('DiskStore — a directory left by the previous layout (JSON records, r
     await s.close();
   });
 });
+
+describe('DiskStore — reads between a commit and its metadata batch', () => {
+  it('an object in the directory is readable at once: variants() and get() see records still waiting for their batch', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'coral-disk-'));
+    const s = new DiskStore({}, { dir, budgetBytes: 1 << 24 });
+    await s.open();
+    const names = Array.from({ length: 40 }, (_, i) => `obj${i}`);
+    let done = false;
+    const commits = Promise.all(names.map((n) => put(s, n, Buffer.from(`body of ${n}`)))).then(
+      () => (done = true),
+    );
+    // Each time a commit has put its object in the directory, read it back before its batch is
+    // known to be written (the commits queue behind one another's batches).
+    const seen = new Set<string>();
+    const missing: string[] = [];
+    while (!done || seen.size < names.length) {
+      const reads: Promise<void>[] = [];
+      for (const n of names) {
+        if (seen.has(n) || !s.has(keyOf(n).slice(0, 40))) continue;
+        seen.add(n);
+        reads.push(
+          Promise.all([s.variants(keyOf(n).slice(0, 40)), s.get(keyOf(n))]).then(([v, g]) => {
+            if (v.length !== 1 || g === undefined) missing.push(n);
+          }),
+        );
+      }
+      await Promise.all(reads);
+      if (!done) await new Promise((r) => setImmediate(r));
+    }
+    await commits;
+    expect(missing).toEqual([]);
+    await s.close();
+  });
+});
