@@ -380,10 +380,14 @@ async function runOnce(runSeed) {
     const originRequests = [...seen.counts.entries()]
       .filter(([p]) => p.startsWith('/obj/'))
       .reduce((s, [, n]) => s + n, 0);
-    // Objects the origin served more than once: the nodes that fetched each (its Via names a node
-    // by its id's first 12 hex digits; node numbers from 1) and the one the rendezvous order over
-    // the whole fleet designates.
-    const nodeOf = (via) => 1 + nodeIds.findIndex((id) => via.includes(`coral-${id.slice(0, 12)}`));
+    // Objects the origin served more than once: the nodes that fetched each and the one the
+    // rendezvous order over the whole fleet designates. A Via lists every node the request went
+    // through, each by its id's first 12 hex digits; the fetcher is the last (node numbers from 1).
+    const nodeOf = (via) => {
+      const hops = via.split(',').map((h) => h.trim());
+      const last = hops[hops.length - 1] ?? '';
+      return 1 + nodeIds.findIndex((id) => last.endsWith(`coral-${id.slice(0, 12)}`));
+    };
     const duplicates = [...seen.via.entries()]
       .filter(([p, v]) => p.startsWith('/obj/') && v.length > 1)
       .map(([p, v]) => {
