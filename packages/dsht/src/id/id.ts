@@ -42,6 +42,13 @@ interface AddressIds {
 const expectedIds = new Map<string, HostIds>();
 let expectedCount = 0;
 const EXPECTED_MAX = 65_536;
+/**
+ * The hex of each id the memo holds, made once with it: `toHex` of a verified contact's id (every
+ * sender and listed contact the RPC layer keeps) then returns one shared string instead of
+ * building one per call, and every per-peer map keyed by it shares that string. Weak, so ids the
+ * memo dropped (and the strings) go with the last contact holding them.
+ */
+const memoHex = new WeakMap<Id, string>();
 
 /**
  * Does `id` equal SHA-1(ip:port)? Memoised per address (bounded), so checking the contacts listed
@@ -94,6 +101,7 @@ function verifiedId(id: Id, ip: string, port: number): Id | undefined {
     }
     if (!host) expectedIds.set(ip, (host = { ip, ports: new Map() }));
     expected = { id: hashed, addr };
+    memoHex.set(hashed, hexOf(hashed));
     host.ports.set(port, expected);
     expectedCount++;
   }
@@ -108,8 +116,15 @@ export function assertId(x: unknown, what = 'id'): asserts x is Id {
   if (!isId(x)) throw new InvalidArgumentError(`${what} must be a ${ID_BYTES}-byte Uint8Array`);
 }
 
-/** Lower-case hex of the bytes: one flat string (no chain of concatenations left to flatten). */
+/**
+ * Lower-case hex of the bytes: one flat string (no chain of concatenations left to flatten). A
+ * verified contact's id (the memo's) gives the memo's string, made when the id was.
+ */
 export function toHex(id: Uint8Array): string {
+  return memoHex.get(id) ?? hexOf(id);
+}
+
+function hexOf(id: Uint8Array): string {
   return Buffer.from(id.buffer, id.byteOffset, id.length).toString('hex');
 }
 

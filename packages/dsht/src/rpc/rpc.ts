@@ -221,6 +221,8 @@ export class Rpc {
   #allowNat: boolean;
   #maxIdsPerIp: number;
   #pending = new Map<number, Pending>();
+  /** Scratch list of `#filterListed`. */
+  readonly #listedHosts: string[] = [];
   readonly auth: DatagramAuth;
   readonly tokens: WriteTokens;
   readonly peerTokens: PeerTokens;
@@ -478,7 +480,10 @@ export class Rpc {
     if (body.type !== 'NODES' && body.type !== 'VALUES' && body.type !== 'PROBE_RESULT') return;
     const list = body.contacts;
     if (list.length === 0) return;
-    let perIp: Map<string, number> | undefined;
+    // Hosts of the contacts kept so far: a list is short (k = 20), so a scan of them costs less
+    // than a map made per answer.
+    const hosts = this.#listedHosts;
+    hosts.length = 0;
     let kept: Contact[] | undefined;
     for (let i = 0; i < list.length; i++) {
       const c = list[i]!;
@@ -488,16 +493,17 @@ export class Rpc {
         drop = true;
       } else {
         const h = hostKey(c.ip);
-        perIp ??= new Map();
-        const n = perIp.get(h) ?? 0;
+        let n = 0;
+        for (let j = 0; j < hosts.length; j++) if (hosts[j] === h) n++;
         if (n >= this.#maxIdsPerIp) {
           this.counters.listedIpLimited++;
           drop = true;
-        } else perIp.set(h, n + 1);
+        } else hosts.push(h);
       }
       if (drop) kept ??= list.slice(0, i);
       else kept?.push(c);
     }
+    hosts.length = 0;
     if (kept) body.contacts = kept;
   }
 
