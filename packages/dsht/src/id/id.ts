@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { ID_BYTES } from '../constants.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { Random } from '@coral/testkit';
+import type { Contact } from '../contact.js';
 
 export type Id = Uint8Array;
 
@@ -38,6 +39,8 @@ interface AddressIds {
   id: Id;
   /** `addressString(ip, port)`, one string per address for every map keyed by it. */
   addr: string;
+  /** The shared, frozen contact of this address without optional fields but `httpPort` (`sharedContact`). */
+  contact?: Contact;
 }
 const expectedIds = new Map<string, HostIds>();
 let expectedCount = 0;
@@ -71,6 +74,27 @@ export function adoptVerifiedId(c: { id: Id; ip: string; port: number }): boolea
   c.id = expected;
   c.ip = expectedIds.get(c.ip)?.ip ?? c.ip;
   return true;
+}
+
+/**
+ * One contact object per address for the plain contacts (id, ip, port and at most an `httpPort`:
+ * every answer's listed contacts, and the senders that advertise nothing else): after
+ * `adoptVerifiedId(c)` succeeded, the memo's frozen contact equal to `c`, else `c` itself. Every
+ * sighting of a peer then leaves the same object in the registry and the routing tables, instead of
+ * each datagram's decoded copy replacing the last one (kept until the next datagram from that
+ * peer, long enough to reach the old generation). Frozen: nobody may change a shared contact
+ * (`mergeContact` makes a new one).
+ */
+export function sharedContact(c: Contact): Contact {
+  if (c.dnsPort !== undefined || c.region !== undefined || c.clusters !== undefined) return c;
+  const memo = expectedIds.get(c.ip)?.ports.get(c.port);
+  if (!memo || memo.id !== c.id) return c;
+  const shared = memo.contact;
+  if (shared !== undefined && shared.httpPort === c.httpPort) return shared;
+  const fresh: Contact = { id: memo.id, ip: c.ip, port: c.port };
+  if (c.httpPort !== undefined) fresh.httpPort = c.httpPort;
+  memo.contact = Object.freeze(fresh);
+  return memo.contact;
 }
 
 /**

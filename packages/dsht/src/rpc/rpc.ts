@@ -39,7 +39,7 @@ import {
   UNVERIFIED_REPLIES_PER_SECOND,
 } from '../constants.js';
 import { AbortedError, DshtError, RemoteError, RpcTimeoutError } from '../errors.js';
-import { addressKey, adoptVerifiedId } from '../id/id.js';
+import { addressKey, adoptVerifiedId, sharedContact } from '../id/id.js';
 import { hostKey } from '../limits/address.js';
 import { GlobalBucket, SourceLimiter } from '../limits/rate-limiter.js';
 import { decodePayload, encodePayload } from '../wire/codec.js';
@@ -444,6 +444,7 @@ export class Rpc {
       this.counters.spoofed++;
       return;
     }
+    msg.sender = sharedContact(msg.sender);
     if (msg.kind === 'response') {
       const p = this.#pending.get(msg.txid);
       if (!p || p.to.ip !== from.ip || p.to.port !== from.port) {
@@ -501,7 +502,8 @@ export class Rpc {
         } else hosts.push(h);
       }
       if (drop) kept ??= list.slice(0, i);
-      else kept?.push(c);
+      else if (kept) kept.push(sharedContact(c));
+      else list[i] = sharedContact(c);
     }
     hosts.length = 0;
     if (kept) body.contacts = kept;
