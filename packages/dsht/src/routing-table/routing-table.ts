@@ -31,7 +31,10 @@ export interface RoutingEntry {
   failures: number;
 }
 
-/** A table's entry: also the leading 32 bits of the contact's id, read once (`closest` compares them). */
+/**
+ * A table's entry: also the leading 32 bits of the contact's id, read once (`closest` compares
+ * them), kept as a signed 32-bit integer so that it is stored unboxed.
+ */
 interface Entry extends RoutingEntry {
   readonly prefix: number;
 }
@@ -180,7 +183,7 @@ export class RoutingTable {
         return 'refused';
       this.#countHost(contact, 1);
     }
-    const entry: Entry = { contact, lastSeen: now, failures: 0, prefix: prefix32(contact.id) };
+    const entry: Entry = { contact, lastSeen: now, failures: 0, prefix: prefix32(contact.id) | 0 };
     if (bucket.entries.length < this.k) {
       if (inReplacements) {
         const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, contact.id));
