@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { ID_BYTES } from '../constants.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { Random } from '@coral/testkit';
+import type { Contact } from '../contact.js';
 
 export type Id = Uint8Array;
 
@@ -38,10 +39,19 @@ interface AddressIds {
   id: Id;
   /** `addressString(ip, port)`, one string per address for every map keyed by it. */
   addr: string;
+  /** The shared, frozen contact of this address without optional fields but `httpPort` (`sharedContact`). */
+  contact?: Contact;
 }
 const expectedIds = new Map<string, HostIds>();
 let expectedCount = 0;
 const EXPECTED_MAX = 65_536;
+/**
+ * The hex of each id the memo holds, made once with it: `toHex` of a verified contact's id (every
+ * sender and listed contact the RPC layer keeps) then returns one shared string instead of
+ * building one per call, and every per-peer map keyed by it shares that string. Weak, so ids the
+ * memo dropped (and the strings) go with the last contact holding them.
+ */
+const memoHex = new WeakMap<Id, string>();
 
 /**
  * Does `id` equal SHA-1(ip:port)? Memoised per address (bounded), so checking the contacts listed
@@ -64,6 +74,27 @@ export function adoptVerifiedId(c: { id: Id; ip: string; port: number }): boolea
   c.id = expected;
   c.ip = expectedIds.get(c.ip)?.ip ?? c.ip;
   return true;
+}
+
+/**
+ * One contact object per address for the plain contacts (id, ip, port and at most an `httpPort`:
+ * every answer's listed contacts, and the senders that advertise nothing else): after
+ * `adoptVerifiedId(c)` succeeded, the memo's frozen contact equal to `c`, else `c` itself. Every
+ * sighting of a peer then leaves the same object in the registry and the routing tables, instead of
+ * each datagram's decoded copy replacing the last one (kept until the next datagram from that
+ * peer, long enough to reach the old generation). Frozen: nobody may change a shared contact
+ * (`mergeContact` makes a new one).
+ */
+export function sharedContact(c: Contact): Contact {
+  if (c.dnsPort !== undefined || c.region !== undefined || c.clusters !== undefined) return c;
+  const memo = expectedIds.get(c.ip)?.ports.get(c.port);
+  if (!memo || memo.id !== c.id) return c;
+  const shared = memo.contact;
+  if (shared !== undefined && shared.httpPort === c.httpPort) return shared;
+  const fresh: Contact = { id: memo.id, ip: c.ip, port: c.port };
+  if (c.httpPort !== undefined) fresh.httpPort = c.httpPort;
+  memo.contact = Object.freeze(fresh);
+  return memo.contact;
 }
 
 /**
@@ -94,6 +125,7 @@ function verifiedId(id: Id, ip: string, port: number): Id | undefined {
     }
     if (!host) expectedIds.set(ip, (host = { ip, ports: new Map() }));
     expected = { id: hashed, addr };
+    memoHex.set(hashed, hexOf(hashed));
     host.ports.set(port, expected);
     expectedCount++;
   }
@@ -108,8 +140,15 @@ export function assertId(x: unknown, what = 'id'): asserts x is Id {
   if (!isId(x)) throw new InvalidArgumentError(`${what} must be a ${ID_BYTES}-byte Uint8Array`);
 }
 
-/** Lower-case hex of the bytes: one flat string (no chain of concatenations left to flatten). */
+/**
+ * Lower-case hex of the bytes: one flat string (no chain of concatenations left to flatten). A
+ * verified contact's id (the memo's) gives the memo's string, made when the id was.
+ */
 export function toHex(id: Uint8Array): string {
+  return memoHex.get(id) ?? hexOf(id);
+}
+
+function hexOf(id: Uint8Array): string {
   return Buffer.from(id.buffer, id.byteOffset, id.length).toString('hex');
 }
 

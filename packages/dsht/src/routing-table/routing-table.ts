@@ -31,9 +31,17 @@ export interface RoutingEntry {
   failures: number;
 }
 
+/**
+ * A table's entry: also the leading 32 bits of the contact's id, read once (`closest` compares
+ * them), kept as a signed 32-bit integer so that it is stored unboxed.
+ */
+interface Entry extends RoutingEntry {
+  readonly prefix: number;
+}
+
 interface Bucket {
-  entries: RoutingEntry[];
-  replacements: RoutingEntry[];
+  entries: Entry[];
+  replacements: Entry[];
   lastChanged: number;
   pinging: boolean;
 }
@@ -64,7 +72,7 @@ export interface RoutingTableOptions {
   maxIdsPerIp?: number;
 }
 
-const NONE: readonly RoutingEntry[] = [];
+const NONE: readonly Entry[] = [];
 
 /** `refused`: the contact's IP already has `maxIdsPerIp` contacts here. */
 export type AddOutcome = 'added' | 'updated' | 'pending' | 'self' | 'refused';
@@ -82,7 +90,7 @@ export class RoutingTable {
   #buckets: Array<Bucket | undefined> = [];
   /** When the table was made: the `lastChanged` of a bucket never used. */
   #createdAt: number;
-  #index = new Map<string, RoutingEntry>();
+  #index = new Map<string, Entry>();
   #deep = -1;
   #maxPerIp: number;
   /** host → contacts (entries and replacements) from it. */
@@ -175,7 +183,7 @@ export class RoutingTable {
         return 'refused';
       this.#countHost(contact, 1);
     }
-    const entry: RoutingEntry = { contact, lastSeen: now, failures: 0 };
+    const entry: Entry = { contact, lastSeen: now, failures: 0, prefix: prefix32(contact.id) | 0 };
     if (bucket.entries.length < this.k) {
       if (inReplacements) {
         const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, contact.id));
@@ -284,7 +292,7 @@ export class RoutingTable {
     return b;
   }
 
-  #addReplacement(bucket: Bucket, entry: RoutingEntry): void {
+  #addReplacement(bucket: Bucket, entry: Entry): void {
     const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, entry.contact.id));
     if (i >= 0) bucket.replacements.splice(i, 1);
     bucket.replacements.push(entry);
@@ -311,7 +319,7 @@ export class RoutingTable {
     );
   }
 
-  #afterPing(bucket: Bucket, oldest: RoutingEntry, alive: boolean): void {
+  #afterPing(bucket: Bucket, oldest: Entry, alive: boolean): void {
     bucket.pinging = false;
     if (!bucket.entries.includes(oldest)) return;
     if (alive) {
@@ -351,13 +359,15 @@ class TopContacts {
     return this.contacts.length >= this.#count;
   }
 
-  offer(entries: readonly RoutingEntry[], exclude: ((c: Contact) => boolean) | undefined): void {
+  offer(entries: readonly Entry[], exclude: ((c: Contact) => boolean) | undefined): void {
     const list = this.contacts;
     const dist = this.#dist;
     const target = this.#target;
+    const t0 = this.#t0;
     for (let e = 0; e < entries.length; e++) {
-      const c = entries[e]!.contact;
-      const d = (prefix32(c.id) ^ this.#t0) >>> 0;
+      const entry = entries[e]!;
+      const d = (entry.prefix ^ t0) >>> 0;
+      const c = entry.contact;
       let n = list.length;
       if (n >= this.#count) {
         const worst = dist[n - 1]!;

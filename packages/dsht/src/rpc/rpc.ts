@@ -39,7 +39,7 @@ import {
   UNVERIFIED_REPLIES_PER_SECOND,
 } from '../constants.js';
 import { AbortedError, DshtError, RemoteError, RpcTimeoutError } from '../errors.js';
-import { addressKey, adoptVerifiedId } from '../id/id.js';
+import { addressKey, adoptVerifiedId, sharedContact } from '../id/id.js';
 import { hostKey } from '../limits/address.js';
 import { GlobalBucket, SourceLimiter } from '../limits/rate-limiter.js';
 import { decodePayload, encodePayload } from '../wire/codec.js';
@@ -221,6 +221,8 @@ export class Rpc {
   #allowNat: boolean;
   #maxIdsPerIp: number;
   #pending = new Map<number, Pending>();
+  /** Scratch list of `#filterListed`. */
+  readonly #listedHosts: string[] = [];
   readonly auth: DatagramAuth;
   readonly tokens: WriteTokens;
   readonly peerTokens: PeerTokens;
@@ -442,6 +444,7 @@ export class Rpc {
       this.counters.spoofed++;
       return;
     }
+    msg.sender = sharedContact(msg.sender);
     if (msg.kind === 'response') {
       const p = this.#pending.get(msg.txid);
       if (!p || p.to.ip !== from.ip || p.to.port !== from.port) {
@@ -478,7 +481,10 @@ export class Rpc {
     if (body.type !== 'NODES' && body.type !== 'VALUES' && body.type !== 'PROBE_RESULT') return;
     const list = body.contacts;
     if (list.length === 0) return;
-    let perIp: Map<string, number> | undefined;
+    // Hosts of the contacts kept so far: a list is short (k = 20), so a scan of them costs less
+    // than a map made per answer.
+    const hosts = this.#listedHosts;
+    hosts.length = 0;
     let kept: Contact[] | undefined;
     for (let i = 0; i < list.length; i++) {
       const c = list[i]!;
@@ -488,16 +494,18 @@ export class Rpc {
         drop = true;
       } else {
         const h = hostKey(c.ip);
-        perIp ??= new Map();
-        const n = perIp.get(h) ?? 0;
+        let n = 0;
+        for (let j = 0; j < hosts.length; j++) if (hosts[j] === h) n++;
         if (n >= this.#maxIdsPerIp) {
           this.counters.listedIpLimited++;
           drop = true;
-        } else perIp.set(h, n + 1);
+        } else hosts.push(h);
       }
       if (drop) kept ??= list.slice(0, i);
-      else kept?.push(c);
+      else if (kept) kept.push(sharedContact(c));
+      else list[i] = sharedContact(c);
     }
+    hosts.length = 0;
     if (kept) body.contacts = kept;
   }
 

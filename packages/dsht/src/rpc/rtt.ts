@@ -1,6 +1,10 @@
 /**
  * Smoothed RTT per peer (RFC 6298's SRTT / RTTVAR), giving each peer its own retransmission
  * timeout. Bounded: the least recently used peers are forgotten.
+ *
+ * The estimates live in typed arrays, one slot per peer (the map holds the slot number): a node
+ * keeps one for each of up to thousands of peers, and an object per peer with three floating-point
+ * fields costs the heap about three times the 28 bytes of numbers it holds.
  */
 export interface RttEstimate {
   srtt: number;
@@ -9,9 +13,19 @@ export interface RttEstimate {
   last: number;
 }
 
+/** Slots the arrays start with (they grow by doubling up to the table's bound). */
+const INITIAL_SLOTS = 16;
+
 export class RttTable {
-  #peers = new Map<string, RttEstimate>();
+  /** peer → slot, least recently sampled first. */
+  #peers = new Map<string, number>();
   #max: number;
+  /** Per slot: srtt, rttvar, last sample. */
+  #f = new Float64Array(3 * INITIAL_SLOTS);
+  #samples = new Uint32Array(INITIAL_SLOTS);
+  /** Slots handed out so far (freed ones are reused before new ones). */
+  #used = 0;
+  #free: number[] = [];
 
   constructor(max: number) {
     this.#max = max;
@@ -21,37 +35,75 @@ export class RttTable {
     return this.#peers.size;
   }
 
-  sample(peer: string, rttMs: number): RttEstimate {
-    let e = this.#peers.get(peer);
-    if (e) {
+  sample(peer: string, rttMs: number): void {
+    const f = this.#f;
+    let s = this.#peers.get(peer);
+    if (s !== undefined) {
       this.#peers.delete(peer);
-      e.rttvar = 0.75 * e.rttvar + 0.25 * Math.abs(e.srtt - rttMs);
-      e.srtt = 0.875 * e.srtt + 0.125 * rttMs;
-      e.samples++;
-      e.last = rttMs;
+      const i = 3 * s;
+      f[i + 1] = 0.75 * f[i + 1]! + 0.25 * Math.abs(f[i]! - rttMs);
+      f[i] = 0.875 * f[i]! + 0.125 * rttMs;
+      f[i + 2] = rttMs;
+      this.#samples[s]!++;
     } else {
-      e = { srtt: rttMs, rttvar: rttMs / 2, samples: 1, last: rttMs };
       if (this.#peers.size >= this.#max) {
         const oldest = this.#peers.keys().next().value;
-        if (oldest !== undefined) this.#peers.delete(oldest);
+        if (oldest !== undefined) {
+          this.#free.push(this.#peers.get(oldest)!);
+          this.#peers.delete(oldest);
+        }
       }
+      s = this.#slot();
+      const i = 3 * s;
+      this.#f[i] = rttMs;
+      this.#f[i + 1] = rttMs / 2;
+      this.#f[i + 2] = rttMs;
+      this.#samples[s] = 1;
     }
-    this.#peers.set(peer, e);
-    return e;
+    this.#peers.set(peer, s);
   }
 
   get(peer: string): RttEstimate | undefined {
-    return this.#peers.get(peer);
+    const s = this.#peers.get(peer);
+    return s === undefined ? undefined : this.#estimate(s);
   }
 
   /** Retransmission timeout for a peer: srtt + 4·rttvar within bounds, `fallback` when unknown. */
   timeout(peer: string, fallback: number, min: number, max: number): number {
-    const e = this.#peers.get(peer);
-    if (!e) return fallback;
-    return Math.min(max, Math.max(min, e.srtt + 4 * e.rttvar));
+    const s = this.#peers.get(peer);
+    if (s === undefined) return fallback;
+    const f = this.#f;
+    return Math.min(max, Math.max(min, f[3 * s]! + 4 * f[3 * s + 1]!));
   }
 
-  entries(): IterableIterator<[string, RttEstimate]> {
-    return this.#peers.entries();
+  /** Every peer and its estimate (a copy), least recently sampled first. */
+  *entries(): IterableIterator<[string, RttEstimate]> {
+    for (const [peer, s] of this.#peers) yield [peer, this.#estimate(s)];
+  }
+
+  #estimate(s: number): RttEstimate {
+    const f = this.#f;
+    return {
+      srtt: f[3 * s]!,
+      rttvar: f[3 * s + 1]!,
+      samples: this.#samples[s]!,
+      last: f[3 * s + 2]!,
+    };
+  }
+
+  #slot(): number {
+    const reused = this.#free.pop();
+    if (reused !== undefined) return reused;
+    const s = this.#used++;
+    if (s >= this.#samples.length) {
+      const n = Math.min(2 * this.#samples.length, Math.max(this.#max, s + 1));
+      const f = new Float64Array(3 * n);
+      f.set(this.#f);
+      this.#f = f;
+      const samples = new Uint32Array(n);
+      samples.set(this.#samples);
+      this.#samples = samples;
+    }
+    return s;
   }
 }

@@ -68,7 +68,7 @@ export class WriteTokens {
   }
 
   #make(s: Secret, address: string): string {
-    return createHmac('sha256', s.key).update(address).digest().toString('latin1', 0, TOKEN_BYTES);
+    return createHmac('sha256', s.key).update(address).digest('binary').slice(0, TOKEN_BYTES);
   }
 
   #roll(): Secret {
@@ -121,7 +121,16 @@ export class PeerTokens {
   }
 
   set(address: string, token: Uint8Array): void {
-    this.#tokens.delete(address);
+    const old = this.#tokens.get(address);
+    if (old !== undefined) {
+      // Most answers bring the token held already: the record is renewed, not made again.
+      this.#tokens.delete(address);
+      if (!sameBytes(old.token, token)) old.token = latin1(token);
+      old.at = this.#clock.now();
+      old.used = false;
+      this.#tokens.set(address, old);
+      return;
+    }
     if (this.#tokens.size >= PEER_TOKEN_ENTRIES) {
       this.#tokens.delete(this.#tokens.keys().next().value as string);
     }

@@ -75,7 +75,8 @@ export class SimNetwork {
   #random: Random;
   latencyMs: LatencyModel;
   lossRate: number;
-  #endpoints = new Map<string, SimTransport>();
+  /** ip → port → endpoint (no `ip:port` string built per datagram). */
+  #endpoints = new Map<string, Map<number, SimTransport>>();
   #partitions: Array<[Set<string>, Set<string>]> = [];
   readonly stats: SimStats = {
     sent: 0,
@@ -109,15 +110,20 @@ export class SimNetwork {
 
   /** @internal */
   attach(t: SimTransport): void {
-    const key = `${t.address.ip}:${t.address.port}`;
-    if (this.#endpoints.has(key)) throw new TransportError(`address in use: ${key}`);
-    this.#endpoints.set(key, t);
+    const { ip, port } = t.address;
+    let ports = this.#endpoints.get(ip);
+    if (ports?.has(port)) throw new TransportError(`address in use: ${ip}:${port}`);
+    if (!ports) this.#endpoints.set(ip, (ports = new Map()));
+    ports.set(port, t);
   }
 
   /** @internal */
   detach(t: SimTransport): void {
-    const key = `${t.address.ip}:${t.address.port}`;
-    if (this.#endpoints.get(key) === t) this.#endpoints.delete(key);
+    const { ip, port } = t.address;
+    const ports = this.#endpoints.get(ip);
+    if (ports?.get(port) !== t) return;
+    ports.delete(port);
+    if (ports.size === 0) this.#endpoints.delete(ip);
   }
 
   #blocked(a: string, b: string): boolean {
@@ -142,7 +148,7 @@ export class SimNetwork {
     const copy = data.slice();
     const delay = Math.max(0, this.latencyMs(from.ip, to.ip));
     this.clock.setTimeout(() => {
-      const dest = this.#endpoints.get(`${to.ip}:${to.port}`);
+      const dest = this.#endpoints.get(to.ip)?.get(to.port);
       if (!dest) {
         this.stats.unreachable++;
         return;
