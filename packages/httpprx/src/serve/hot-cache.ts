@@ -76,6 +76,19 @@ export interface HotEntry {
   live: boolean;
 }
 
+/**
+ * `body` in memory of its own, of exactly its size. A body handed over is often a view of a larger
+ * allocation — the socket read it arrived in (undici's chunks are views of it), or an 8 KiB slice
+ * pool of `Buffer.allocUnsafe` — and a hot entry kept for hours would keep all of that alive, in
+ * the middle of malloc's heap, where freed space around it is never given back to the system.
+ */
+function ownCopy(body: Buffer): Buffer {
+  if (body.byteOffset === 0 && body.buffer.byteLength === body.length) return body;
+  const own = Buffer.allocUnsafeSlow(body.length);
+  body.copy(own);
+  return own;
+}
+
 export class HotCache {
   readonly #lru: LRUCache<string, HotEntry>;
   readonly #routes = new Map<string, Map<string, HotEntry>>();
@@ -109,7 +122,7 @@ export class HotCache {
     const head = serializeHead(meta.status, e.headers);
     const entry: HotEntry = {
       meta,
-      body,
+      body: ownCopy(body),
       lifetime: e.lifetime,
       fast: e.fast,
       block: e.headers.concat('age', '', 'cache-status', ''),

@@ -37,7 +37,24 @@ import type {
 
 export interface DiskStoreOptions extends StoreOptions {
   dir: string;
+  /** LevelDB memtable of the metadata database (bytes). Default `META_DB_WRITE_BUFFER_BYTES`. */
+  dbWriteBufferBytes?: number;
+  /** LevelDB block cache of the metadata database (bytes). Default `META_DB_CACHE_BYTES`. */
+  dbCacheBytes?: number;
 }
+
+/**
+ * LevelDB's memtable for the metadata (its default is 4 MiB). A record is about 150 bytes, so
+ * 1 MiB holds the last ~7,000 commits before they go to a table; a larger one only holds more of
+ * them in memory, and keeps it (in malloc's heap) however idle the node is.
+ */
+export const META_DB_WRITE_BUFFER_BYTES = 1024 * 1024;
+/**
+ * LevelDB's block cache for the metadata (its default is 8 MiB). Requests find objects through the
+ * in-memory directory and hot objects without reading LevelDB; a record is read once per full-path
+ * hit of an object that is not hot, from a table file the OS keeps in its page cache.
+ */
+export const META_DB_CACHE_BYTES = 1024 * 1024;
 
 /** Stats run in parallel at start-up. */
 const OPEN_CONCURRENCY = 32;
@@ -73,6 +90,7 @@ function hexKey(hex: string, bytes: number): Uint8Array | undefined {
 export class DiskStore implements CacheStore {
   readonly #dir: string;
   readonly #budget: number;
+  readonly #dbOptions: { writeBufferSize: number; cacheSize: number };
   readonly #onRemove: StoreComponents['onRemove'];
   #directory = new Directory();
   #db: Level<Uint8Array, Uint8Array> | undefined;
@@ -96,6 +114,10 @@ export class DiskStore implements CacheStore {
   constructor(components: StoreComponents, options: DiskStoreOptions) {
     this.#dir = options.dir;
     this.#budget = options.budgetBytes;
+    this.#dbOptions = {
+      writeBufferSize: options.dbWriteBufferBytes ?? META_DB_WRITE_BUFFER_BYTES,
+      cacheSize: options.dbCacheBytes ?? META_DB_CACHE_BYTES,
+    };
     this.#onRemove = components.onRemove;
   }
 
@@ -108,6 +130,7 @@ export class DiskStore implements CacheStore {
     const db = new Level<Uint8Array, Uint8Array>(join(this.#dir, 'meta'), {
       keyEncoding: 'view',
       valueEncoding: 'view',
+      ...this.#dbOptions,
     });
     await db.open();
     this.#db = db;

@@ -42,6 +42,24 @@ describe('HotCache', () => {
     expect(hot.get(keyOf('a'))).toBeUndefined();
   });
 
+  it('keeps a body that is a view of a larger allocation in memory of its own', () => {
+    const hot = new HotCache({ budgetBytes: 100_000, maxObjectBytes: 10_000 });
+    // As a socket read or Buffer.allocUnsafe's slice pool hands it over: 100 bytes of 64 KiB.
+    const read = Buffer.alloc(64 * 1024, 7);
+    const view = read.subarray(1000, 1100);
+    hot.put(metaFor('view', view), view, { lifetime: 60, fast: true, headers: [] });
+    const e = hot.get(keyOf('view'))!;
+    expect(e.body.equals(view)).toBe(true);
+    expect(e.body.buffer).not.toBe(read.buffer);
+    expect(e.body.buffer.byteLength).toBe(100);
+    read.fill(0); // the read buffer reused: the entry's bytes do not change
+    expect(e.body.equals(Buffer.alloc(100, 7))).toBe(true);
+    // A body that already owns its memory is kept as it is.
+    const own = Buffer.allocUnsafeSlow(100).fill(3);
+    hot.put(metaFor('own', own), own, { lifetime: 60, fast: true, headers: [] });
+    expect(hot.get(keyOf('own'))!.body).toBe(own);
+  });
+
   it('routes raw Host and target spellings to an entry while it is hot, and forgets them with it', () => {
     const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
     const body = Buffer.alloc(800, 1);
