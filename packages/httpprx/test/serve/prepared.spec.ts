@@ -4,6 +4,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { preparedConnection, sendPrepared, serializeHead } from '../../src/serve/prepared.js';
+import { waitFor } from '@coral/testkit';
 import { httpDate, startScripted } from '../helpers/harness.js';
 import type { Origin, ProxyHarness } from '../helpers/harness.js';
 
@@ -62,8 +63,10 @@ function raw(
         responses.push({ head, status, headers, body: buf.subarray(end + 4, end + 4 + length) });
         buf = buf.subarray(end + 4 + length);
       }
-      // Give a server that closes after the last answer the time to say so.
-      if (responses.length >= n) setTimeout(() => finish(false), 50);
+      // Done at the last answer, unless it says the server closes: then at the close.
+      if (responses.length >= n && responses[n - 1]!.headers.get('connection') !== 'close') {
+        finish(false);
+      }
     });
     s.on('end', () => finish(true));
     s.on('close', () => finish(true));
@@ -210,15 +213,14 @@ describe('the fast path sends prepared hot entries', () => {
 
   /** Fill, and serve until the object is hot and routed. */
   async function warm() {
-    for (let i = 0; i < 50; i++) {
-      const { responses } = await raw(px.port, GET(), 1);
-      if (/; hit/.test(responses[0]!.headers.get('cache-status') ?? '')) {
-        await raw(px.port, GET(), 1); // routed after a hit on the full path
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    throw new Error('never a hit');
+    await waitFor(
+      async () => {
+        const { responses } = await raw(px.port, GET(), 1);
+        return /; hit/.test(responses[0]!.headers.get('cache-status') ?? '');
+      },
+      { what: 'a hit' },
+    );
+    await raw(px.port, GET(), 1); // routed after a hit on the full path
   }
 
   it('Age, Cache-Status and the body on each hit; HEAD without a body; pipelined in order', async () => {
@@ -288,7 +290,7 @@ describe('the fast path sends prepared hot entries', () => {
   it('a Vary response is never prepared (the fast path does not serve it)', async () => {
     await setup({ vary: 'accept-encoding' });
     await raw(px.port, GET(), 1);
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor(async () => (await px.proxy.cacheList()).length === 1, { what: 'the commit' });
     const writeHead = vi.spyOn(ServerResponse.prototype, 'writeHead');
     for (let i = 0; i < 3; i++) await raw(px.port, GET(), 1);
     expect(writeHead).toHaveBeenCalledTimes(3);
