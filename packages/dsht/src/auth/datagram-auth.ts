@@ -17,6 +17,7 @@
 import { createHmac, randomFillSync } from 'node:crypto';
 import type { Clock } from '@coral/testkit';
 import { ReplayGuard, type Keyring } from '@coral/keyring';
+import { sameBytes } from './same-bytes.js';
 import {
   AUTH_BYTES,
   AUTH_HEADER_BYTES,
@@ -228,10 +229,7 @@ export class DatagramAuth {
     }
     const end = data.length - AUTH_TAG_BYTES;
     const mac = createHmac('sha256', key).update(buf.subarray(0, end)).digest('binary');
-    // Constant time: every byte is compared, no early exit on a difference.
-    let diff = 0;
-    for (let i = 0; i < AUTH_TAG_BYTES; i++) diff |= mac.charCodeAt(i) ^ data[end + i]!;
-    if (diff !== 0) return this.#drop('badMac');
+    if (!sameBytes(mac, data, end, AUTH_TAG_BYTES)) return this.#drop('badMac');
     const ts = buf.readUIntBE(5, 6);
     const verdict = this.#replay!.check(ts, buf.toString('latin1', 11, head));
     if (verdict !== 'ok') return this.#drop(verdict);

@@ -11,6 +11,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '@coral/testkit';
+import { sameBytes } from '../auth/same-bytes.js';
 import {
   PEER_TOKEN_ENTRIES,
   TOKEN_BYTES,
@@ -93,14 +94,6 @@ function bytesOf(s: string): Uint8Array {
   const out = new Uint8Array(s.length);
   for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
   return out;
-}
-
-/** Constant-time equality of a latin1 string's bytes and `b` (no early exit on a difference). */
-function sameBytes(s: string, b: Uint8Array): boolean {
-  if (s.length !== b.length) return false;
-  let d = 0;
-  for (let i = 0; i < s.length; i++) d |= s.charCodeAt(i) ^ b[i]!;
-  return d === 0;
 }
 
 /** The tokens peers handed to this node, kept to prove its round trips to them. */
