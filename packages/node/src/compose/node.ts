@@ -10,7 +10,7 @@ import { systemClock, type Clock } from '@coral/testkit';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
 import { toNodeInfo, type DshtAuthState } from '@coral/dsht';
 import { rendezvousRank as rankAmong, type PeerAuth } from '@coral/httpprx';
-import { HttpPeerSigner, KeyringError, type KeyInfo, type Keyring } from '@coral/keyring';
+import { HttpPeerSigner, type KeyInfo } from '@coral/keyring';
 import { FleetChallenges } from '../acme/fleet-challenges.js';
 import { Blocklist } from '../blocklist/blocklist.js';
 import { blockGate } from '../blocklist/gate.js';
@@ -19,7 +19,6 @@ import { PeerRequests } from '../peer/requests.js';
 import { FleetPurge } from '../purge/fleet-purge.js';
 import { PurgeLog } from '../purge/purge-log.js';
 import { NodeCertificates, type TlsMaterial } from '../tls/certificates.js';
-import { tlsBannerLines } from '../tls/banner.js';
 import type { Logger } from 'pino';
 import type {
   AdminBackend,
@@ -32,36 +31,20 @@ import type {
 import { AdminApi } from '../admin/server.js';
 import { fleetView, type FleetView } from '../admin/dashboard/fleet.js';
 import { DshtContentIndex } from '../adapters/content-index.js';
-import {
-  resolveAddresses,
-  resolveBootstrap,
-  type BootstrapResolution,
-  type NameLookup,
-  type ResolvedAddresses,
-} from '../config/resolve.js';
+import { resolveAddresses, type NameLookup, type ResolvedAddresses } from '../config/resolve.js';
 import type { CoralConfig } from '../config/schema.js';
-import { CoralNodeError, FleetKeyError, StartError } from '../errors.js';
-import { resolveFleetTrust, readKeyFile, type FleetTrust } from '../trust/fleet-keys.js';
+import { CoralNodeError, StartError } from '../errors.js';
+import { resolveFleetTrust, type FleetTrust } from '../trust/fleet-keys.js';
+import { FleetKeyAdmin } from '../trust/key-admin.js';
 import { DshtFleetMembers } from '../trust/members.js';
 import { openStore } from '../storage/open-store.js';
 import { createLogger } from '../logging/logger.js';
 import { VERSION } from '../version.js';
+import { nodeBanner, type Listening } from './banner.js';
+import { FleetJoin } from './join.js';
+import { PurgeGate } from './purge-gate.js';
 import { CoralMetrics } from '../metrics/metrics.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
-
-/**
- * Bootstrap retry: first delay, doubling up to the cap, while the node has no contact. Each retry
- * resolves the bootstrap names again (the member may still be starting) and pings them.
- */
-export const BOOTSTRAP_RETRY_MS = 500;
-export const BOOTSTRAP_RETRY_MAX_MS = 10_000;
-/**
- * Purge catch-up at start (docs/node.md "Purge"): a joined node waits this long for verified
- * members to pull the purge log from before its proxy listens...
- */
-export const PURGE_STARTUP_MEMBERS_WAIT_MS = 5_000;
-/** ...and /readyz waits this long for a catch-up that reached a member before it gives up. */
-export const PURGE_STARTUP_SYNC_MAX_MS = 30_000;
 
 export interface CoralNodeComponents {
   services: ServiceFactory;
@@ -76,8 +59,6 @@ export interface CoralNodeComponents {
    */
   peerAuth?: PeerAuth;
 }
-
-type Listening = { host: string; port: number };
 
 export class CoralNode implements AdminBackend {
   readonly config: CoralConfig;
@@ -99,10 +80,7 @@ export class CoralNode implements AdminBackend {
   /** Fleet purges: the purge log, propagation and catch-up. */
   purges!: FleetPurge;
   #purgeLog: PurgeLog | undefined;
-  #purgeWaitOver = false;
-  /** The purge check of readiness passed once (it is not taken back). */
-  #purgeReady = false;
-  #purgeWaitTimer: { cancel(): void } | undefined;
+  #purgeGate: PurgeGate | undefined;
   /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
   #blocklist = new Blocklist();
   readonly listening: {
@@ -114,16 +92,13 @@ export class CoralNode implements AdminBackend {
   } = {};
   /** The TLS listener's certificate (configured files or the local CA); none while TLS is off. */
   certificates: NodeCertificates | undefined;
-  #joined = false;
-  #bootstrap: BootstrapResolution = { contacts: [], unresolved: [], self: false };
-  #joinAttempts = 0;
+  readonly #join: FleetJoin;
   #stopping: Promise<void> | undefined;
-  #retry: { cancel(): void } | undefined;
   readonly #services: ServiceFactory;
-  readonly #lookup: NameLookup | undefined;
   /** Open mode, or keyed with the fleet keyring (decided at start: trust/fleet-keys.ts). */
   trust: FleetTrust = { mode: 'open' };
   readonly #peerAuth: PeerAuth | undefined;
+  readonly #keys = new FleetKeyAdmin(() => this.trust);
 
   private constructor(
     config: CoralConfig,
@@ -137,9 +112,19 @@ export class CoralNode implements AdminBackend {
     this.logger = components.logger ?? createLogger({ level: config.log.level });
     this.metrics = components.metrics ?? new CoralMetrics();
     this.#services = components.services;
-    this.#lookup = components.lookup;
     this.#peerAuth = components.peerAuth;
     this.challenges = new InMemoryChallengeStore({ clock: this.#clock });
+    this.#join = new FleetJoin({
+      config,
+      addresses,
+      clock: this.#clock,
+      logger: this.logger,
+      lookup: components.lookup,
+      stopping: () => this.#stopping !== undefined,
+      onJoined: () => {
+        if (this.purges?.propagating) void this.#purgeGate?.catchUp();
+      },
+    });
   }
 
   /**
@@ -189,7 +174,7 @@ export class CoralNode implements AdminBackend {
 
     // One identity: the DSHT contact carries the advertised address, and everything else (holder
     // records, DNS answers, the banner) takes it from that contact.
-    this.#bootstrap = await resolveBootstrap(config, this.#selfAddresses(), this.#lookup);
+    const bootstrap = await this.#join.resolve();
     const args = { config, metrics };
     this.dsht = await step('dsht', () =>
       openStore({ ...storage, store: 'dsht', dir: join(dataDir, 'dsht') }, async () => {
@@ -207,7 +192,7 @@ export class CoralNode implements AdminBackend {
           ...(keyring ? { keyring } : {}),
         });
         try {
-          await dsht.start({ bootstrap: this.#bootstrap.contacts });
+          await dsht.start({ bootstrap: bootstrap.contacts });
         } catch (err) {
           await dsht.stop().catch(() => undefined);
           throw err;
@@ -242,14 +227,7 @@ export class CoralNode implements AdminBackend {
           'its datagrams unless they run with dsht.allowNat (a NAT or forwarder in front of it)',
       );
     }
-    // Ready once it has a contact; a node with no bootstrap list, or that finds itself in the list
-    // (a seed), is ready on its own and meets the others as they come.
-    this.#joined =
-      this.dsht.routes(0).length > 0 || config.bootstrap.length === 0 || this.#bootstrap.self;
-    if (this.dsht.routes(0).length === 0 && this.#hasOtherMembers()) {
-      this.#logJoinPending(BOOTSTRAP_RETRY_MS);
-      this.#scheduleBootstrapRetry(BOOTSTRAP_RETRY_MS);
-    }
+    this.#join.started(this.dsht);
 
     const self = { nodeId, ip: contact.ip, httpPort: config.proxy.port };
     this.index = new DshtContentIndex(
@@ -348,7 +326,16 @@ export class CoralNode implements AdminBackend {
       },
       { nodeId, syncIntervalMs: config.purge.syncIntervalMs },
     );
-    await this.#purgeCatchUpAtStart();
+    this.#purgeGate = new PurgeGate({
+      purges: this.purges,
+      join: this.#join,
+      dsht: this.dsht,
+      otherMembers: () => this.#otherMembers().length,
+      stopping: () => this.#stopping !== undefined,
+      clock: this.#clock,
+      logger,
+    });
+    await this.#purgeGate.atStart();
     this.purges.start();
 
     await step('proxy', () => this.proxy.listen(config.proxy.port, addresses.bind.proxy));
@@ -474,92 +461,14 @@ export class CoralNode implements AdminBackend {
     }
   }
 
-  /** The addresses a bootstrap entry naming this node itself resolves to. */
-  #selfAddresses(): { ips: string[]; port: number } {
-    const { advertiseIp, bind } = this.addresses;
-    return { ips: [...new Set([advertiseIp, bind.dsht])], port: this.config.dsht.port };
-  }
-
-  /** Bootstrap entries other than this node itself (resolved or not yet). */
-  #hasOtherMembers(): boolean {
-    return this.#bootstrap.contacts.length + this.#bootstrap.unresolved.length > 0;
-  }
-
-  /**
-   * Say why the node has no contact yet. At `warn` while that keeps it from being ready; a seed is
-   * ready already and waits for the other seeds quietly (`debug`).
-   */
-  #logJoinPending(retryInMs: number): void {
-    const b = this.#bootstrap;
-    this.logger[this.#joined ? 'debug' : 'warn'](
-      {
-        attempt: this.#joinAttempts,
-        retryInMs,
-        unresolved: b.unresolved,
-        unanswered: b.contacts,
-      },
-      `not joined yet: ${[
-        b.unresolved.length > 0
-          ? `bootstrap ${b.unresolved.map((u) => `${u.entry} (${u.reason})`).join(', ')} did not resolve`
-          : '',
-        b.contacts.length > 0 ? `no answer from ${b.contacts.join(', ')}` : '',
-      ]
-        .filter(Boolean)
-        .join('; ')}; retrying in ${retryInMs} ms`,
-    );
-  }
-
-  #scheduleBootstrapRetry(delayMs: number): void {
-    this.#retry = this.#clock.setTimeout(() => {
-      void (async () => {
-        if (this.#stopping) return;
-        this.#joinAttempts++;
-        if (this.dsht.routes(0).length === 0) {
-          this.#bootstrap = await resolveBootstrap(
-            this.config,
-            this.#selfAddresses(),
-            this.#lookup,
-          );
-          await Promise.all(
-            this.#bootstrap.contacts.map((entry) => {
-              const colon = entry.lastIndexOf(':');
-              const ip = entry.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-              return this.dsht.ping({ ip, port: Number(entry.slice(colon + 1)) }).catch(() => 0);
-            }),
-          );
-        }
-        if (this.#stopping) return;
-        if (this.dsht.routes(0).length > 0) {
-          // A failed self-lookup still leaves the contacts the pings verified: joined, with a note.
-          await this.dsht
-            .join()
-            .catch((err: unknown) =>
-              this.logger.warn({ err }, 'self-lookup after the bootstrap pings failed'),
-            );
-          this.#joined = true;
-          this.logger.info(
-            { contacts: this.dsht.routes(0).length, attempts: this.#joinAttempts },
-            'joined the fleet',
-          );
-          if (this.purges?.propagating) void this.#purgeCatchUp();
-        } else {
-          const next = Math.min(delayMs * 2, BOOTSTRAP_RETRY_MAX_MS);
-          this.#logJoinPending(next);
-          this.#scheduleBootstrapRetry(next);
-        }
-      })();
-    }, delayMs);
-  }
-
   /**
    * Graceful shutdown: stop answering DNS (clients move to other nodes), stop the proxy (in-flight
    * responses get `shutdownGraceMs`), stop the DSHT (its store is flushed), then the admin API.
    */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
-      this.#retry?.cancel();
-      this.#purgeWaitTimer?.cancel();
-      this.#wakeMembersWait?.();
+      this.#join.cancel();
+      this.#purgeGate?.stop();
       this.certificates?.stop();
       // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
       const grace = this.config.shutdownGraceMs + 1_000;
@@ -591,75 +500,6 @@ export class CoralNode implements AdminBackend {
       this.logger.info('coral node stopped');
     })();
     return this.#stopping;
-  }
-
-  /**
-   * Whether purges taken while this node was away must be applied before it counts as ready: in
-   * keyed mode, for a node that joins a fleet through its bootstrap list (a seed, or a node with
-   * no list, is ready on its own and catches up when it meets members).
-   */
-  #purgeGated(): boolean {
-    // A node that took part in a fleet's catch-up before (its log has cursors: a restarted seed
-    // too) may have missed purges while it was down; a new node may hold a cache from before.
-    return (
-      this.purges.propagating &&
-      (this.purges.log.hasCursors || (this.#hasOtherMembers() && !this.#bootstrap.self))
-    );
-  }
-
-  /**
-   * The start's purge catch-up: a node that joined its fleet pulls the purges it missed and
-   * applies them before its proxy listens. Otherwise (bootstrap not answering yet) it runs when
-   * the node joins, and the periodic catch-up keeps trying; /readyz waits for it up to
-   * {@link PURGE_STARTUP_SYNC_MAX_MS}.
-   */
-  async #purgeCatchUpAtStart(): Promise<void> {
-    if (!this.#purgeGated()) return;
-    this.#purgeWaitTimer = this.#clock.setTimeout(() => {
-      this.#purgeWaitOver = true;
-      if (!this.purges.synced) {
-        this.logger.warn(
-          { component: 'purge', waitedMs: PURGE_STARTUP_SYNC_MAX_MS },
-          'no member answered the purge catch-up: ready without it (it keeps trying)',
-        );
-      }
-    }, PURGE_STARTUP_SYNC_MAX_MS);
-    if (this.#joined) await this.#purgeCatchUp();
-  }
-
-  /**
-   * Wait (up to {@link PURGE_STARTUP_MEMBERS_WAIT_MS} on the node's clock) for a verified member,
-   * woken by the DSHT's contact and round-trip events, then pull the purges this node has not seen.
-   */
-  async #purgeCatchUp(): Promise<void> {
-    await this.#waitForMembers(PURGE_STARTUP_MEMBERS_WAIT_MS);
-    try {
-      await this.purges.sync();
-    } catch (err) {
-      this.logger.warn({ err, component: 'purge' }, 'purge catch-up failed');
-    }
-  }
-
-  #wakeMembersWait: (() => void) | undefined;
-
-  #waitForMembers(ms: number): Promise<void> {
-    if (this.#otherMembers().length > 0 || this.#stopping) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const check = () => {
-        if (this.#otherMembers().length > 0 || this.#stopping) done();
-      };
-      const timer = this.#clock.setTimeout(() => done(), ms);
-      const done = () => {
-        timer.cancel();
-        this.dsht.off('contact', check);
-        this.dsht.off('rtt', check);
-        if (this.#wakeMembersWait === done) this.#wakeMembersWait = undefined;
-        resolve();
-      };
-      this.dsht.on('contact', check);
-      this.dsht.on('rtt', check);
-      this.#wakeMembersWait = done;
-    });
   }
 
   /** The blocklist in use (canonical domains). */
@@ -705,82 +545,17 @@ export class CoralNode implements AdminBackend {
 
   /** Where each service listens and a copy-paste example of a Coralized fetch. */
   banner(): string {
-    const l = this.listening;
-    const show = (a: Listening | undefined) => (a ? `${fmtHost(a.host)}:${a.port}` : 'off');
-    const origin = new URL(this.config.exampleOrigin);
-    const port = origin.port ? `.${origin.port}` : '';
-    const coralName = `${origin.hostname}${port}.${this.config.zone}`;
-    const proxyHost = reachable(l.proxy?.host ?? '127.0.0.1', this.addresses.advertiseIp);
-    const proxyUrl = `http://${fmtHost(proxyHost)}:${this.config.proxy.port}`;
-    const path = origin.pathname + origin.search;
-    const lines = [
-      `coral-node ${VERSION}  id ${this.info().nodeId}`,
-      `  proxy  http  ${show(l.proxy)}  (advertised as ${fmtHost(this.addresses.advertiseIp)}:${this.config.proxy.port})`,
-      `  proxy  https ${show(l.proxyTls)}${this.certificates?.current ? `  certificate ${this.certificates.current.certPath}` : '  (no certificate: tls.cert/tls.key, or tls.localCa)'}`,
-      `  dns    udp+tcp  ${show(l.dns)}  zone ${this.config.zone}`,
-      `  dsht   udp   ${show(l.dsht)}  bootstrap ${this.config.bootstrap.join(', ') || '(none: first node)'}${this.#bootstrap.self ? ' (this node is a seed)' : ''}`,
-      `  admin  http  ${show(l.admin)}  (try: curl http://${l.admin ? `${fmtHost(reachable(l.admin.host, '127.0.0.1'))}:${l.admin.port}` : ''}/v1/node)`,
-      `  data   ${resolvePath(this.config.dataDir)}`,
-      '',
-      `Example Coralized fetch of ${origin.href}:`,
-      `  curl -H 'Host: ${coralName}' ${proxyUrl}${path}`,
-      `  curl --resolve ${coralName}:${this.config.proxy.port}:${proxyHost} http://${coralName}:${this.config.proxy.port}${path}`,
-    ];
-    if (l.dns) {
-      lines.push(`  dig @${reachable(l.dns.host, '127.0.0.1')} -p ${l.dns.port} ${coralName} A`);
-    }
-    if (l.proxyTls && this.certificates?.current) {
-      lines.push(
-        ...tlsBannerLines({
-          exampleOrigin: origin,
-          zone: this.config.zone,
-          tlsPort: this.config.proxy.tlsPort,
-          proxyHost,
-          material: this.certificates.current,
-        }),
-      );
-    }
-    lines.push(...this.#fleetBanner());
-    return lines.join('\n') + '\n';
+    return nodeBanner({
+      config: this.config,
+      addresses: this.addresses,
+      nodeId: this.info().nodeId,
+      listening: this.listening,
+      certificate: this.certificates?.current,
+      seed: this.#join.seed,
+      trust: this.trust,
+    });
   }
 
-  /**
-   * The fleet's trust mode for the banner. A node that generated (or reuses) its key in its data
-   * directory says how to join others to it: the key file's path, never the secret, which goes to
-   * logs and terminals that others may read.
-   */
-  #fleetBanner(): string[] {
-    const t = this.trust;
-    if (t.mode === 'open') {
-      return [
-        '',
-        'Fleet: OPEN (fleet.open): nothing is authenticated, anyone may join. For public',
-        'experiments only; see docs/security.md.',
-      ];
-    }
-    const keys = t.keyring.list();
-    const from = {
-      config: 'fleet.keys',
-      keysFile: `fleet.keysFile`,
-      generated: `generated now into ${t.keyFile}`,
-      dataDir: t.keyFile,
-    }[t.source];
-    const lines = [
-      '',
-      `Fleet: keyed, ${keys.length} key${keys.length === 1 ? '' : 's'} (primary ${t.keyring.primaryId}) from ${from}`,
-    ];
-    if (t.keyFile) {
-      const dsht = `${fmtHost(this.addresses.advertiseIp)}:${this.config.dsht.port}`;
-      lines.push(
-        'Join another node to this one (keep the key file secret; on this same machine the other',
-        'node also needs its own ports and data directory, see README "A keyed fleet by hand"):',
-        `  CORAL_FLEET_KEYS=$(cat ${t.keyFile}) CORAL_BOOTSTRAP=${dsht} coral-node start`,
-      );
-    }
-    return lines;
-  }
-
-  /** The verified live members other than this node, at the address they were verified at. */
   /**
    * The authorities members address this node's admin API by (the DSHT address it is verified
    * at, as peer/requests.ts writes it), and the admin API's own host when it is a specific one.
@@ -831,84 +606,27 @@ export class CoralNode implements AdminBackend {
     }
   }
 
-  // ---- fleet keys -----------------------------------------------------------------------------
-
-  #keyringOrThrow(): Keyring {
-    if (this.trust.mode === 'keyed') return this.trust.keyring;
-    throw new FleetKeyError(
-      'CORAL_ERR_FLEET_OPEN',
-      'this node runs an open fleet (fleet.open): it has no keys. Restart it with fleet.keys to run keyed',
-    );
-  }
-
-  /** A key change; a refusal of the keyring becomes a FleetKeyError (no secret in it). */
-  #keyOp<T>(op: (ring: Keyring) => T): T {
-    const ring = this.#keyringOrThrow();
-    try {
-      return op(ring);
-    } catch (err) {
-      if (err instanceof KeyringError) {
-        throw new FleetKeyError('CORAL_ERR_FLEET_KEY_REFUSED', `${err.message} (${err.code})`, {
-          cause: err,
-        });
-      }
-      throw err;
-    }
-  }
+  // ---- fleet keys (trust/key-admin.ts) ------------------------------------------------------
 
   fleetKeys(): FleetKeysView {
-    const t = this.trust;
-    if (t.mode === 'open') return { mode: 'open', keys: [] };
-    const view: FleetKeysView = { mode: 'keyed', keys: t.keyring.list(), source: t.source };
-    if (t.keyFile) view.keyFile = t.keyFile;
-    return view;
+    return this.#keys.view();
   }
 
   installKey(key: string): { id: string; keys: KeyInfo[] } {
-    return this.#keyOp((ring) => ({ id: ring.install(key), keys: ring.list() }));
+    return this.#keys.install(key);
   }
 
   useKey(id: string): { keys: KeyInfo[] } {
-    return this.#keyOp((ring) => {
-      ring.use(id);
-      return { keys: ring.list() };
-    });
+    return this.#keys.use(id);
   }
 
   removeKey(id: string): { keys: KeyInfo[] } {
-    return this.#keyOp((ring) => {
-      ring.remove(id);
-      return { keys: ring.list() };
-    });
+    return this.#keys.remove(id);
   }
 
-  /**
-   * SIGHUP: make the keyring what the (re-read) configuration says — `fleet.keys` or
-   * `fleet.keysFile`, else the data directory's key file. Run-time changes made through the admin
-   * API and not written to the configuration are undone. The mode (keyed or open) needs a restart.
-   */
-  async reloadKeys(config: CoralConfig): Promise<KeyInfo[]> {
-    const ring = this.#keyringOrThrow();
-    if (config.fleet.open) {
-      throw new FleetKeyError(
-        'CORAL_ERR_FLEET_KEY_REFUSED',
-        'the configuration now says fleet.open: switching a running node to open mode needs a restart',
-      );
-    }
-    let keys = [...config.fleet.keys];
-    if (keys.length === 0 && this.trust.mode === 'keyed' && this.trust.keyFile) {
-      keys = (await readKeyFile(this.trust.keyFile))?.keys ?? [];
-    }
-    if (keys.length === 0) {
-      throw new FleetKeyError(
-        'CORAL_ERR_FLEET_KEY_REQUIRED',
-        'the configuration now holds no fleet key: the keys stay as they were',
-      );
-    }
-    return this.#keyOp(() => {
-      ring.replace(keys);
-      return ring.list();
-    });
+  /** SIGHUP: make the keyring what the (re-read) configuration says (see FleetKeyAdmin.reload). */
+  reloadKeys(config: CoralConfig): Promise<KeyInfo[]> {
+    return this.#keys.reload(config);
   }
 
   /** Fleet-trust state: mode, key ids, drop counters by reason, isolation, members. */
@@ -956,7 +674,7 @@ export class CoralNode implements AdminBackend {
   readiness(): ReadinessView {
     const checks: Record<string, boolean> = {
       dsht: this.listening.dsht !== undefined && !this.#stopping,
-      joined: this.#joined,
+      joined: this.#join.joined,
       proxy: this.listening.proxy !== undefined && !this.#stopping,
     };
     if (this.config.dns.enabled) checks.dns = this.listening.dns !== undefined && !this.#stopping;
@@ -964,10 +682,7 @@ export class CoralNode implements AdminBackend {
     // Once passed, it stays passed: the gate is about what a node missed while it was away, and a
     // first catch-up round with a member that joined later (which writes cursors) is no reason to
     // turn a serving node away.
-    checks.purgeLog =
-      this.purges !== undefined &&
-      (this.#purgeReady || !this.#purgeGated() || this.purges.synced || this.#purgeWaitOver);
-    if (checks.purgeLog) this.#purgeReady = true;
+    checks.purgeLog = this.#purgeGate?.ready() ?? false;
     const view: ReadinessView = { ready: false, checks };
     if (this.trust.mode === 'keyed' && this.dsht) {
       // Keyed: not isolated (it still authenticates its fleet's traffic).
@@ -1076,13 +791,4 @@ async function step<T>(service: string, fn: () => Promise<T> | T): Promise<T> {
     // Errors that already say what went wrong (a data directory in use, ...) keep their own code.
     throw err instanceof CoralNodeError ? err : new StartError(service, err);
   }
-}
-
-function fmtHost(host: string): string {
-  return host.includes(':') ? `[${host}]` : host;
-}
-
-/** An address a local client can connect to: a wildcard bind is reached through `fallback`. */
-function reachable(host: string, fallback: string): string {
-  return host === '0.0.0.0' || host === '::' ? fallback : host;
 }
