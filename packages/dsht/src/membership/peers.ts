@@ -97,14 +97,14 @@ export class Peers {
       this.onLearn?.(sender);
       return;
     }
-    this.#enter(sender, hex);
+    this.#enter(sender);
     this.onLearn?.(sender);
   }
 
   /** A member failure detection took back: into the tables that admit it again. */
   restore(hex: string): void {
     const rec = this.registry.get(hex);
-    if (rec) this.#enter(rec.contact, hex);
+    if (rec) this.#enter(rec.contact);
   }
 
   /** A member failure detection holds dead or departed: out of every table. */
@@ -113,10 +113,10 @@ export class Peers {
     if (rec) for (const t of this.tables) t.remove(rec.contact.id);
   }
 
-  #enter(sender: Contact, hex: string): void {
+  #enter(sender: Contact): void {
     for (let level = 0; level < this.tables.length; level++) {
       if (this.admits(level, sender)) {
-        const r = this.tables[level]!.add(sender, hex);
+        const r = this.tables[level]!.add(sender);
         if (r === 'added') this.contactsDirty = true;
       }
     }

@@ -6,8 +6,10 @@
  *
  * A newcomer at a host already holding `maxIdsPerIp` ids takes the place of one that is no longer
  * live (not heard from within `liveWindowMs`, or failed since) — a node restarted on another port —
- * and is refused otherwise. Bounded: beyond `capacity` the least recently heard member is dropped.
- * Pure, clock-injected.
+ * and is refused otherwise. Bounded: beyond `capacity` the least recently heard member is dropped
+ * (found by a scan when the bound is reached: members keep their place in the map when heard
+ * again — moving each to the end on every datagram left an insertion-ordered map's table two to
+ * four times its entries, deleted slots waiting for a rehash). Pure, clock-injected.
  */
 import type { Clock } from '@coral/testkit';
 import { mergeContact, type Contact } from '../contact.js';
@@ -41,7 +43,7 @@ export class PeerRegistry {
   readonly liveWindowMs: number;
   #clock: Clock;
   #capacity: number;
-  /** hex → record, least recently heard first. */
+  /** hex → record, in the order they were admitted. */
   #byId = new Map<string, MemberRecord>();
   /**
    * host → the id (hex) admitted from it, or a short list of them (at most maxIdsPerIp) when
@@ -74,7 +76,7 @@ export class PeerRegistry {
     return this.#byId.get(hex);
   }
 
-  /** Every record, least recently heard first. */
+  /** Every record, in the order they were admitted. */
   all(): IterableIterator<MemberRecord> {
     return this.#byId.values();
   }
@@ -107,11 +109,6 @@ export class PeerRegistry {
     const now = this.#clock.now();
     const rec = this.#byId.get(hex);
     if (rec) {
-      // Least recently heard first: re-inserted at most once a second (cheap on a busy path).
-      if (now - rec.lastHeard >= 1_000) {
-        this.#byId.delete(hex);
-        this.#byId.set(hex, rec);
-      }
       rec.lastHeard = now;
       const old = rec.contact;
       if (old !== contact) {
@@ -140,14 +137,20 @@ export class PeerRegistry {
       this.#evict(victim);
       ids = this.#byHost.get(host);
     }
-    const fresh: MemberRecord = { hex, host, contact, verifiedAt: now, lastHeard: now };
+    // Every field set here (failedAt too), so all records share one shape with in-object fields.
+    const fresh: MemberRecord = {
+      hex,
+      host,
+      contact,
+      verifiedAt: now,
+      lastHeard: now,
+      failedAt: undefined,
+    };
     this.#byId.set(hex, fresh);
     if (ids === undefined) this.#byHost.set(host, hex);
     else if (typeof ids === 'string') this.#byHost.set(host, [ids, hex]);
     else ids.push(hex);
-    while (this.#byId.size > this.#capacity) {
-      this.#evict(this.#byId.values().next().value as MemberRecord);
-    }
+    while (this.#byId.size > this.#capacity) this.#evict(this.#leastRecentlyHeard(fresh));
     return fresh;
   }
 
@@ -163,6 +166,14 @@ export class PeerRegistry {
     if (!rec) return false;
     this.#unlink(rec);
     return true;
+  }
+
+  /** The member heard from longest ago, other than `keep` (the one just admitted). */
+  #leastRecentlyHeard(keep: MemberRecord): MemberRecord {
+    let oldest: MemberRecord | undefined;
+    for (const r of this.#byId.values())
+      if (r !== keep && (!oldest || r.lastHeard < oldest.lastHeard)) oldest = r;
+    return oldest ?? keep;
   }
 
   #evict(rec: MemberRecord): void {

@@ -74,4 +74,25 @@ describe('PeerRegistry', () => {
     for (let i = 0; i < 50; i++) r.admit(c(`10.1.0.${i}`, 1));
     expect(r.size).toBe(10);
   });
+
+  it('beyond capacity drops the least recently heard member, whatever the order they came in', async () => {
+    const clock = new ManualClock(0);
+    const r = new PeerRegistry({ clock }, { capacity: 3 });
+    const evicted: string[] = [];
+    r.onEvict = (rec) => evicted.push(rec.contact.ip);
+    r.admit(c('10.0.0.1', 1));
+    await clock.advance(10);
+    r.admit(c('10.0.0.2', 1));
+    await clock.advance(10);
+    r.admit(c('10.0.0.3', 1));
+    await clock.advance(10);
+    r.admit(c('10.0.0.1', 1)); // the first one heard again: now the freshest
+    r.admit(c('10.0.0.4', 1));
+    expect(evicted).toEqual(['10.0.0.2']);
+    await clock.advance(10);
+    r.admit(c('10.0.0.3', 1));
+    r.admit(c('10.0.0.5', 1));
+    expect(evicted).toEqual(['10.0.0.2', '10.0.0.1']);
+    expect([...r.all()].map((m) => m.contact.ip).sort()).toEqual(['10.0.0.3', '10.0.0.4', '10.0.0.5']);
+  });
 });
