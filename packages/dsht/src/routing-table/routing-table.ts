@@ -24,7 +24,8 @@ import {
   KBUCKET_SIZE,
   PING_STALE_MS,
 } from '../constants.js';
-import { commonPrefixLength, compareDistance, idEquals, type Id } from '../id/id.js';
+import { commonPrefixLength, idEquals, type Id } from '../id/id.js';
+import { TopContacts, prefix32 } from './closest.js';
 import { hostKey } from '../limits/address.js';
 
 export interface RoutingEntry {
@@ -42,6 +43,8 @@ export interface RoutingEntry {
 interface Entry extends RoutingEntry {
   readonly prefix: number;
 }
+
+export { sortByDistance } from './closest.js';
 
 interface Bucket {
   entries: Entry[];
@@ -98,8 +101,6 @@ export class RoutingTable {
   #count = 0;
   #deep = -1;
   #maxPerIp: number;
-  /** host → contacts (entries and replacements) from it. */
-  #hosts = new Map<string, number>();
 
   constructor(components: RoutingTableComponents, options: RoutingTableOptions) {
     this.#clock = components.clock;
@@ -182,12 +183,8 @@ export class RoutingTable {
     }
     const inReplacements = find(bucket.replacements, contact.id) !== undefined;
     if (!inReplacements) {
-      if (
-        this.#maxPerIp !== Infinity &&
-        (this.#hosts.get(hostKey(contact.ip)) ?? 0) >= this.#maxPerIp
-      )
+      if (this.#maxPerIp !== Infinity && this.#hostCount(hostKey(contact.ip)) >= this.#maxPerIp)
         return 'refused';
-      this.#countHost(contact, 1);
     }
     const entry: Entry = { contact, lastSeen: now, failures: 0, prefix: prefix32(contact.id) | 0 };
     if (bucket.entries.length < this.k) {
@@ -222,12 +219,11 @@ export class RoutingTable {
     if (!entry) {
       const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, id));
       if (i < 0) return false;
-      this.#countHost(bucket.replacements.splice(i, 1)[0]!.contact, -1);
+      bucket.replacements.splice(i, 1);
       return true;
     }
     bucket.entries.splice(bucket.entries.indexOf(entry), 1);
     this.#count--;
-    this.#countHost(entry.contact, -1);
     const repl = bucket.replacements.pop();
     if (repl) {
       bucket.entries.push(repl);
@@ -301,16 +297,22 @@ export class RoutingTable {
     const i = bucket.replacements.findIndex((e) => idEquals(e.contact.id, entry.contact.id));
     if (i >= 0) bucket.replacements.splice(i, 1);
     bucket.replacements.push(entry);
-    if (bucket.replacements.length > this.k)
-      this.#countHost(bucket.replacements.shift()!.contact, -1);
+    if (bucket.replacements.length > this.k) bucket.replacements.shift();
   }
 
-  #countHost(c: Contact, delta: number): void {
-    if (this.#maxPerIp === Infinity) return;
-    const h = hostKey(c.ip);
-    const n = (this.#hosts.get(h) ?? 0) + delta;
-    if (n <= 0) this.#hosts.delete(h);
-    else this.#hosts.set(h, n);
+  /**
+   * Contacts (entries and replacements) from `host`, counted by a scan of the table: it runs only
+   * for a contact not yet in its bucket, and a table holds a few hundred at most — a map per
+   * table kept in step with every change cost each node about 4.5 KB (1,500 simulated nodes).
+   */
+  #hostCount(host: string): number {
+    let n = 0;
+    for (const b of this.#buckets) {
+      if (!b) continue;
+      for (const e of b.entries) if (hostKey(e.contact.ip) === host) n++;
+      for (const e of b.replacements) if (hostKey(e.contact.ip) === host) n++;
+    }
+    return n;
   }
 
   #checkOldest(bucket: Bucket): void {
@@ -346,79 +348,4 @@ function find(list: readonly Entry[], id: Id): Entry | undefined {
     if (e.prefix === p && (e.contact.id === id || idEquals(e.contact.id, id))) return e;
   }
   return undefined;
-}
-
-/** The leading 32 bits of `id` as an unsigned number. */
-function prefix32(id: Id): number {
-  return ((id[0]! << 24) | (id[1]! << 16) | (id[2]! << 8) | id[3]!) >>> 0;
-}
-
-/**
- * The `count` contacts closest to a target among those offered, closest first: a sorted list of at
- * most `count`, compared by the leading 32 bits of the XOR distance (the full distance on a tie).
- */
-class TopContacts {
-  readonly contacts: Contact[] = [];
-  readonly #dist: number[] = [];
-  readonly #target: Id;
-  readonly #t0: number;
-  readonly #count: number;
-
-  constructor(target: Id, count: number) {
-    this.#target = target;
-    this.#t0 = prefix32(target);
-    this.#count = count;
-  }
-
-  get full(): boolean {
-    return this.contacts.length >= this.#count;
-  }
-
-  offer(entries: readonly Entry[], exclude: ((c: Contact) => boolean) | undefined): void {
-    const list = this.contacts;
-    const dist = this.#dist;
-    const target = this.#target;
-    const t0 = this.#t0;
-    for (let e = 0; e < entries.length; e++) {
-      const entry = entries[e]!;
-      const d = (entry.prefix ^ t0) >>> 0;
-      const c = entry.contact;
-      let n = list.length;
-      if (n >= this.#count) {
-        const worst = dist[n - 1]!;
-        if (d > worst || (d === worst && compareDistance(c.id, list[n - 1]!.id, target) >= 0))
-          continue;
-      }
-      if (exclude && exclude(c)) continue;
-      if (n >= this.#count) {
-        list.pop();
-        dist.pop();
-        n--;
-      }
-      // Insert in order (lists are short: k = 20).
-      let i = n;
-      while (i > 0) {
-        const di = dist[i - 1]!;
-        if (di < d || (di === d && compareDistance(list[i - 1]!.id, c.id, target) < 0)) break;
-        i--;
-      }
-      list.splice(i, 0, c);
-      dist.splice(i, 0, d);
-    }
-  }
-}
-
-/**
- * Sort contacts by XOR distance to `target`. The leading 32 bits of each distance are compared as
- * numbers (computed once per contact); only equal prefixes fall back to the full comparison.
- */
-export function sortByDistance(list: Contact[], target: Id): Contact[] {
-  if (list.length < 2) return list;
-  const t0 = ((target[0]! << 24) | (target[1]! << 16) | (target[2]! << 8) | target[3]!) >>> 0;
-  const keyed = list.map((c) => {
-    const id = c.id;
-    return { c, d: (((id[0]! << 24) | (id[1]! << 16) | (id[2]! << 8) | id[3]!) ^ t0) >>> 0 };
-  });
-  keyed.sort((x, y) => x.d - y.d || compareDistance(x.c.id, y.c.id, target));
-  return keyed.map((x) => x.c);
 }
