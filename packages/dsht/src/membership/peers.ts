@@ -65,6 +65,8 @@ export class Peers {
         liveWindowMs: options.liveWindowMs,
       },
     );
+    // Beyond its capacity the registry drops others before any routing table's contact.
+    this.registry.keep = (c) => this.tables.some((t) => t.has(c.id));
     this.registry.onEvict = (rec) => {
       for (const t of this.tables) t.remove(rec.contact.id);
       this.onEvict?.(rec.contact);

@@ -6,10 +6,12 @@
  *
  * A newcomer at a host already holding `maxIdsPerIp` ids takes the place of one that is no longer
  * live (not heard from within `liveWindowMs`, or failed since) — a node restarted on another port —
- * and is refused otherwise. Bounded: beyond `capacity` the least recently heard member is dropped
- * (found by a scan when the bound is reached: members keep their place in the map when heard
- * again — moving each to the end on every datagram left an insertion-ordered map's table two to
- * four times its entries, deleted slots waiting for a rehash). Pure, clock-injected.
+ * and is refused otherwise. Bounded: beyond `capacity` the least recently heard members are
+ * dropped — but not those `keep` holds on to (the routing tables' contacts) while others remain, so
+ * that strangers who each prove a round trip from an address of their own cannot push a node's
+ * quiet routing-table contacts out. They go in batches of capacity / 64, found by one scan (members
+ * keep their place in the map when heard again: moving each to the end on every datagram left an
+ * insertion-ordered map's table two to four times its entries). Pure, clock-injected.
  *
  * One slot per member: its hex id, host and contact in arrays, its three times in a typed array
  * (the map holds the slot number). A record object per member with three boxed times cost about
@@ -79,6 +81,8 @@ export class PeerRegistry {
    * back only with a higher incarnation).
    */
   isDown: ((hex: string) => boolean) | undefined;
+  /** Members to drop beyond capacity only when no other is left (the routing tables' contacts). */
+  keep: ((contact: Contact) => boolean) | undefined;
 
   constructor(components: { clock: Clock }, options: PeerRegistryOptions = {}) {
     this.#clock = components.clock;
@@ -214,11 +218,7 @@ export class PeerRegistry {
     if (ids === undefined) this.#byHost.set(host, hex);
     else if (typeof ids === 'string') this.#byHost.set(host, [ids, hex]);
     else ids.push(hex);
-    while (this.#byId.size > this.#capacity) {
-      const oldest = this.#leastRecentlyHeard(s);
-      if (oldest < 0) break;
-      this.#evict(oldest);
-    }
+    if (this.#byId.size > this.#capacity) this.#evictBeyondCapacity(s);
     return s;
   }
 
@@ -245,13 +245,26 @@ export class PeerRegistry {
     return rec;
   }
 
-  /** The slot of the member heard from longest ago, other than `keep` (-1 when none). */
-  #leastRecentlyHeard(keep: number): number {
+  /**
+   * Beyond capacity: drop the least recently heard members other than `fresh`, those `keep` holds
+   * on to last, at least the excess and up to capacity / 64 at once (one scan per batch).
+   */
+  #evictBeyondCapacity(fresh: number): void {
+    const excess = this.#byId.size - this.#capacity;
+    const batch = Math.max(excess, this.#capacity >> 6);
     const t = this.#times;
-    let oldest = -1;
-    for (const s of this.#byId.values())
-      if (s !== keep && (oldest < 0 || t[3 * s + HEARD]! < t[3 * oldest + HEARD]!)) oldest = s;
-    return oldest;
+    const others: number[] = [];
+    const kept: number[] = [];
+    for (const s of this.#byId.values()) {
+      if (s === fresh) continue;
+      if (this.keep?.(this.#contact[s]!)) kept.push(s);
+      else others.push(s);
+    }
+    const byHeard = (a: number, b: number): number => t[3 * a + HEARD]! - t[3 * b + HEARD]!;
+    let victims = others.sort(byHeard).slice(0, batch);
+    if (victims.length < excess)
+      victims = victims.concat(kept.sort(byHeard).slice(0, excess - victims.length));
+    for (const v of victims) this.#evict(v);
   }
 
   #evict(s: number): void {
