@@ -138,7 +138,7 @@ export const RPC_MAX_TIMEOUT_MS = 4_000;
 export const RPC_RETRIES = 2;
 /** Timeout multiplier per retransmission. */
 export const RPC_BACKOFF = 2;
-/** Peers whose RTT statistics are kept (least recently used dropped). */
+/** Peers whose RTT statistics are kept (the first sampled dropped beyond it). */
 export const RTT_PEERS = 4_096;
 
 /** Consecutive failed RPCs after which a contact leaves the routing table. */

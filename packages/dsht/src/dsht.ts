@@ -184,13 +184,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
           : {
               intervalMs: options.discovery?.intervalMs ?? MEMBER_DISCOVERY_MS,
               below: options.discovery?.below ?? MEMBER_DISCOVERY_BELOW,
-              members: () => {
-                const now = this.clock.now();
-                const out: Contact[] = [];
-                for (const rec of this.#peers.registry.all())
-                  if (this.#peers.registry.isLive(rec, now)) out.push(rec.contact);
-                return out;
-              },
+              members: () => this.#peers.registry.liveContacts(),
               isMember: (hex) => this.#peers.member(hex) !== undefined,
             },
       persist: this.#persistence
@@ -614,7 +608,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
       }, INTRODUCE_DELAY_MS);
     };
     rpc.onRtt = (sender, rtt) => {
-      if (peers.registry.get(toHex(sender.id))) this.emit('rtt', sender, rtt);
+      if (peers.registry.has(toHex(sender.id))) this.emit('rtt', sender, rtt);
     };
   }
 

@@ -9,8 +9,13 @@
  * *floor*: from then on a timestamp at or below the newest forgotten one is refused as stale.
  * A forgotten nonce can therefore never be replayed — under a flood the effective window just
  * shrinks (WireGuard's and IPsec's sliding windows make the same trade).
+ *
+ * Nonces of exactly 8 bytes (the DSHT's datagrams) are held in a `NonceRing` — typed arrays, no
+ * object or string per nonce; any other nonce (a string, other lengths) in a `Map`. The bound and
+ * the floor cover both together.
  */
 import { systemClock, type Clock } from '@coral/testkit';
+import { NonceRing } from './nonce-ring.js';
 import { KEYRING_ERR_INVALID_ARGUMENT, KeyringError } from './errors.js';
 
 /** Accepted distance between a message's timestamp and this clock, either way. */
@@ -35,8 +40,10 @@ export class ReplayGuard {
   readonly windowMs: number;
   readonly maxNonces: number;
   #clock: Clock;
-  /** nonce → timestamp, in insertion order. */
+  /** Other nonces: nonce → timestamp, in insertion order. */
   #seen = new Map<string, number>();
+  /** 8-byte nonces, in insertion order (made on first use). */
+  #ring: NonceRing | undefined;
   #floor = -Infinity;
   #inserts = 0;
 
@@ -54,7 +61,7 @@ export class ReplayGuard {
 
   /** Nonces remembered now. */
   get size(): number {
-    return this.#seen.size;
+    return this.#seen.size + (this.#ring?.size ?? 0);
   }
 
   /** Timestamps at or below this are refused (raised when the memory overflows). */
@@ -63,8 +70,9 @@ export class ReplayGuard {
   }
 
   /**
-   * Judge a message and, when it is fresh, remember its nonce. `nonce` is any string or bytes
-   * (bytes are keyed by their latin1 string, no copy of the buffer is kept).
+   * Judge a message and, when it is fresh, remember its nonce. `nonce` is any string or bytes;
+   * no reference to the bytes is kept (8 bytes are copied into the ring, others keyed by their
+   * latin1 string).
    */
   check(timestampMs: number, nonce: string | Uint8Array): ReplayVerdict {
     const now = this.#clock.now();
@@ -75,11 +83,20 @@ export class ReplayGuard {
     ) {
       return 'stale';
     }
-    const key = typeof nonce === 'string' ? nonce : Buffer.from(nonce).toString('latin1');
-    if (this.#seen.has(key)) return 'replayed';
-    this.#seen.set(key, timestampMs);
-    if (this.#seen.size > this.maxNonces) this.#prune(now);
-    else if ((++this.#inserts & 63) === 0) this.#expireHead(now);
+    if (typeof nonce !== 'string' && nonce.length === 8) {
+      const hi = ((nonce[0]! << 24) | (nonce[1]! << 16) | (nonce[2]! << 8) | nonce[3]!) >>> 0;
+      const lo = ((nonce[4]! << 24) | (nonce[5]! << 16) | (nonce[6]! << 8) | nonce[7]!) >>> 0;
+      const ring = (this.#ring ??= new NonceRing());
+      if (ring.has(hi, lo)) return 'replayed';
+      if (this.size >= this.maxNonces) this.#forgetOne(now, ring.size > 0);
+      ring.add(hi, lo, timestampMs);
+    } else {
+      const key = typeof nonce === 'string' ? nonce : Buffer.from(nonce).toString('latin1');
+      if (this.#seen.has(key)) return 'replayed';
+      if (this.size >= this.maxNonces) this.#forgetOne(now, this.#seen.size === 0);
+      this.#seen.set(key, timestampMs);
+    }
+    if ((++this.#inserts & 63) === 0) this.#expireHead(now);
     return 'ok';
   }
 
@@ -91,16 +108,29 @@ export class ReplayGuard {
       if (n++ >= 128 || ts >= oldest) break;
       this.#seen.delete(k);
     }
+    const ring = this.#ring;
+    if (!ring) return;
+    for (let i = 0; i < 128; i++) {
+      const ts = ring.oldestTs();
+      if (ts === undefined || ts >= oldest) break;
+      ring.removeOldest();
+    }
   }
 
-  /** Forget the oldest-inserted nonces until within bounds, raising the floor over any still in the window. */
-  #prune(now: number): void {
-    const oldest = now - this.windowMs;
-    for (const [k, ts] of this.#seen) {
-      if (this.#seen.size <= this.maxNonces) break;
-      this.#seen.delete(k);
-      // A nonce still inside the window may only be forgotten behind a floor that refuses it.
-      if (ts >= oldest && ts > this.#floor) this.#floor = ts;
+  /**
+   * At the bound: forget the oldest-inserted nonce (of the ring or of the map), raising the floor
+   * over it when it is still in the window — a nonce may only be forgotten behind a floor that
+   * refuses it.
+   */
+  #forgetOne(now: number, fromRing: boolean): void {
+    let ts: number | undefined;
+    if (fromRing) ts = this.#ring!.removeOldest();
+    else {
+      const first = this.#seen.entries().next();
+      if (first.done) return;
+      this.#seen.delete(first.value[0]);
+      ts = first.value[1];
     }
+    if (ts !== undefined && ts >= now - this.windowMs && ts > this.#floor) this.#floor = ts;
   }
 }

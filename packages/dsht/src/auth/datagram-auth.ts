@@ -231,7 +231,7 @@ export class DatagramAuth {
     const mac = createHmac('sha256', key).update(buf.subarray(0, end)).digest('binary');
     if (!sameBytes(mac, data, end, AUTH_TAG_BYTES)) return this.#drop('badMac');
     const ts = buf.readUIntBE(5, 6);
-    const verdict = this.#replay!.check(ts, buf.toString('latin1', 11, head));
+    const verdict = this.#replay!.check(ts, data.subarray(11, head));
     if (verdict !== 'ok') return this.#drop(verdict);
     this.counters.accepted++;
     this.#lastAuthenticated = this.#clock.now();

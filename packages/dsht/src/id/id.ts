@@ -37,6 +37,8 @@ interface HostIds {
 
 interface AddressIds {
   id: Id;
+  /** The host's canonical IP string (`HostIds.ip`). */
+  ip: string;
   /** `addressString(ip, port)`, one string per address for every map keyed by it. */
   addr: string;
   /** The shared, frozen contact of this address without optional fields but `httpPort` (`sharedContact`). */
@@ -69,11 +71,25 @@ export function isIdOf(id: Id, ip: string, port: number): boolean {
  * false, leaving the contact as it was, when the id does not match.
  */
 export function adoptVerifiedId(c: { id: Id; ip: string; port: number }): boolean {
-  const expected = verifiedId(c.id, c.ip, c.port);
-  if (!expected) return false;
-  c.id = expected;
-  c.ip = expectedIds.get(c.ip)?.ip ?? c.ip;
+  const memo = verifiedMemo(c.id, c.ip, c.port);
+  if (!memo) return false;
+  c.id = memo.id;
+  c.ip = memo.ip;
   return true;
+}
+
+/**
+ * `adoptVerifiedId(c)` then `sharedContact(c)` with one look-up of the memo (the receive path
+ * does both for every sender and every listed contact): the shared contact of a plain address,
+ * else `c` with the memo's id and IP; undefined, leaving `c` as it was, when the id does not match.
+ */
+export function verifiedContact(c: Contact): Contact | undefined {
+  const memo = verifiedMemo(c.id, c.ip, c.port);
+  if (!memo) return undefined;
+  c.id = memo.id;
+  c.ip = memo.ip;
+  if (c.dnsPort !== undefined || c.region !== undefined || c.clusters !== undefined) return c;
+  return shareOf(memo, c);
 }
 
 /**
@@ -89,6 +105,11 @@ export function sharedContact(c: Contact): Contact {
   if (c.dnsPort !== undefined || c.region !== undefined || c.clusters !== undefined) return c;
   const memo = expectedIds.get(c.ip)?.ports.get(c.port);
   if (!memo || memo.id !== c.id) return c;
+  return shareOf(memo, c);
+}
+
+/** The memo's frozen contact equal to plain contact `c` (made or remade when it differs). */
+function shareOf(memo: AddressIds, c: Contact): Contact {
   const shared = memo.contact;
   if (shared !== undefined && shared.httpPort === c.httpPort) return shared;
   const fresh: Contact = { id: memo.id, ip: c.ip, port: c.port };
@@ -108,6 +129,11 @@ export function addressKey(ip: string, port: number): string {
 
 /** The memo's id for `ip:port` when `id` equals it, else undefined. */
 function verifiedId(id: Id, ip: string, port: number): Id | undefined {
+  return verifiedMemo(id, ip, port)?.id;
+}
+
+/** The memo's entry for `ip:port` when `id` equals its id, else undefined. */
+function verifiedMemo(id: Id, ip: string, port: number): AddressIds | undefined {
   let host = expectedIds.get(ip);
   let expected = host?.ports.get(port);
   if (!expected) {
@@ -124,12 +150,12 @@ function verifiedId(id: Id, ip: string, port: number): Id | undefined {
       host = undefined;
     }
     if (!host) expectedIds.set(ip, (host = { ip, ports: new Map() }));
-    expected = { id: hashed, addr };
+    expected = { id: hashed, ip: host.ip, addr };
     memoHex.set(hashed, hexOf(hashed));
     host.ports.set(port, expected);
     expectedCount++;
   }
-  return idEquals(expected.id, id) ? expected.id : undefined;
+  return expected.id === id || idEquals(expected.id, id) ? expected : undefined;
 }
 
 export function isId(x: unknown): x is Id {

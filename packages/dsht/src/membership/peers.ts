@@ -65,6 +65,8 @@ export class Peers {
         liveWindowMs: options.liveWindowMs,
       },
     );
+    // Beyond its capacity the registry drops others before any routing table's contact.
+    this.registry.keep = (c) => this.tables.some((t) => t.has(c.id));
     this.registry.onEvict = (rec) => {
       for (const t of this.tables) t.remove(rec.contact.id);
       this.onEvict?.(rec.contact);
@@ -90,33 +92,32 @@ export class Peers {
    */
   learn(sender: Contact, sourceIp: string): void {
     const hex = toHex(sender.id);
-    const rec = this.registry.admit(sender, hex, sourceIp);
-    if (!rec) return;
+    if (!this.registry.heard(sender, hex, sourceIp)) return;
     // Dead or departed (failure detection): remembered, but out of the tables until it is back.
     if (this.registry.isDown?.(hex)) {
       this.onLearn?.(sender);
       return;
     }
-    this.#enter(sender, hex);
+    this.#enter(sender);
     this.onLearn?.(sender);
   }
 
   /** A member failure detection took back: into the tables that admit it again. */
   restore(hex: string): void {
-    const rec = this.registry.get(hex);
-    if (rec) this.#enter(rec.contact, hex);
+    const contact = this.registry.contactOf(hex);
+    if (contact) this.#enter(contact);
   }
 
   /** A member failure detection holds dead or departed: out of every table. */
   drop(hex: string): void {
-    const rec = this.registry.get(hex);
-    if (rec) for (const t of this.tables) t.remove(rec.contact.id);
+    const contact = this.registry.contactOf(hex);
+    if (contact) for (const t of this.tables) t.remove(contact.id);
   }
 
-  #enter(sender: Contact, hex: string): void {
+  #enter(sender: Contact): void {
     for (let level = 0; level < this.tables.length; level++) {
       if (this.admits(level, sender)) {
-        const r = this.tables[level]!.add(sender, hex);
+        const r = this.tables[level]!.add(sender);
         if (r === 'added') this.contactsDirty = true;
       }
     }
@@ -195,7 +196,7 @@ export class Peers {
     // Only verified members: a seed nobody completed a round trip with stays out.
     for (const c of known) {
       const hex = toHex(c.id);
-      if (this.registry.get(hex) && !this.registry.isDown?.(hex) && this.admits(level, c))
+      if (this.registry.has(hex) && !this.registry.isDown?.(hex) && this.admits(level, c))
         fresh.add(c);
     }
     this.tables[level] = fresh;

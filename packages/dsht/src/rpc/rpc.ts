@@ -39,7 +39,7 @@ import {
   UNVERIFIED_REPLIES_PER_SECOND,
 } from '../constants.js';
 import { AbortedError, DshtError, RemoteError, RpcTimeoutError } from '../errors.js';
-import { addressKey, adoptVerifiedId, sharedContact } from '../id/id.js';
+import { addressKey, verifiedContact } from '../id/id.js';
 import { hostKey } from '../limits/address.js';
 import { GlobalBucket, SourceLimiter } from '../limits/rate-limiter.js';
 import { decodePayload, encodePayload } from '../wire/codec.js';
@@ -422,9 +422,10 @@ export class Rpc {
     }
   }
 
-  #verify(sender: Contact, from: Address): boolean {
-    if (!this.#allowNat && sender.ip !== from.ip) return false;
-    return adoptVerifiedId(sender);
+  /** The sender as kept (the memo's shared contact when plain), or undefined when spoofed. */
+  #verify(sender: Contact, from: Address): Contact | undefined {
+    if (!this.#allowNat && sender.ip !== from.ip) return undefined;
+    return verifiedContact(sender);
   }
 
   #receive(data: Uint8Array, from: Address): void {
@@ -440,11 +441,12 @@ export class Rpc {
       this.counters.malformed++;
       return;
     }
-    if (!this.#verify(msg.sender, from)) {
+    const sender = this.#verify(msg.sender, from);
+    if (!sender) {
       this.counters.spoofed++;
       return;
     }
-    msg.sender = sharedContact(msg.sender);
+    msg.sender = sender;
     if (msg.kind === 'response') {
       const p = this.#pending.get(msg.txid);
       if (!p || p.to.ip !== from.ip || p.to.port !== from.port) {
@@ -487,23 +489,23 @@ export class Rpc {
     hosts.length = 0;
     let kept: Contact[] | undefined;
     for (let i = 0; i < list.length; i++) {
-      const c = list[i]!;
-      let drop = false;
-      if (!adoptVerifiedId(c)) {
+      const c = verifiedContact(list[i]!);
+      if (!c) {
         this.counters.listedIdMismatch++;
-        drop = true;
-      } else {
-        const h = hostKey(c.ip);
-        let n = 0;
-        for (let j = 0; j < hosts.length; j++) if (hosts[j] === h) n++;
-        if (n >= this.#maxIdsPerIp) {
-          this.counters.listedIpLimited++;
-          drop = true;
-        } else hosts.push(h);
+        kept ??= list.slice(0, i);
+        continue;
       }
-      if (drop) kept ??= list.slice(0, i);
-      else if (kept) kept.push(sharedContact(c));
-      else list[i] = sharedContact(c);
+      const h = hostKey(c.ip);
+      let n = 0;
+      for (let j = 0; j < hosts.length; j++) if (hosts[j] === h) n++;
+      if (n >= this.#maxIdsPerIp) {
+        this.counters.listedIpLimited++;
+        kept ??= list.slice(0, i);
+        continue;
+      }
+      hosts.push(h);
+      if (kept) kept.push(c);
+      else list[i] = c;
     }
     hosts.length = 0;
     if (kept) body.contacts = kept;

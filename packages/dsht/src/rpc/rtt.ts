@@ -1,6 +1,9 @@
 /**
  * Smoothed RTT per peer (RFC 6298's SRTT / RTTVAR), giving each peer its own retransmission
- * timeout. Bounded: the least recently used peers are forgotten.
+ * timeout. Bounded: beyond the bound the peer first sampled is forgotten (its next request waits
+ * the default timeout and starts a new estimate). Peers keep their place in the map when sampled
+ * again: moving each to the end on every sample left an insertion-ordered map's table two to four
+ * times its entries (deleted slots wait for a rehash).
  *
  * The estimates live in typed arrays, one slot per peer (the map holds the slot number): a node
  * keeps one for each of up to thousands of peers, and an object per peer with three floating-point
@@ -17,7 +20,7 @@ export interface RttEstimate {
 const INITIAL_SLOTS = 16;
 
 export class RttTable {
-  /** peer → slot, least recently sampled first. */
+  /** peer → slot, first sampled first. */
   #peers = new Map<string, number>();
   #max: number;
   /** Per slot: srtt, rttvar, last sample. */
@@ -39,7 +42,6 @@ export class RttTable {
     const f = this.#f;
     let s = this.#peers.get(peer);
     if (s !== undefined) {
-      this.#peers.delete(peer);
       const i = 3 * s;
       f[i + 1] = 0.75 * f[i + 1]! + 0.25 * Math.abs(f[i]! - rttMs);
       f[i] = 0.875 * f[i]! + 0.125 * rttMs;
@@ -59,8 +61,8 @@ export class RttTable {
       this.#f[i + 1] = rttMs / 2;
       this.#f[i + 2] = rttMs;
       this.#samples[s] = 1;
+      this.#peers.set(peer, s);
     }
-    this.#peers.set(peer, s);
   }
 
   get(peer: string): RttEstimate | undefined {
@@ -76,7 +78,7 @@ export class RttTable {
     return Math.min(max, Math.max(min, f[3 * s]! + 4 * f[3 * s + 1]!));
   }
 
-  /** Every peer and its estimate (a copy), least recently sampled first. */
+  /** Every peer and its estimate (a copy), first sampled first. */
   *entries(): IterableIterator<[string, RttEstimate]> {
     for (const [peer, s] of this.#peers) yield [peer, this.#estimate(s)];
   }

@@ -12,12 +12,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '@coral/testkit';
 import { sameBytes } from '../auth/same-bytes.js';
-import {
-  PEER_TOKEN_ENTRIES,
-  TOKEN_BYTES,
-  TOKEN_CACHE_ENTRIES,
-  TOKEN_ROTATE_MS,
-} from '../constants.js';
+import { TOKEN_BYTES, TOKEN_CACHE_ENTRIES, TOKEN_ROTATE_MS } from '../constants.js';
 
 interface Secret {
   epoch: number;
@@ -84,11 +79,6 @@ export class WriteTokens {
   }
 }
 
-/** Bytes kept as a latin1 string (one character per byte): a small flat string, not a typed array. */
-function latin1(b: Uint8Array): string {
-  return Buffer.from(b.buffer, b.byteOffset, b.length).toString('latin1');
-}
-
 /** The bytes of a latin1 string (a fresh, small, on-heap array). */
 function bytesOf(s: string): Uint8Array {
   const out = new Uint8Array(s.length);
@@ -96,71 +86,4 @@ function bytesOf(s: string): Uint8Array {
   return out;
 }
 
-/** The tokens peers handed to this node, kept to prove its round trips to them. */
-export class PeerTokens {
-  #clock: Clock;
-  #maxAgeMs: number;
-  /** address → the token (latin1 string of its bytes), when it came, whether a request carried it. */
-  #tokens = new Map<string, { token: string; at: number; used: boolean }>();
-
-  /** `maxAgeMs`: a token older than this is not relied on (default TOKEN_ROTATE_MS). */
-  constructor(components: { clock: Clock }, options: { maxAgeMs?: number } = {}) {
-    this.#clock = components.clock;
-    this.#maxAgeMs = options.maxAgeMs ?? TOKEN_ROTATE_MS;
-  }
-
-  get size(): number {
-    return this.#tokens.size;
-  }
-
-  set(address: string, token: Uint8Array): void {
-    const old = this.#tokens.get(address);
-    if (old !== undefined) {
-      // Most answers bring the token held already: the record is renewed, not made again.
-      this.#tokens.delete(address);
-      if (!sameBytes(old.token, token)) old.token = latin1(token);
-      old.at = this.#clock.now();
-      old.used = false;
-      this.#tokens.set(address, old);
-      return;
-    }
-    if (this.#tokens.size >= PEER_TOKEN_ENTRIES) {
-      this.#tokens.delete(this.#tokens.keys().next().value as string);
-    }
-    this.#tokens.set(address, { token: latin1(token), at: this.#clock.now(), used: false });
-  }
-
-  /** Has a request carried the token held for `address` (since it was received)? */
-  used(address: string): boolean {
-    return this.#tokens.get(address)?.used ?? false;
-  }
-
-  /** The peer's token when one is held and young enough to still be valid there. */
-  get(address: string): Uint8Array | undefined {
-    const e = this.#fresh(address);
-    return e ? bytesOf(e.token) : undefined;
-  }
-
-  /** Is a token held for `address` that is young enough to still be valid there? */
-  has(address: string): boolean {
-    return this.#fresh(address) !== undefined;
-  }
-
-  /** The token for a request about to be sent (marks it used). */
-  take(address: string): Uint8Array | undefined {
-    const e = this.#fresh(address);
-    if (!e) return undefined;
-    e.used = true;
-    return bytesOf(e.token);
-  }
-
-  #fresh(address: string): { token: string; at: number; used: boolean } | undefined {
-    const e = this.#tokens.get(address);
-    if (!e) return undefined;
-    if (this.#clock.now() - e.at >= this.#maxAgeMs) {
-      this.#tokens.delete(address);
-      return undefined;
-    }
-    return e;
-  }
-}
+export { PeerTokens } from './peer-tokens.js';

@@ -1,7 +1,7 @@
 import { ManualClock } from '@coral/testkit';
 import { describe, expect, it } from 'vitest';
 import type { Contact } from '../../src/contact.js';
-import { nodeIdFor } from '../../src/id/id.js';
+import { nodeIdFor, toHex } from '../../src/id/id.js';
 import { PeerRegistry } from '../../src/membership/registry.js';
 
 const c = (ip: string, port: number, httpPort?: number): Contact => ({
@@ -73,5 +73,56 @@ describe('PeerRegistry', () => {
     expect(r.admit(c('10.0.0.9', 1))!.contact.httpPort).toBe(8090);
     for (let i = 0; i < 50; i++) r.admit(c(`10.1.0.${i}`, 1));
     expect(r.size).toBe(10);
+  });
+
+  it('beyond capacity drops the least recently heard member, whatever the order they came in', async () => {
+    const clock = new ManualClock(0);
+    const r = new PeerRegistry({ clock }, { capacity: 3 });
+    const evicted: string[] = [];
+    r.onEvict = (rec) => evicted.push(rec.contact.ip);
+    r.admit(c('10.0.0.1', 1));
+    await clock.advance(10);
+    r.admit(c('10.0.0.2', 1));
+    await clock.advance(10);
+    r.admit(c('10.0.0.3', 1));
+    await clock.advance(10);
+    r.admit(c('10.0.0.1', 1)); // the first one heard again: now the freshest
+    r.admit(c('10.0.0.4', 1));
+    expect(evicted).toEqual(['10.0.0.2']);
+    await clock.advance(10);
+    r.admit(c('10.0.0.3', 1));
+    r.admit(c('10.0.0.5', 1));
+    expect(evicted).toEqual(['10.0.0.2', '10.0.0.1']);
+    expect([...r.all()].map((m) => m.contact.ip).sort()).toEqual([
+      '10.0.0.3',
+      '10.0.0.4',
+      '10.0.0.5',
+    ]);
+  });
+
+  it('beyond capacity keeps the members `keep` holds on to (routing-table contacts) while others remain', async () => {
+    const clock = new ManualClock(0);
+    const r = new PeerRegistry({ clock }, { capacity: 128 });
+    const inTable = new Set(['10.9.0.1', '10.9.0.2']);
+    r.keep = (ct) => inTable.has(ct.ip);
+    for (const ip of inTable) r.admit(c(ip, 1));
+    await clock.advance(1_000);
+    const evicted: string[] = [];
+    r.onEvict = (rec) => evicted.push(rec.contact.ip);
+    for (let i = 0; i < 1_000; i++) {
+      r.admit(c(`10.1.${i >> 8}.${i & 255}`, 1));
+      await clock.advance(1);
+      expect(r.size).toBeLessThanOrEqual(128);
+    }
+    // The quiet table contacts stay; strangers went oldest first, two at a time (128 / 64).
+    for (const ip of inTable) expect(r.get(toHex(nodeIdFor(ip, 1)))).toBeDefined();
+    expect([...r.all()].filter((m) => inTable.has(m.contact.ip))).toHaveLength(2);
+    expect(evicted.slice(0, 4)).toEqual(['10.1.0.0', '10.1.0.1', '10.1.0.2', '10.1.0.3']);
+    expect(evicted.some((ip) => inTable.has(ip))).toBe(false);
+    // When only kept members are left beyond the bound, they go too (the bound holds).
+    const small = new PeerRegistry({ clock }, { capacity: 2 });
+    small.keep = () => true;
+    for (let i = 0; i < 5; i++) small.admit(c(`10.2.0.${i}`, 1));
+    expect(small.size).toBe(2);
   });
 });

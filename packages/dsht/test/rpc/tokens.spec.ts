@@ -37,4 +37,28 @@ describe('write tokens', () => {
     await clock.advance(1000);
     expect(p.get('10.0.0.1:4000')).toBeUndefined();
   });
+
+  it('peer tokens are bounded: the peer whose token came first is forgotten; a new token replaces the old', () => {
+    const clock = new ManualClock(0);
+    const p = new PeerTokens({ clock }, { maxAgeMs: 60_000, maxEntries: 100 });
+    for (let i = 0; i < 250; i++)
+      p.set(`10.0.${i >> 8}.${i & 255}:4000`, new Uint8Array(8).fill(i));
+    expect(p.size).toBe(100);
+    expect(p.has('10.0.0.149:4000')).toBe(false);
+    expect(p.get('10.0.0.150:4000')).toEqual(new Uint8Array(8).fill(150));
+    expect(p.get('10.0.0.249:4000')).toEqual(new Uint8Array(8).fill(249));
+    // A peer that renews its token keeps its slot; a different token (even another length) replaces it.
+    p.take('10.0.0.200:4000');
+    p.set('10.0.0.200:4000', new Uint8Array([9, 9, 9]));
+    expect(p.used('10.0.0.200:4000')).toBe(false);
+    expect(p.get('10.0.0.200:4000')).toEqual(new Uint8Array([9, 9, 9]));
+    // What it returns is a copy: changing it changes nothing held.
+    p.get('10.0.0.201:4000')!.fill(0);
+    expect(p.get('10.0.0.201:4000')).toEqual(new Uint8Array(8).fill(201));
+    // Empty or oversized tokens are not kept.
+    p.set('10.0.9.9:4000', new Uint8Array(0));
+    p.set('10.0.9.9:4000', new Uint8Array(17));
+    expect(p.has('10.0.9.9:4000')).toBe(false);
+    expect(p.size).toBe(100);
+  });
 });
