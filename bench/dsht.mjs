@@ -1,7 +1,11 @@
 // DSHT simulation benchmark: a fleet on the simulated network (ManualClock, seeded), random puts and
 // gets, then every node putting the same hot key for 5 simulated minutes.
 //
-//   npm run bench:dsht -- --nodes 1000 --seed 1 [--loss 0.05] [--lookups 1000] [--open]
+//   npm run bench:dsht -- --nodes 1000 --seed 1 [--loss 0.05] [--lookups 1000] [--open] [--workers 2]
+//
+// --workers N (uniform topology): the fleet runs on N worker threads in conservative time windows
+// (@coral/sim's ParallelFleet; deterministic for a seed and N); --workers 1 is the in-process
+// SimFleet, single-threaded. The geo topology always runs in process.
 //   npm run bench:dsht -- --nodes 1000 --topology geo --seed 1   (three levels, clustering; see runGeo)
 //
 // The fleet runs in keyed mode (one fleet key derived from the seed) unless --open is given. The
@@ -16,12 +20,18 @@ import { SeededRandom } from '../packages/testkit/dist/index.js';
 import {
   keyFromName,
   toHex,
-  compareDistance,
   LOADED_STORES,
   DshtClusterBinding,
   DEFAULT_LEVEL_THRESHOLDS_MS,
 } from '../packages/dsht/dist/index.js';
-import { SimFleet, geoTopology, purityReport } from '../packages/sim/dist/index.js';
+import {
+  SimFleet,
+  LocalFleetDriver,
+  ParallelFleet,
+  geoTopology,
+  purityReport,
+  trustPart,
+} from '../packages/sim/dist/index.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,6 +47,8 @@ const { values: args } = parseArgs({
     'cluster-minutes': { type: 'string', default: '5' },
     churn: { type: 'string', default: '0' },
     open: { type: 'boolean', default: false },
+    // Worker threads of the uniform run: 1 = the in-process SimFleet (single-threaded).
+    workers: { type: 'string', default: '2' },
     // Print join progress (nodes joined, wall seconds, RSS) to stderr every this many nodes; 0 = off.
     progress: { type: 'string', default: '0' },
   },
@@ -62,8 +74,14 @@ const seed = Number(args.seed);
 const loss = Number(args.loss);
 const lookups = Number(args.lookups);
 const hotMinutes = Number(args['hot-minutes']);
-for (const [k, v] of Object.entries({ nodes, seed, loss, lookups, hotMinutes })) {
-  if (!Number.isFinite(v) || v < 0 || (k === 'loss' && v >= 1)) {
+const workers = Number(args.workers);
+for (const [k, v] of Object.entries({ nodes, seed, loss, lookups, hotMinutes, workers })) {
+  if (
+    !Number.isFinite(v) ||
+    v < 0 ||
+    (k === 'loss' && v >= 1) ||
+    (k === 'workers' && (v < 1 || !Number.isInteger(v)))
+  ) {
     console.error(`bench:dsht: bad --${k}`);
     process.exit(2);
   }
@@ -75,30 +93,20 @@ const keys = args.open
   : [createHash('sha256').update(`coral-bench-key-${seed}`).digest('hex')];
 const mode = keys ? 'keyed' : 'open';
 
-/** Trust figures over a fleet: the largest amplification any node allowed, auth bytes per datagram. */
-function trustOf(fleet) {
-  let amplificationMax = 0;
-  const byType = {};
-  let authBytes = 0;
-  let sealed = 0;
-  let unverified = 0;
-  for (const n of fleet.nodes) {
-    const a = n.authState();
-    amplificationMax = Math.max(amplificationMax, a.amplificationMax);
-    authBytes += a.counters.authBytesSent;
-    sealed += a.counters.sealed;
-    const c = n.snapshot().rpc;
-    unverified += c.unverifiedRequests;
-    for (const [t, r] of Object.entries(c.amplificationMaxByType))
-      byType[t] = Math.max(byType[t] ?? 0, Number(r.toFixed(3)));
-  }
+/**
+ * Trust figures from a fleet's merged TrustPart: the largest amplification any node allowed,
+ * auth bytes per datagram.
+ */
+function trustFigures(t) {
   return {
-    amplificationMax: Number(amplificationMax.toFixed(3)),
-    amplificationMaxByType: byType,
-    unverifiedRequests: unverified,
-    authBytesPerDatagram: sealed ? Number((authBytes / sealed).toFixed(2)) : 0,
+    amplificationMax: Number(t.amplificationMax.toFixed(3)),
+    amplificationMaxByType: t.amplificationMaxByType,
+    unverifiedRequests: t.unverifiedRequests,
+    authBytesPerDatagram: t.sealed ? Number((t.authBytes / t.sealed).toFixed(2)) : 0,
   };
 }
+/** Trust figures over an in-process SimFleet (the geo run). */
+const trustOf = (fleet) => trustFigures(trustPart(fleet.nodes));
 
 const wallStart = performance.now();
 /** Peak resident set size of this process so far, in MB (the kernel's high-water mark). */
@@ -117,19 +125,19 @@ if (args.topology === 'geo') {
   process.exit(0);
 }
 
-const fleet = new SimFleet({ nodes, seed, lossRate: 0, keys });
-fleet.setLoss(loss);
+const fleet =
+  workers === 1
+    ? new LocalFleetDriver({ nodes, seed, lossRate: loss, keys })
+    : new ParallelFleet({ nodes, seed, lossRate: loss, keys, workers });
 await fleet.start({ onProgress: onJoin });
 const joinWall = (performance.now() - wallStart) / 1000;
 progress(`${nodes} nodes joined`);
-const sizes = fleet.nodes.map((n) => n.table(0).size).sort((a, b) => a - b);
+const sizes = (await fleet.tableSizes(0)).sort((a, b) => a - b);
 
-/** Run async jobs with bounded concurrency, all under the simulated clock. */
-async function batched(items, size, fn) {
+/** Run ops with bounded concurrency, all under the simulated clock. */
+async function batched(ops, size) {
   const out = [];
-  for (let i = 0; i < items.length; i += size) {
-    out.push(...(await fleet.run(Promise.all(items.slice(i, i + size).map(fn)))));
-  }
+  for (let i = 0; i < ops.length; i += size) out.push(...(await fleet.run(ops.slice(i, i + size))));
   return out;
 }
 
@@ -139,13 +147,11 @@ const puts = Array.from({ length: lookups }, (_, i) => ({
   by: rng.int(nodes),
   i,
 }));
-const putResults = await batched(puts, 250, (p) =>
-  fleet.nodes[p.by].put(p.key, enc(`value-${p.i}`), 3600).then(
-    () => true,
-    () => false,
-  ),
+const putResults = await batched(
+  puts.map((p) => ({ kind: 'put', node: p.by, key: p.key, value: enc(`value-${p.i}`), ttl: 3600 })),
+  250,
 );
-const putOk = putResults.filter(Boolean).length;
+const putOk = putResults.filter((r) => r.ok).length;
 progress(`${lookups} puts`);
 
 // Random gets: each put key fetched by a different random node.
@@ -154,15 +160,15 @@ const gets = puts.map((p) => {
   if (by === p.by) by = (by + 1) % nodes;
   return { ...p, by };
 });
-const getResults = await batched(gets, 250, (g) =>
-  fleet.nodes[g.by].get(g.key).then(
-    (r) => ({
-      ok: r.values.some((v) => new TextDecoder().decode(v) === `value-${g.i}`),
-      stats: r.stats,
-    }),
-    () => ({ ok: false, stats: { hops: 0, messages: 0, latencyMs: 0 } }),
-  ),
-);
+const getResults = (
+  await batched(
+    gets.map((g) => ({ kind: 'get', node: g.by, key: g.key })),
+    250,
+  )
+).map((r, i) => ({
+  ok: r.ok && r.values.some((v) => new TextDecoder().decode(v) === `value-${gets[i].i}`),
+  stats: r.stats,
+}));
 const found = getResults.filter((r) => r.ok);
 progress(`${lookups} gets`);
 const hops = found.map((r) => r.stats.hops).sort((a, b) => a - b);
@@ -172,56 +178,47 @@ const msgs = getResults.reduce((s, r) => s + r.stats.messages, 0) / Math.max(1, 
 // Hot key: every node puts the same key once per simulated minute, at a random moment in it.
 const hot = keyFromName(`hot-${seed}`);
 const slot = `0:${toHex(hot)}`;
-const root = [...fleet.nodes].sort((a, b) => compareDistance(a.id, b.id, hot))[0];
+const root = await fleet.closest(hot);
 const perMinute = [];
 const requestsPerMinute = [];
 let hotPutsOk = 0;
 let hotPuts = 0;
 for (let m = 0; m < hotMinutes; m++) {
-  const before = root.store.accepted.get(slot) ?? 0;
-  const requestsBefore = root.store.requests.get(slot) ?? 0;
-  const minuteStart = fleet.clock.now();
-  const jobs = fleet.nodes.map(
-    (node, i) =>
-      new Promise((resolve) => {
-        fleet.clock.setTimeout(() => {
-          hotPuts++;
-          node.put(hot, enc(`hot-holder-${i}`), 600).then(
-            () => {
-              hotPutsOk++;
-              resolve(undefined);
-            },
-            () => resolve(undefined),
-          );
-        }, rng.next() * 60_000);
-      }),
-  );
-  await fleet.run(Promise.all(jobs));
+  const before = await fleet.slotCounters(root, slot);
+  const minuteStart = fleet.now();
+  const jobs = Array.from({ length: nodes }, (_, i) => ({
+    kind: 'put',
+    node: i,
+    key: hot,
+    value: enc(`hot-holder-${i}`),
+    ttl: 600,
+    delayMs: rng.next() * 60_000,
+  }));
+  const done = await fleet.run(jobs);
+  hotPuts += done.length;
+  hotPutsOk += done.filter((r) => r.ok).length;
   // Close the minute on the clock before counting.
-  const left = minuteStart + 60_000 - fleet.clock.now();
-  if (left > 0) await fleet.run(new Promise((r) => fleet.clock.setTimeout(r, left)));
-  perMinute.push((root.store.accepted.get(slot) ?? 0) - before);
-  requestsPerMinute.push((root.store.requests.get(slot) ?? 0) - requestsBefore);
+  await fleet.advanceTo(minuteStart + 60_000);
+  const after = await fleet.slotCounters(root, slot);
+  perMinute.push(after.accepted - before.accepted);
+  requestsPerMinute.push(after.requests - before.requests);
   progress(`hot key minute ${m + 1}`);
 }
-const hotHolders = fleet.nodes.filter((n) => n.localGet(hot).length > 0).length;
+const hotHolders = await fleet.holders(hot);
 const hotGets = await batched(
-  Array.from({ length: 100 }, () => rng.int(nodes)),
+  Array.from({ length: 100 }, () => ({ kind: 'get', node: rng.int(nodes), key: hot })),
   100,
-  (i) =>
-    fleet.nodes[i].get(hot).then(
-      (r) => r.values.length > 0,
-      () => false,
-    ),
 );
 
 const hotKeyBound = LOADED_STORES * Math.ceil(Math.log2(nodes));
-const trust = trustOf(fleet);
+const trust = trustFigures(await fleet.trust());
+const net = await fleet.stats();
 const result = {
   bench: 'dsht',
   topology: 'uniform',
   mode,
   nodes,
+  workers,
   seed,
   lossRate: loss,
   lookups,
@@ -238,23 +235,25 @@ const result = {
   hotKeyBound,
   hotKeyPutSuccess: hotPuts ? hotPutsOk / hotPuts : 0,
   hotKeyHolders: hotHolders,
-  hotKeyGetSuccess: hotGets.filter(Boolean).length / hotGets.length,
+  hotKeyGetSuccess: hotGets.filter((r) => r.ok && r.values.length > 0).length / hotGets.length,
   tableSizeP50: pct(sizes, 0.5),
   amplificationMax: trust.amplificationMax,
   amplificationMaxByType: trust.amplificationMaxByType,
   unverifiedRequests: trust.unverifiedRequests,
   authBytesPerDatagram: trust.authBytesPerDatagram,
-  datagrams: fleet.network.stats.sent,
-  datagramsLost: fleet.network.stats.lost,
-  simulatedSeconds: Math.round((fleet.clock.now() - 1_700_000_000_000) / 1000),
+  datagrams: net.sent,
+  datagramsLost: net.lost,
+  simulatedSeconds: Math.round((fleet.now() - 1_700_000_000_000) / 1000),
   joinWallSeconds: Number(joinWall.toFixed(1)),
   wallSeconds: Number(((performance.now() - wallStart) / 1000).toFixed(1)),
   peakRssMB: peakRssMB(),
 };
+await fleet.close();
 
 const rows = [
   ['mode', mode],
   ['nodes', nodes],
+  ['worker threads', workers],
   ['loss rate', loss],
   ['routing table size (p50)', result.tableSizeP50],
   ['puts ok', `${putOk}/${lookups}`],
