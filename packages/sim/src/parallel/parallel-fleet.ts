@@ -16,12 +16,7 @@
  * the in-process `SimFleet`'s (it stops at the very timer that settles a run) but are as
  * deterministic.
  */
-import {
-  MessageChannel,
-  receiveMessageOnPort,
-  Worker,
-  type ResourceLimits,
-} from 'node:worker_threads';
+import { MessageChannel, Worker, type ResourceLimits } from 'node:worker_threads';
 import { compareDistance } from '@coral/dsht';
 import { defaultIp } from '../fleet/fleet.js';
 import { uniformRttLatency, type SimStats } from '../network/sim-network.js';
@@ -43,7 +38,7 @@ import {
   type StepReply,
   type TraceEntry,
 } from './shard.js';
-import { ANSWER, REQUEST, type WorkerData } from './handoff.js';
+import { ANSWER, awaitFlag, REQUEST, SPIN_US, takeMessage, type WorkerData } from './handoff.js';
 
 export interface ParallelFleetOptions extends Omit<ShardConfig, 'shard' | 'shards'> {
   /** Shards (worker threads). Default 2. */
@@ -185,9 +180,10 @@ export class ParallelFleet implements FleetDriver {
   ): Promise<void> {
     this.windows++;
     const started = performance.now();
-    this.#links.forEach((link, w) =>
-      link.post({ type: 'step', now, inbox: this.#inflight[w]!, ops: ops?.[w], end }),
-    );
+    // The workers first: shard 0 (this thread) starts working as soon as it is posted.
+    for (let w = this.workers - 1; w >= 0; w--) {
+      this.#links[w]!.post({ type: 'step', now, inbox: this.#inflight[w]!, ops: ops?.[w], end });
+    }
     const replies: StepReply[] = [];
     for (const link of this.#links) replies.push((await link.answer()) as StepReply);
     this.timing.wall += performance.now() - started;
@@ -329,13 +325,12 @@ function threadLink(config: ShardConfig, options: ParallelFleetOptions): ShardLi
     },
     answer: async () => {
       // Block on the flag; every second let the event loop run, to hear of a worker that died.
-      while (!failure && Atomics.wait(flags, ANSWER, 0, 1000) === 'timed-out') {
+      while (!failure && !awaitFlag(flags, ANSWER, SPIN_US, 1000)) {
         await new Promise((r) => setImmediate(r));
       }
       if (failure) throw failure;
       Atomics.store(flags, ANSWER, 0);
-      const m = receiveMessageOnPort(port1)?.message as { ok?: unknown; error?: string };
-      if (!m) throw new Error(`shard ${config.shard}: flag raised without an answer`);
+      const m = takeMessage(port1) as { ok?: unknown; error?: string };
       if (m.error !== undefined) throw new Error(`shard ${config.shard}: ${m.error}`);
       return m.ok;
     },

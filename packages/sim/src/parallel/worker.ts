@@ -8,9 +8,17 @@
  * the receiver blocks on the flag with `Atomics.wait`, then takes the message off the port with
  * `receiveMessageOnPort`.
  */
-import { receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
 import { Shard } from './shard.js';
-import { ANSWER, REQUEST, type WorkerData, type WorkerRequest } from './handoff.js';
+import {
+  ANSWER,
+  awaitFlag,
+  REQUEST,
+  SPIN_US,
+  takeMessage,
+  type WorkerData,
+  type WorkerRequest,
+} from './handoff.js';
 
 const { config, port, flags: shared } = workerData as WorkerData;
 const flags = new Int32Array(shared);
@@ -23,10 +31,10 @@ function answer(message: unknown, transfer: ArrayBuffer[] = []): void {
 }
 
 for (;;) {
-  Atomics.wait(flags, REQUEST, 0);
+  awaitFlag(flags, REQUEST, SPIN_US);
   Atomics.store(flags, REQUEST, 0);
-  const m = receiveMessageOnPort(port)?.message as WorkerRequest | undefined;
-  if (!m || m.type === 'close') break;
+  const m = takeMessage(port) as WorkerRequest;
+  if (m.type === 'close') break;
   try {
     if (m.type === 'step') {
       const r = await shard.step(m);
