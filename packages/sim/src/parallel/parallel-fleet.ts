@@ -40,6 +40,9 @@ import {
 } from './shard.js';
 import { ANSWER, awaitFlag, REQUEST, SPIN_US, takeMessage, type WorkerData } from './handoff.js';
 
+/** How many windows past the earliest pending time anywhere a shard may run (see #ends). */
+const MAX_AHEAD = 8;
+
 export interface ParallelFleetOptions extends Omit<ShardConfig, 'shard' | 'shards'> {
   /** Shards (worker threads). Default 2. */
   workers?: number;
@@ -81,7 +84,8 @@ export class ParallelFleet implements FleetDriver {
   readonly #options: ParallelFleetOptions;
   /** Batches in flight, [destination][source]. */
   #inflight: Array<Array<ArrayBuffer | undefined>>;
-  #outMin = Infinity;
+  /** Earliest `deliverAt` in flight to each shard. */
+  #inMin: number[];
   #nextAt: number[];
   #now = SIM_EPOCH;
 
@@ -104,6 +108,7 @@ export class ParallelFleet implements FleetDriver {
     });
     this.#inflight = Array.from({ length: w }, () => new Array(w).fill(undefined));
     this.#nextAt = new Array(w).fill(Infinity);
+    this.#inMin = new Array(w).fill(Infinity);
   }
 
   now(): number {
@@ -142,13 +147,19 @@ export class ParallelFleet implements FleetDriver {
     const stop = this.#now + (this.#options.limitMs ?? 24 * 3_600_000);
     // The first window starts at the fleet's time, where every shard stands.
     let end = this.#now + this.windowMs;
-    await this.#step(end, byShard, onDone, this.#now);
+    await this.#step(
+      this.#links.map(() => end),
+      byShard,
+      onDone,
+      this.#now,
+    );
     while (pending > 0) {
       const t = this.#earliest();
       if (t === Infinity) throw new Error('simulation stalled: nothing scheduled');
       if (t > stop) throw new Error('simulation ran past its limit');
-      end = Math.max(end, t + this.windowMs);
-      await this.#step(t + this.windowMs, undefined, onDone);
+      const ends = this.#ends(Infinity);
+      end = Math.max(end, ...ends);
+      await this.#step(ends, undefined, onDone);
     }
     // The run ends where its last window did (no shard's clock is past it).
     await this.#settle(end);
@@ -162,18 +173,46 @@ export class ParallelFleet implements FleetDriver {
 
   /** Windows until nothing is pending before `at`; then the fleet's time is `at`. */
   async #settle(at: number): Promise<void> {
-    for (let t = this.#earliest(); t < at; t = this.#earliest()) {
-      await this.#step(Math.min(t + this.windowMs, at), undefined, undefined);
-    }
+    while (this.#earliest() < at) await this.#step(this.#ends(at), undefined, undefined);
     this.#now = at;
   }
 
+  /** The earliest thing pending in shard `w`: its next timer or a datagram in flight to it. */
+  #earliestOf(w: number): number {
+    return Math.min(this.#nextAt[w]!, this.#inMin[w]!);
+  }
+
   #earliest(): number {
-    return Math.min(this.#outMin, ...this.#nextAt);
+    return Math.min(...this.#nextAt, ...this.#inMin);
+  }
+
+  /**
+   * Each shard's window end. Shard v can act (fire a timer, take a datagram) no sooner than
+   * A_v = min(its earliest pending time, the earliest time anything another shard sends in this
+   * step can reach it: their earliest + L), in this step or any later one; so nothing v ever
+   * sends from now on reaches shard w before A_v + L, and w may fire everything before the least
+   * A_v + L over the other shards (≥ the global earliest + L, at most 2 L past w's own earliest
+   * when the others are busy later). Capped at `at` and at MAX_AHEAD windows past the earliest
+   * time anywhere (with one shard, nothing else bounds it).
+   */
+  #ends(at: number): number[] {
+    const l = this.windowMs;
+    const cap = Math.min(at, this.#earliest() + MAX_AHEAD * l);
+    const e = this.#links.map((_, w) => this.#earliestOf(w));
+    const act = e.map((ev, v) => {
+      let a = ev;
+      for (let u = 0; u < e.length; u++) if (u !== v) a = Math.min(a, e[u]! + l);
+      return a;
+    });
+    return e.map((_, w) => {
+      let end = cap;
+      for (let v = 0; v < act.length; v++) if (v !== w) end = Math.min(end, act[v]! + l);
+      return end;
+    });
   }
 
   async #step(
-    end: number,
+    ends: number[],
     ops: Array<Array<{ id: number; op: FleetOp }>> | undefined,
     onDone: ((id: number, r: OpResult) => void) | undefined,
     now?: number,
@@ -182,6 +221,7 @@ export class ParallelFleet implements FleetDriver {
     const started = performance.now();
     // The workers first: shard 0 (this thread) starts working as soon as it is posted.
     for (let w = this.workers - 1; w >= 0; w--) {
+      const end = ends[w]!;
       this.#links[w]!.post({ type: 'step', now, inbox: this.#inflight[w]!, ops: ops?.[w], end });
     }
     const replies: StepReply[] = [];
@@ -193,10 +233,10 @@ export class ParallelFleet implements FleetDriver {
       this.timing.steps += r.ms;
     }
     this.timing.slowest += slowest;
-    this.#outMin = Infinity;
+    this.#inMin.fill(Infinity);
     replies.forEach((r, src) => {
       this.#nextAt[src] = r.nextAt;
-      this.#outMin = Math.min(this.#outMin, r.outMin);
+      r.outMins.forEach((m, dst) => (this.#inMin[dst] = Math.min(this.#inMin[dst]!, m)));
       r.outbox.forEach((buf, dst) => (this.#inflight[dst]![src] = buf));
       if (r.done.length > 0 && !onDone) throw new Error('an operation settled outside its run');
       for (const [id, result] of r.done) onDone!(id, result);

@@ -55,8 +55,8 @@ export interface StepMessage {
 export interface StepReply {
   /** Batches for each destination shard (undefined: nothing). */
   outbox: Array<ArrayBuffer | undefined>;
-  /** Earliest `deliverAt` in the outbox (Infinity when empty). */
-  outMin: number;
+  /** Earliest `deliverAt` in each destination's batch (Infinity when empty). */
+  outMins: number[];
   /** Earliest pending timer (Infinity when none). */
   nextAt: number;
   done: Array<[number, OpResult]>;
@@ -161,16 +161,13 @@ export class Shard {
     if (m.end !== undefined) await this.clock.runBefore(m.end);
     // Let every chain the window started settle before answering.
     await new Promise((r) => setImmediate(r));
-    let outMin = Infinity;
-    const outbox = this.#out.map((w) => {
-      outMin = Math.min(outMin, w.minDeliverAt);
-      return w.take();
-    });
+    const outMins = this.#out.map((w) => w.minDeliverAt);
+    const outbox = this.#out.map((w) => w.take());
     const done = this.#done;
     this.#done = [];
     const ms = performance.now() - started;
     this.busyMs += ms;
-    return { outbox, outMin, nextAt: this.clock.nextAt() ?? Infinity, done, ms };
+    return { outbox, outMins, nextAt: this.clock.nextAt() ?? Infinity, done, ms };
   }
 
   #inject(c: Crossing): void {
