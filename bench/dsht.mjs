@@ -15,6 +15,7 @@
 //
 // Prints a table and ends with one JSON line. Runs the compiled package (`tsc -b` first).
 import { createHash } from 'node:crypto';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { SeededRandom } from '../packages/testkit/dist/index.js';
 import { keyFromName, toHex, LOADED_STORES } from '../packages/dsht/dist/index.js';
@@ -35,8 +36,9 @@ const { values: args } = parseArgs({
     'cluster-minutes': { type: 'string', default: '5' },
     churn: { type: 'string', default: '0' },
     open: { type: 'boolean', default: false },
-    // Worker threads of the uniform run: 1 = the in-process SimFleet (single-threaded).
-    workers: { type: 'string', default: '2' },
+    // Worker threads of the uniform run (default: 2, or 1 on a one-CPU machine): 1 = the
+    // in-process SimFleet (single-threaded). More than 2 was not measured to help on 2 cores.
+    workers: { type: 'string', default: String(Math.min(2, os.availableParallelism())) },
     // Print join progress (nodes joined, wall seconds, RSS) to stderr every this many nodes; 0 = off.
     progress: { type: 'string', default: '0' },
   },
@@ -233,6 +235,14 @@ const result = {
   wallSeconds: Number(((performance.now() - wallStart) / 1000).toFixed(1)),
   peakRssMB: peakRssMB(),
 };
+if (fleet.timing) {
+  // Where a parallel run's wall went: windows, the slowest shard's steps, the hand-over between.
+  const t = fleet.timing;
+  const s = (ms) => (ms / 1000).toFixed(1);
+  console.error(
+    `bench:dsht: ${fleet.windows} windows; wall ${s(t.wall)} s = slowest shard ${s(t.slowest)} s + hand-over ${s(t.wall - t.slowest)} s; all shards' steps ${s(t.steps)} s`,
+  );
+}
 await fleet.close();
 
 const rows = [
