@@ -346,6 +346,9 @@ function threadLink(config: ShardConfig, options: ParallelFleetOptions): ShardLi
     transferList: [port2],
     resourceLimits: options.resourceLimits,
   });
+  // A worker blocks in Atomics.wait between steps: it must not keep the process alive by itself
+  // (a caller that ends without close() still exits).
+  worker.unref();
   let failure: Error | undefined;
   let exited = false;
   worker.on('error', (err) => (failure ??= err));
