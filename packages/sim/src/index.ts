@@ -32,6 +32,7 @@ export {
   SimTransport,
   uniformRttLatency,
   type LatencyModel,
+  type RemoteRoute,
   type SimStats,
   type SimNetworkComponents,
   type SimNetworkOptions,
@@ -39,3 +40,21 @@ export {
 export { SimClock, SIM_CLOCK_TURNS } from './clock/sim-clock.js';
 export { SimFleet, defaultIp, type SimFleetOptions } from './fleet/fleet.js';
 export * from './topology/index.js';
+export { ParallelFleet, type ParallelFleetOptions } from './parallel/parallel-fleet.js';
+export { LocalFleetDriver, type FleetDriver } from './parallel/driver.js';
+export {
+  Shard,
+  SIM_EPOCH,
+  type ShardConfig,
+  type StepMessage,
+  type StepReply,
+  type TraceEntry,
+} from './parallel/shard.js';
+export {
+  trustPart,
+  mergeTrust,
+  type FleetOp,
+  type OpResult,
+  type GetFigures,
+  type TrustPart,
+} from './parallel/ops.js';

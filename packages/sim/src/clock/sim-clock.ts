@@ -71,6 +71,27 @@ export class SimClock implements Clock {
     return t;
   }
 
+  /**
+   * A timer at the absolute time `at` (not `now + ms`, which may round differently): a parallel
+   * fleet injects a datagram from another worker at exactly its sender's `now + latency`.
+   */
+  setTimeoutAt(fn: () => void, at: number): TimerHandle {
+    if (!(at >= this.#now)) throw new RangeError(`timer in the past: ${at} < now ${this.#now}`);
+    const t = new SimTimer(at, this.#seq++, fn, this.#onCancel);
+    this.#push(t);
+    return t;
+  }
+
+  /**
+   * Set the time to `at` without firing anything: every timer before `at` must have fired (a
+   * parallel fleet's workers all stand at the end of the last window before new work starts).
+   */
+  jumpTo(at: number): void {
+    const next = this.nextAt();
+    if (next !== undefined && next < at) throw new RangeError(`a timer at ${next} is before ${at}`);
+    this.#now = Math.max(this.#now, at);
+  }
+
   /** Timers still pending (cancelled ones excluded). */
   get pending(): number {
     return this.#heap.length - this.#cancelled;
@@ -108,7 +129,12 @@ export class SimClock implements Clock {
     return done();
   }
 
-  #drive(target: number, done: (() => boolean) | undefined): Promise<void> {
+  /** Fire every timer due strictly before `end` (a parallel fleet's window); the time stays at the last. */
+  async runBefore(end: number): Promise<void> {
+    await this.#drive(end, undefined, true);
+  }
+
+  #drive(target: number, done: (() => boolean) | undefined, strict = false): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const turns = this.turns;
       let tick = 0;
@@ -121,7 +147,7 @@ export class SimClock implements Clock {
         if (done?.()) return resolve();
         this.#dropCancelled();
         const t = this.#heap[0];
-        if (!t || t.at > target) return resolve();
+        if (!t || t.at > target || (strict && t.at === target)) return resolve();
         this.#pop();
         this.#now = Math.max(this.#now, t.at);
         const fn = t.fn!;

@@ -17,7 +17,20 @@ import {
   type Transport,
 } from '@coral/dsht';
 
-export type LatencyModel = (fromIp: string, toIp: string) => number;
+/**
+ * One-way latency in ms of a datagram from `fromIp` to `toIp`. `minOneWayMs`, when the model
+ * knows it, is a lower bound over every pair of distinct IPs: a parallel fleet's time window.
+ */
+export interface LatencyModel {
+  (fromIp: string, toIp: string): number;
+  readonly minOneWayMs?: number;
+}
+
+/**
+ * Where a parallel fleet's worker sends a datagram for a node another worker owns: returns true
+ * when it took the datagram (to arrive at `at`, the sender's now + latency).
+ */
+export type RemoteRoute = (data: Uint8Array, from: Address, to: Address, at: number) => boolean;
 
 export interface SimNetworkComponents {
   clock: Clock;
@@ -37,7 +50,7 @@ export interface SimNetworkOptions {
 export function uniformRttLatency(minRttMs = 20, maxRttMs = 200, seed = 1): LatencyModel {
   // The hash of `${seed}|${x}|${y}`, computed part by part (no string built per datagram).
   const prefix = fnv(FNV_OFFSET, `${seed}|`);
-  return (a, b) => {
+  const model = (a: string, b: string): number => {
     if (a === b) return 0.05;
     const h =
       a < b
@@ -45,6 +58,8 @@ export function uniformRttLatency(minRttMs = 20, maxRttMs = 200, seed = 1): Late
         : finalize(fnv(fnv(fnv(prefix, b), '|'), a));
     return (minRttMs + (h / 4294967296) * (maxRttMs - minRttMs)) / 2;
   };
+  // h ≥ 0 (fmix32 is unsigned), so no distinct pair is faster than half the smallest RTT.
+  return Object.assign(model, { minOneWayMs: minRttMs / 2 });
 }
 
 const FNV_OFFSET = 0x811c9dc5;
@@ -75,6 +90,8 @@ export class SimNetwork {
   #random: Random;
   latencyMs: LatencyModel;
   lossRate: number;
+  /** @internal A parallel fleet's route to nodes other workers own (see parallel/). */
+  remote: RemoteRoute | undefined = undefined;
   /** ip → port → endpoint (no `ip:port` string built per datagram). */
   #endpoints = new Map<string, Map<number, SimTransport>>();
   #partitions: Array<[Set<string>, Set<string>]> = [];
@@ -145,17 +162,21 @@ export class SimNetwork {
       this.stats.partitioned++;
       return;
     }
-    const copy = data.slice();
     const delay = Math.max(0, this.latencyMs(from.ip, to.ip));
-    this.clock.setTimeout(() => {
-      const dest = this.#endpoints.get(to.ip)?.get(to.port);
-      if (!dest) {
-        this.stats.unreachable++;
-        return;
-      }
-      this.stats.delivered++;
-      dest.receive(copy, from);
-    }, delay);
+    if (this.remote?.(data, from, to, this.clock.now() + delay)) return;
+    const copy = data.slice();
+    this.clock.setTimeout(() => this.arrive(copy, from, to), delay);
+  }
+
+  /** @internal A datagram reaches `to` (now, or when a parallel fleet's worker injects it). */
+  arrive(data: Uint8Array, from: Address, to: Address): void {
+    const dest = this.#endpoints.get(to.ip)?.get(to.port);
+    if (!dest) {
+      this.stats.unreachable++;
+      return;
+    }
+    this.stats.delivered++;
+    dest.receive(data, from);
   }
 }
 

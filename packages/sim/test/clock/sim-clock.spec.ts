@@ -107,3 +107,30 @@ describe('SimClock', () => {
     expect(await trace(new SimClock())).toEqual(await trace(new ManualClock()));
   });
 });
+
+describe('SimClock for a parallel fleet’s windows', () => {
+  it('runBefore fires only timers strictly before the end; setTimeoutAt keeps the exact time', async () => {
+    const clock = new SimClock(100);
+    const fired: number[] = [];
+    const at = 100.1 + 0.2; // an absolute time, kept as given
+    clock.setTimeoutAt(() => fired.push(clock.now()), at);
+    clock.setTimeout(() => fired.push(clock.now()), 10);
+    clock.setTimeout(() => fired.push(clock.now()), 20);
+    await clock.runBefore(110);
+    expect(fired).toEqual([at]);
+    await clock.runBefore(110.000001);
+    expect(fired).toEqual([at, 110]);
+    expect(clock.nextAt()).toBe(120);
+  });
+
+  it('refuses a timer in the past and a jump over a pending timer', () => {
+    const clock = new SimClock(100);
+    expect(() => clock.setTimeoutAt(() => undefined, 99.5)).toThrow(RangeError);
+    clock.setTimeout(() => undefined, 10);
+    expect(() => clock.jumpTo(111)).toThrow(RangeError);
+    clock.jumpTo(110);
+    expect(clock.now()).toBe(110);
+    clock.jumpTo(105);
+    expect(clock.now()).toBe(110);
+  });
+});

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
 import type { Transport } from '@coral/dsht';
 import { SimNetwork, uniformRttLatency } from '../../src/network/sim-network.js';
+import { SimClock } from '../../src/clock/sim-clock.js';
 // The contract every Transport meets, shared with @coral/dsht's UDP transport tests.
 import { transportContract } from '../../../dsht/test/transport/contract.js';
 
@@ -103,5 +104,41 @@ describe('SimNetwork', () => {
       net.attach(net.createTransport('10.0.0.1', 1));
       net.attach(net.createTransport('10.0.0.1', 1));
     }).toThrow(expect.objectContaining({ code: 'DSHT_ERR_TRANSPORT' }));
+  });
+});
+
+describe('uniformRttLatency’s minimum (a parallel fleet’s window)', () => {
+  it('is half the smallest RTT and bounds every pair of distinct IPs', () => {
+    const lat = uniformRttLatency(20, 200, 3);
+    expect(lat.minOneWayMs).toBe(10);
+    let min = Infinity;
+    for (let a = 1; a < 60; a++) {
+      for (let b = a + 1; b < 60; b++) min = Math.min(min, lat(`10.0.0.${a}`, `10.0.1.${b}`));
+    }
+    expect(min).toBeGreaterThanOrEqual(10);
+    expect(min).toBeLessThan(12);
+  });
+
+  it('sends a datagram for a node of another shard through the remote route, not the clock', async () => {
+    const clock = new SimClock(0);
+    const net = new SimNetwork({ clock, random: new SeededRandom(1) });
+    const taken: Array<[string, number]> = [];
+    net.remote = (data, _from, to, at) => {
+      if (to.ip !== '10.0.0.9') return false;
+      taken.push([to.ip, at]);
+      return true;
+    };
+    const a = net.createTransport('10.0.0.1', 4000);
+    const b = net.createTransport('10.0.0.2', 4000);
+    const got: number[] = [];
+    b.onDatagram(() => got.push(clock.now()));
+    await a.start();
+    await b.start();
+    a.send(new Uint8Array([1]), { ip: '10.0.0.9', port: 4000 });
+    a.send(new Uint8Array([2]), b.address);
+    expect(taken).toEqual([['10.0.0.9', net.latencyMs('10.0.0.1', '10.0.0.9')]]);
+    await clock.advance(1000);
+    expect(got).toEqual([net.latencyMs('10.0.0.1', '10.0.0.2')]);
+    expect(net.stats.sent).toBe(2);
   });
 });
