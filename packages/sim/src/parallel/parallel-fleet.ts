@@ -380,6 +380,8 @@ function threadLink(config: ShardConfig, options: ParallelFleetOptions): ShardLi
     close: async () => {
       if (!failure) post({ type: 'close' });
       failure ??= new Error('closed');
+      // Waiting for the exit must keep the process alive (the worker is unref'd).
+      worker.ref();
       if (!exited) await new Promise((r) => worker.once('exit', r));
       port1.close();
     },

@@ -120,3 +120,29 @@ describe('ParallelFleet (2 shards)', () => {
     expect(() => new ParallelFleet({ nodes: 4, seed: 1, workers: 0 })).toThrow(/bad workers/);
   });
 });
+
+describe('a process that uses a parallel fleet', () => {
+  it('exits with code 0 after close() — waiting for the unref’d workers keeps it alive', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dist = new URL('../../dist/index.js', import.meta.url).href;
+    const script = `
+      import { ParallelFleet } from ${JSON.stringify(dist)};
+      const fleet = new ParallelFleet({ nodes: 12, seed: 3, workers: 2 });
+      await fleet.start();
+      await fleet.close();
+      console.log('closed');
+    `;
+    const dir = mkdtempSync(join(tmpdir(), 'coral-sim-exit-'));
+    const file = join(dir, 'run.mjs');
+    writeFileSync(file, script);
+    const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 60_000 });
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('closed');
+    // 13 = a top-level await that never settled (close() awaiting an unref'd worker's exit).
+    expect(r.status).toBe(0);
+  });
+});
