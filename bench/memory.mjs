@@ -37,7 +37,11 @@
 // --heap-snapshots DIR (a V8 heap snapshot of the node at each measurement, for profiling: the
 // snapshot itself costs memory, so figures from such a run are not results); --smaps (where (a)'s
 // RSS is, by mapping, from /proc/<pid>/smaps: V8's heap pages, malloc's heap and arenas, the node
-// binary, LevelDB's mapped tables).
+// binary, LevelDB's mapped tables). For diagnosis (figures from such runs are not results):
+// --node-wrap 'CMD ARGS' runs the node's command line under CMD (e.g. `heaptrack -o FILE`; phase
+// (a) only: (b) and (c) read the RSS of the process spawned, which is then the wrapper);
+// --node-env K=V,K=V sets variables in the node's environment after NODE_RUNTIME_ENV's (e.g. to
+// try another malloc setting without changing the product's).
 //
 // Prints a table and ends with ONE JSON line.
 import { spawn } from 'node:child_process';
@@ -70,6 +74,8 @@ const { values: opt } = parseArgs({
     'heap-snapshots': { type: 'string' },
     smaps: { type: 'boolean', default: false },
     'rest-seconds': { type: 'string', default: '30' },
+    'node-wrap': { type: 'string', default: '' },
+    'node-env': { type: 'string', default: '' },
   },
 });
 const PHASES = new Set(opt.phases.split(','));
@@ -145,19 +151,29 @@ const index = new InMemoryContentIndex();
 const announced = []; // { nodeId, state } in order
 
 async function startNode(config) {
-  const child = spawn(
+  // --node-wrap (diagnosis): the node's command line is run by that program.
+  const [cmd, ...args] = [
+    ...opt['node-wrap'].split(' ').filter(Boolean),
     process.execPath,
-    ['--expose-gc', new URL('./memory-node.mjs', import.meta.url).pathname],
-    {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: {
-        ...process.env,
-        ...NODE_RUNTIME_ENV,
-        ...(opt['heap-snapshots'] ? { CORAL_BENCH_HEAP_SNAPSHOTS: opt['heap-snapshots'] } : {}),
-        ...(opt.smaps ? { CORAL_BENCH_SMAPS: '1' } : {}),
-      },
+    '--expose-gc',
+    new URL('./memory-node.mjs', import.meta.url).pathname,
+  ];
+  const child = spawn(cmd, args, {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: {
+      ...process.env,
+      ...NODE_RUNTIME_ENV,
+      // --node-env K=V,K=V (diagnosis): variables set after NODE_RUNTIME_ENV's.
+      ...Object.fromEntries(
+        opt['node-env']
+          .split(',')
+          .filter(Boolean)
+          .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+      ),
+      ...(opt['heap-snapshots'] ? { CORAL_BENCH_HEAP_SNAPSHOTS: opt['heap-snapshots'] } : {}),
+      ...(opt.smaps ? { CORAL_BENCH_SMAPS: '1' } : {}),
     },
-  );
+  });
   children.add(child);
   const peer = ipcPeer(child, {
     index(op, nodeId, hex, holder, ttl) {

@@ -2,8 +2,8 @@
  * HTTP/1.1 client for origins and peers: one undici Agent, a keep-alive Pool per origin. The URL's
  * scheme picks http or https (TLS origins come with issue 11: the connector decides how).
  */
-import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
+import { Agent, request } from './undici-agent.js';
 import type { Readable } from 'node:stream';
 import type { UndiciConnect } from './connector.js';
 
@@ -62,7 +62,7 @@ export class Upstream {
           }
         : {}),
     };
-    const res = await this.#agent.request(opts);
+    const res = await request(this.#agent, opts);
     return {
       status: res.statusCode,
       headers: res.headers as Record<string, string | string[] | undefined>,
