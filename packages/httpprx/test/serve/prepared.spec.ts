@@ -169,7 +169,9 @@ describe('prepared responses (node:http bytes without writeHead)', () => {
   });
 
   it('leaves to writeHead what it does not prepare: close, HTTP/1.0, the last request allowed', async () => {
-    const t = await twins({ maxRequestsPerSocket: 2 });
+    // A socket at its last allowed request is closed by the server only when it has been idle for
+    // keepAliveTimeout (5 s by default): short here, so the test does not wait 5 s per server.
+    const t = await twins({ maxRequestsPerSocket: 2, keepAliveTimeout: 100 });
     const cases: Array<[string, number]> = [
       ['GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 1],
       ['GET /a HTTP/1.0\r\nHost: x\r\n\r\n', 1],
