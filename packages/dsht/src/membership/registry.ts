@@ -23,6 +23,7 @@ import { mergeContact, type Contact } from '../contact.js';
 import { LIVE_WINDOW_MS, MAX_IDS_PER_IP, MAX_MEMBERS } from '../constants.js';
 import { toHex } from '../id/id.js';
 import { hostKey } from '../limits/address.js';
+import { resized } from '../typed-arrays.js';
 
 export interface MemberRecord {
   hex: string;
@@ -298,9 +299,7 @@ export class PeerRegistry {
     if (reused !== undefined) return reused;
     const s = this.#next++;
     if (3 * s >= this.#times.length) {
-      const times = new Float64Array(2 * this.#times.length);
-      times.set(this.#times);
-      this.#times = times;
+      this.#times = resized(this.#times, 2 * this.#times.length);
     }
     return s;
   }

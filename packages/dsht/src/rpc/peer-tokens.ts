@@ -11,6 +11,7 @@
  */
 import type { Clock } from '@coral/testkit';
 import { MAX_TOKEN_BYTES, PEER_TOKEN_ENTRIES, TOKEN_ROTATE_MS } from '../constants.js';
+import { resized } from '../typed-arrays.js';
 
 /** Slots the arrays start with (they grow by doubling up to the bound). */
 const INITIAL_SLOTS = 16;
@@ -122,12 +123,10 @@ export class PeerTokens {
     const s = this.#next++;
     if (s >= this.#len.length) {
       const n = Math.min(2 * this.#len.length, Math.max(this.#max, s + 1));
-      const bytes = new Uint8Array(n * MAX_TOKEN_BYTES);
-      bytes.set(this.#bytes);
-      this.#bytes = bytes;
-      this.#len = grown(new Uint8Array(n), this.#len);
-      this.#used = grown(new Uint8Array(n), this.#used);
-      this.#at = grown(new Float64Array(n), this.#at);
+      this.#bytes = resized(this.#bytes, n * MAX_TOKEN_BYTES);
+      this.#len = resized(this.#len, n);
+      this.#used = resized(this.#used, n);
+      this.#at = resized(this.#at, n);
     }
     return s;
   }
@@ -137,9 +136,4 @@ export class PeerTokens {
 function equalAt(a: Uint8Array, b: Uint8Array, at: number): boolean {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[at + i]) return false;
   return true;
-}
-
-function grown<T extends Uint8Array | Float64Array>(fresh: T, old: T): T {
-  fresh.set(old);
-  return fresh;
 }

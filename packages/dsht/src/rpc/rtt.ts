@@ -9,6 +9,7 @@
  * keeps one for each of up to thousands of peers, and an object per peer with three floating-point
  * fields costs the heap about three times the 28 bytes of numbers it holds.
  */
+import { resized } from '../typed-arrays.js';
 export interface RttEstimate {
   srtt: number;
   rttvar: number;
@@ -99,12 +100,8 @@ export class RttTable {
     const s = this.#used++;
     if (s >= this.#samples.length) {
       const n = Math.min(2 * this.#samples.length, Math.max(this.#max, s + 1));
-      const f = new Float64Array(3 * n);
-      f.set(this.#f);
-      this.#f = f;
-      const samples = new Uint32Array(n);
-      samples.set(this.#samples);
-      this.#samples = samples;
+      this.#f = resized(this.#f, 3 * n);
+      this.#samples = resized(this.#samples, n);
     }
     return s;
   }

@@ -46,6 +46,7 @@ import { StoreStatus, type WireValue } from '../wire/messages.js';
 import { Arena, MAX_REGION_BYTES } from './arena.js';
 import { IdTable, SourceTable } from './bytes.js';
 import { SlotIndex } from './slot-index.js';
+import { resized } from '../typed-arrays.js';
 
 export interface StoredValue {
   level: number;
@@ -149,11 +150,7 @@ const NO_U8 = new Uint8Array(0);
 /** A typed array at least `n` long: `a` itself, or a copy of it half as long again (or more). */
 function grown<T extends Float64Array | Uint32Array | Int32Array | Uint8Array>(a: T, n: number): T {
   if (a.length >= n) return a;
-  const out = new (a.constructor as new (n: number) => T)(
-    Math.max(16, n, Math.ceil(a.length * 1.5)),
-  );
-  out.set(a);
-  return out;
+  return resized(a, Math.max(16, n, Math.ceil(a.length * 1.5)));
 }
 
 export class ValueStore {
