@@ -11,9 +11,10 @@
  *
  * A trim walks every free chunk while it holds the arena locks: a few ms on a quiet node, tens
  * to hundreds of ms on a loaded one, with the event loop stopped all that time. So it runs only
- * in a quiet interval (the event loop busy less than `idleUtilization` of it) that follows a
- * busy one, or after the RSS grew: the moment V8's memory reducer also chooses. Under steady
- * load nothing is trimmed, and the load itself reuses the free space.
+ * once the node has been quiet for a whole `intervalMs` up to now (each tenth of it with the
+ * event loop busy less than `idleUtilization`: load that resumes in the last second puts it
+ * off), and only after a busy spell or once the RSS grew: the moment V8's memory reducer also
+ * chooses. Under steady load nothing is trimmed, and the load itself reuses the free space.
  *
  * glibc only: the function is called through koffi (prebuilt binaries for Linux, no compiler at
  * install). On another C library (musl, macOS) the node logs that trimming is unavailable.
@@ -47,12 +48,15 @@ export async function loadMallocTrim(
   }
 }
 
+/** Checks per `intervalMs`: each looks at the event loop since the previous one. */
+const CHECKS_PER_INTERVAL = 10;
+
 export interface HeapTrimmerOptions {
-  /** Period of the check, ms. */
+  /** Quiet time before a trim, ms (checked every tenth of it). */
   intervalMs: number;
   trim: MallocTrim;
   clock?: Clock;
-  /** Fraction of the time since the last call that the event loop was busy (0-1). */
+  /** Fraction of the time since the previous call that the event loop was busy (0-1). */
   utilization?: () => number;
   /** Resident set size, bytes. */
   rss?: () => number;
@@ -77,6 +81,8 @@ export class HeapTrimmer {
   #timer: TimerHandle | undefined;
   /** Was the node busy (or did it just start) since the last trim? */
   #dirty = true;
+  /** Consecutive quiet checks up to now. */
+  #quiet = 0;
   #rssAfterTrim = 0;
   #trims = 0;
   #released = 0;
@@ -93,7 +99,7 @@ export class HeapTrimmer {
   }
 
   start(): void {
-    this.#timer ??= this.#o.clock.setTimeout(() => this.#check(), this.#o.intervalMs);
+    this.#timer ??= this.#schedule();
   }
 
   stop(): void {
@@ -106,22 +112,36 @@ export class HeapTrimmer {
     return { trims: this.#trims, releasedBytes: this.#released };
   }
 
+  #schedule(): TimerHandle {
+    const period = this.#o.intervalMs / CHECKS_PER_INTERVAL;
+    return this.#o.clock.setTimeout(() => this.#check(), period);
+  }
+
   #check(): void {
     const o = this.#o;
-    if (o.utilization() >= o.idleUtilization) {
+    if (!(o.utilization() < o.idleUtilization)) {
       this.#dirty = true;
-    } else if (this.#dirty || o.rss() > this.#rssAfterTrim + HEAP_TRIM_RSS_GROWTH_BYTES) {
-      const before = o.rss();
-      const t0 = o.clock.now();
-      o.trim();
-      const took = o.clock.now() - t0;
-      this.#rssAfterTrim = o.rss();
-      const released = Math.max(0, before - this.#rssAfterTrim);
-      this.#dirty = false;
-      this.#trims++;
-      this.#released += released;
-      o.onTrim?.(released, took);
+      this.#quiet = 0;
+    } else if (
+      ++this.#quiet >= CHECKS_PER_INTERVAL &&
+      (this.#dirty || o.rss() > this.#rssAfterTrim + HEAP_TRIM_RSS_GROWTH_BYTES)
+    ) {
+      this.#trimNow();
     }
-    this.#timer = o.clock.setTimeout(() => this.#check(), o.intervalMs);
+    this.#timer = this.#schedule();
+  }
+
+  #trimNow(): void {
+    const o = this.#o;
+    const before = o.rss();
+    const t0 = o.clock.now();
+    o.trim();
+    const took = o.clock.now() - t0;
+    this.#rssAfterTrim = o.rss();
+    const released = Math.max(0, before - this.#rssAfterTrim);
+    this.#dirty = false;
+    this.#trims++;
+    this.#released += released;
+    o.onTrim?.(released, took);
   }
 }

@@ -27,12 +27,16 @@ function setup() {
     },
     onTrim: (released, tookMs) => trims.push([released, tookMs]),
   });
-  /** One check interval with the event loop this busy. */
-  const interval = async (utilization: number) => {
+  /** One second (a check) with the event loop this busy. */
+  const second = async (utilization: number) => {
     state.utilization = utilization;
-    await clock.advance(10_000);
+    await clock.advance(1_000);
   };
-  return { clock, state, trims, trimmer, interval };
+  /** Ten seconds (the interval) with the event loop this busy. */
+  const interval = async (utilization: number) => {
+    for (let i = 0; i < 10; i++) await second(utilization);
+  };
+  return { clock, state, trims, trimmer, interval, second };
 }
 
 describe('HeapTrimmer', () => {
@@ -74,6 +78,20 @@ describe('HeapTrimmer', () => {
     state.rss += 1;
     await interval(0);
     expect(trims).toHaveLength(2);
+  });
+
+  it('waits for a whole quiet interval up to now: load that resumes puts the trim off', async () => {
+    const { trims, trimmer, second, interval } = setup();
+    trimmer.start();
+    for (let i = 0; i < 9; i++) await second(0);
+    await second(0.5); // load comes back in the tenth second
+    expect(trims).toHaveLength(0);
+    for (let i = 0; i < 9; i++) await second(0);
+    expect(trims).toHaveLength(0);
+    await second(0);
+    expect(trims).toHaveLength(1);
+    await interval(0);
+    expect(trims).toHaveLength(1);
   });
 
   it('treats an interval busy exactly at the threshold as busy', async () => {
