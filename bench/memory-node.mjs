@@ -17,12 +17,13 @@
 //                    CORAL_BENCH_HEAP_SNAPSHOTS=<dir> in the environment (memory.mjs
 //                    --heap-snapshots <dir>) also a heap snapshot <dir>/<label>-<pid>.heapsnapshot
 //   usage()          the same without the GC (memory as it is at that moment)
-//                    and the heap trims run so far (startHeapTrim below)
+//                    and the heap trims run so far (lib/heap-trim.mjs)
 //   counts()         cached objects (the proxy's cache listing) and DSHT values held
 //   stop()           close the proxy (and the DSHT node), then exit
 import { join } from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
+import { startHeapTrim } from './lib/heap-trim.mjs';
 import { ipcPeer } from './lib/ipc.mjs';
 import { processMemory, smapsSummary } from './lib/system.mjs';
 
@@ -31,7 +32,6 @@ if (typeof globalThis.gc !== 'function') throw new Error('run with --expose-gc')
 
 let proxy;
 let dsht;
-let heapTrimmer;
 /** The heap trims run so far: RSS released (bytes) and time taken (ms). */
 const heapTrims = [];
 /** nodeId → { nodeId, ip, httpPort } of every proxy in the bench's fleet. */
@@ -112,26 +112,9 @@ async function startMetadataNode({ CoralProxy }, { dir, originPort, hotBudgetByt
       self,
     },
   );
-  await startHeapTrim();
+  await startHeapTrim((released, tookMs) => heapTrims.push({ released, tookMs }));
   const { port } = await proxy.listen(0, '127.0.0.1');
   return { port, nodeId: self.nodeId, dshtPort: dsht.contact.port };
-}
-
-/**
- * The heap trim as a node runs it (CoralNode, `heapTrimIntervalMs` at its default): the C heap's
- * free pages back to the system in the first quiet interval after the fill.
- */
-async function startHeapTrim() {
-  const { HeapTrimmer, loadMallocTrim, DEFAULT_HEAP_TRIM_INTERVAL_MS } =
-    await import('@coral/node');
-  const loaded = await loadMallocTrim();
-  if (loaded.unavailable) return;
-  heapTrimmer = new HeapTrimmer({
-    intervalMs: DEFAULT_HEAP_TRIM_INTERVAL_MS,
-    trim: loaded.trim,
-    onTrim: (released, tookMs) => heapTrims.push({ released, tookMs }),
-  });
-  heapTrimmer.start();
 }
 
 async function startFleetProxy({ CoralProxy }, { dir, nodeId, maxObjectBytes }) {
