@@ -9,10 +9,12 @@
 // With `tls: { cert, key }` (PEM) in the message the server also listens over TLS (the proxy with
 // its TLS listener, `listenTls`; the plain server with node:https, same handler), and it answers
 // { ports: { http, https } }; else { ports: { http } }. The bench's case table picks the https
-// rows up from there.
+// rows up from there. The proxy's process also runs the node's heap trim at its default (a trim
+// stops the event loop: each is printed on stderr with the time it took).
 import { createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { bodyFor } from './lib/bodies.mjs';
+import { startHeapTrim } from './lib/heap-trim.mjs';
 
 process.once('disconnect', () => process.exit(0));
 const config = await new Promise((resolve) => process.once('message', resolve));
@@ -28,6 +30,11 @@ if (config.role === 'proxy') {
       self: { nodeId: 'be'.repeat(20), ip: '127.0.0.1', httpPort: 0 },
       rateLimit: { perSecond: 1e9, burst: 1e9 },
     },
+  );
+  await startHeapTrim((released, tookMs) =>
+    console.error(
+      `bench:http proxy: heap trimmed ${(released / 1e6).toFixed(1)} MB in ${tookMs} ms`,
+    ),
   );
   const { port } = await proxy.listen(0, '127.0.0.1');
   const ports = { http: port };

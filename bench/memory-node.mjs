@@ -17,11 +17,13 @@
 //                    CORAL_BENCH_HEAP_SNAPSHOTS=<dir> in the environment (memory.mjs
 //                    --heap-snapshots <dir>) also a heap snapshot <dir>/<label>-<pid>.heapsnapshot
 //   usage()          the same without the GC (memory as it is at that moment)
+//                    and the heap trims run so far (lib/heap-trim.mjs)
 //   counts()         cached objects (the proxy's cache listing) and DSHT values held
 //   stop()           close the proxy (and the DSHT node), then exit
 import { join } from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
+import { startHeapTrim } from './lib/heap-trim.mjs';
 import { ipcPeer } from './lib/ipc.mjs';
 import { processMemory, smapsSummary } from './lib/system.mjs';
 
@@ -30,6 +32,8 @@ if (typeof globalThis.gc !== 'function') throw new Error('run with --expose-gc')
 
 let proxy;
 let dsht;
+/** The heap trims run so far: RSS released (bytes) and time taken (ms). */
+const heapTrims = [];
 /** nodeId → { nodeId, ip, httpPort } of every proxy in the bench's fleet. */
 const fleet = new Map();
 
@@ -49,7 +53,12 @@ const parent = ipcPeer(process, {
       globalThis.gc();
       await tick();
     }
-    const usage = { ...process.memoryUsage(), ...processMemory(process.pid), spaces: spaces() };
+    const usage = {
+      ...process.memoryUsage(),
+      ...processMemory(process.pid),
+      spaces: spaces(),
+      heapTrims: heapTrims.slice(),
+    };
     const snapshots = process.env.CORAL_BENCH_HEAP_SNAPSHOTS;
     if (snapshots) writeHeapSnapshot(join(snapshots, `${label}-${process.pid}.heapsnapshot`));
     if (process.env.CORAL_BENCH_SMAPS) {
@@ -103,6 +112,7 @@ async function startMetadataNode({ CoralProxy }, { dir, originPort, hotBudgetByt
       self,
     },
   );
+  await startHeapTrim((released, tookMs) => heapTrims.push({ released, tookMs }));
   const { port } = await proxy.listen(0, '127.0.0.1');
   return { port, nodeId: self.nodeId, dshtPort: dsht.contact.port };
 }

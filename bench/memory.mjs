@@ -333,6 +333,15 @@ async function metadataPhase() {
     `    restarted, after ${REST_MS / 1000} s at rest: RSS, heap`,
     `${mb(reopened.rss)} MB, ${mb(reopened.heapUsed)} MB`,
   );
+  const trims = after.heapTrims;
+  const trimmedMB = mb(trims.reduce((s, t) => s + t.released, 0));
+  const trimLongestMs = Math.max(0, ...trims.map((t) => t.tookMs));
+  row(
+    '    heap trims until the filled node rested',
+    trims.length > 0
+      ? `${trims.length}, ${trimmedMB} MB released, longest ${trimLongestMs} ms`
+      : 'none (malloc_trim unavailable here)',
+  );
   Object.assign(json, {
     objects: OBJECTS,
     [`rss${k}MB`]: mb(after.rss),
@@ -347,6 +356,9 @@ async function metadataPhase() {
     [`rss${k}AfterRestartMB`]: mb(reopenedBusy.rss),
     [`heapUsed${k}RestartedMB`]: mb(reopened.heapUsed),
     hotBudgetMB: mb(HOT_BUDGET),
+    heapTrims: trims.length,
+    heapTrimmedMB: trimmedMB,
+    heapTrimLongestMs: trimLongestMs,
     fillSeconds: Number(fillS.toFixed(1)),
   });
 }

@@ -18,6 +18,12 @@ export * from './config/index.js';
 export * from './errors.js';
 export { VERSION } from './version.js';
 export { NODE_RUNTIME_ENV } from './runtime-env.js';
+export {
+  HeapTrimmer,
+  loadMallocTrim,
+  type HeapTrimmerOptions,
+  type MallocTrim,
+} from './runtime/heap-trim.js';
 export { CoralNode, rendezvousRank, type CoralNodeComponents } from './compose/node.js';
 export type { ServiceFactory, DshtPort, ProxyPort, DnsPort, ServiceArgs } from './compose/ports.js';
 export { runNode } from './compose/run.js';

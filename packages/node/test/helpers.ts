@@ -120,3 +120,9 @@ export function waitReady(
     what,
   );
 }
+
+/** Is this process linked against glibc (Node's report names its runtime version)? */
+export const glibc = Boolean(
+  (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header
+    ?.glibcVersionRuntime,
+);

@@ -43,6 +43,7 @@ import { VERSION } from '../version.js';
 import { nodeBanner, type Listening } from './banner.js';
 import { FleetJoin } from './join.js';
 import { PurgeGate } from './purge-gate.js';
+import { HeapTrimmer, loadMallocTrim } from '../runtime/heap-trim.js';
 import { CoralMetrics } from '../metrics/metrics.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
 
@@ -81,6 +82,7 @@ export class CoralNode implements AdminBackend {
   purges!: FleetPurge;
   #purgeLog: PurgeLog | undefined;
   #purgeGate: PurgeGate | undefined;
+  #heapTrimmer: HeapTrimmer | undefined;
   /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
   #blocklist = new Blocklist();
   readonly listening: {
@@ -398,7 +400,31 @@ export class CoralNode implements AdminBackend {
     this.listening.admin = await step('admin', () =>
       this.admin.listen(config.admin.port, addresses.bind.admin),
     );
+    await this.#startHeapTrim();
     logger.info({ nodeId, listening: this.listening }, 'coral node started');
+  }
+
+  /** The C heap's free pages back to the system after busy spells (runtime/heap-trim.ts). */
+  async #startHeapTrim(): Promise<void> {
+    const intervalMs = this.config.heapTrimIntervalMs;
+    if (intervalMs === 0) return;
+    const log = this.logger.child({ component: 'heap-trim' });
+    const loaded = await loadMallocTrim();
+    if ('unavailable' in loaded) {
+      log.info({ reason: loaded.unavailable }, 'heap trim unavailable');
+      return;
+    }
+    this.#heapTrimmer = new HeapTrimmer({
+      intervalMs,
+      clock: this.#clock,
+      trim: loaded.trim,
+      onTrim: (released, tookMs) => {
+        this.metrics.heapTrimmed(released);
+        log.debug({ releasedBytes: released, tookMs }, 'heap trimmed');
+      },
+    });
+    this.#heapTrimmer.start();
+    log.debug({ intervalMs }, 'heap trim on');
   }
 
   /**
@@ -469,6 +495,7 @@ export class CoralNode implements AdminBackend {
     this.#stopping ??= (async () => {
       this.#join.cancel();
       this.#purgeGate?.stop();
+      this.#heapTrimmer?.stop();
       this.certificates?.stop();
       // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
       const grace = this.config.shutdownGraceMs + 1_000;

@@ -75,6 +75,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['fleet.isolationAfterMs', 'int'],
   ['log.level', 'string'],
   ['shutdownGraceMs', 'int'],
+  ['heapTrimIntervalMs', 'int'],
   ['exampleOrigin', 'string'],
 ];
 

@@ -34,6 +34,8 @@ export const DEFAULT_MEMORY_BUDGET_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_OBJECT_BYTES = 50 * 1024 * 1024;
 export const DEFAULT_LEVEL_THRESHOLDS_MS = [60, 20] as const;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
+/** The heap trim's quiet time: jemalloc's default dirty-page decay time. */
+export const DEFAULT_HEAP_TRIM_INTERVAL_MS = 10_000;
 export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_EXAMPLE_ORIGIN = 'http://www.example.com/';
 /** Identities kept per IP by the DSHT (routing tables, members, DNS candidates). */
@@ -310,6 +312,11 @@ export const configSchema = z.strictObject({
   exampleOrigin: z.url({ protocol: /^http$/ }).default(DEFAULT_EXAMPLE_ORIGIN),
   /** How long shutdown waits for in-flight responses before closing connections. */
   shutdownGraceMs: z.number().int().nonnegative().default(DEFAULT_SHUTDOWN_GRACE_MS),
+  /**
+   * Quiet time (event loop mostly idle up to now) after which the C heap's free pages go back to
+   * the system after a busy spell (glibc malloc_trim, runtime/heap-trim.ts); 0 = never.
+   */
+  heapTrimIntervalMs: z.number().int().nonnegative().default(DEFAULT_HEAP_TRIM_INTERVAL_MS),
 });
 
 /** Deeply read-only, as the validated configuration is frozen. */

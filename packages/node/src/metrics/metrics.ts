@@ -157,6 +157,8 @@ export class CoralMetrics {
   readonly index: IndexMetricsSink;
   readonly storage: StorageMetricsSink;
   readonly purge: PurgeMetricsSink;
+  /** A heap trim (runtime/heap-trim.ts) ran and released this many bytes of RSS. */
+  readonly heapTrimmed: (releasedBytes: number) => void;
   /** A node-to-node admin request refused (peer/requests.ts), by reason. */
   readonly peerRefused: (reason: string) => void;
   readonly traffic: TrafficMetricsSink;
@@ -263,6 +265,20 @@ export class CoralMetrics {
     // Both series exist from the start, so a dashboard or alert sees 0 rather than no data.
     for (const store of ['dsht', 'cache', 'purge']) corrupt.inc({ store }, 0);
     this.storage = { corruptStore: (store) => corrupt.inc({ store }) };
+    const heapTrims = new Counter({
+      name: `${p}heap_trims_total`,
+      help: 'Trims of the C heap (glibc malloc_trim) after a busy spell, giving free pages back to the system',
+      registers,
+    });
+    const heapTrimmed = new Counter({
+      name: `${p}heap_trim_released_bytes_total`,
+      help: 'Resident memory the heap trims gave back to the system',
+      registers,
+    });
+    this.heapTrimmed = (bytes) => {
+      heapTrims.inc();
+      heapTrimmed.inc(bytes);
+    };
     const purges = new Counter({
       name: `${p}purges_total`,
       help: 'Purges applied on this node, by source (local, peer, catch-up)',

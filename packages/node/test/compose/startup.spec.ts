@@ -20,7 +20,7 @@ import { realServices } from '../../src/compose/services.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { CoralMetrics } from '../../src/metrics/metrics.js';
 import { SampleOrigin, fetchVia, resolveThrough } from '../../src/fleet/index.js';
-import { randomSubnet, tmpDir, waitFor } from '../helpers.js';
+import { glibc, randomSubnet, tmpDir, waitFor } from '../helpers.js';
 
 /** The fleet key of these nodes (keyed mode is the default for a node with a bootstrap). */
 const FLEET_KEY = '5ec2e7'.repeat(10) + '5ec2';
@@ -287,5 +287,23 @@ describe('a corrupt database', () => {
     await writeFile(join(config.dataDir, 'cache'), 'not a directory');
     await expect(start(config)).rejects.toMatchObject({ code: 'CORAL_ERR_START_FAILED' });
     expect((await readdir(config.dataDir)).filter((f) => f.includes('.corrupt-'))).toEqual([]);
+  });
+});
+
+describe('the heap trim', () => {
+  it('is on by default, counted in /metrics, and off with heapTrimIntervalMs 0', async () => {
+    const on = capturingLogger('debug');
+    const metrics = new CoralMetrics({ defaultMetrics: false });
+    await start(configFor(ip(30)), { logger: on.logger, metrics });
+    const trim = (lines: Record<string, unknown>[]) =>
+      lines.filter((l) => l.component === 'heap-trim').map((l) => l.msg);
+    expect(trim(on.lines)).toEqual([glibc ? 'heap trim on' : 'heap trim unavailable']);
+    const text = await metrics.text();
+    expect(text).toMatch(/^coral_heap_trims_total 0$/m);
+    expect(text).toMatch(/^coral_heap_trim_released_bytes_total 0$/m);
+
+    const off = capturingLogger('debug');
+    await start(configFor(ip(31), { CORAL_HEAP_TRIM_INTERVAL_MS: '0' }), { logger: off.logger });
+    expect(trim(off.lines)).toEqual([]);
   });
 });
