@@ -519,12 +519,13 @@ export class DiskStore implements CacheStore {
         });
         return chain;
       },
-      read: async (position, length) => {
+      read: async (position, length, into) => {
         if (state === 'aborted' || state === 'released') throw new Error('body gone');
         const end = Math.min(written, position + length);
         if (chunks) return fromMemory(position, end);
         if (!fh) throw new Error('body gone');
-        const buf = Buffer.allocUnsafe(Math.max(0, end - position));
+        const n = Math.max(0, end - position);
+        const buf = into && into.length >= n ? into.subarray(0, n) : Buffer.allocUnsafe(n);
         let got = 0;
         while (got < buf.length) {
           const { bytesRead } = await fh.read(buf, got, buf.length - got, position + got);

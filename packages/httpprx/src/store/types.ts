@@ -41,8 +41,12 @@ export interface BodyWriter {
   write(chunk: Buffer): Promise<void>;
   /** Bytes written so far. */
   readonly written: number;
-  /** `length` bytes (fewer at the end) at `position`, which must be below `written`. */
-  read(position: number, length: number): Promise<Buffer>;
+  /**
+   * `length` bytes (fewer at the end) at `position`, which must be below `written`. With `into`
+   * (at least `length` bytes), a store that reads from a file reads into it and returns a view of
+   * it, so that a reader can reuse one buffer; others may ignore it.
+   */
+  read(position: number, length: number, into?: Buffer): Promise<Buffer>;
   /**
    * Make the body and its metadata visible atomically, replacing any entry with the same key.
    * Rejects (and stores nothing) when the written byte count differs from `meta.size`. The

@@ -3,6 +3,12 @@
  * transfer's window or its file, each written only once the client's socket has drained the one
  * before (end-to-end backpressure: a slow client slows only itself). When the transfer fails, the
  * client's connection is aborted so that it never sees a complete-looking body.
+ *
+ * Pieces from the file are read into one buffer per client, reused once the socket has taken the
+ * piece before (its write callback). A socket takes far more than the client has read, into the
+ * kernel's buffers, before it pushes back: with a new buffer per piece, 200 slow readers of a
+ * finished 50 MB object left tens of MB of spent pieces to the garbage collector (bench:memory
+ * (c), issue 12); with one each they hold `READ_CHUNK_BYTES` apiece.
  */
 import type { ServerResponse } from 'node:http';
 import { READ_CHUNK_BYTES } from './transfer.js';
@@ -23,6 +29,18 @@ export function drained(res: ServerResponse): Promise<boolean> {
   });
 }
 
+/** Resolves once `res` has taken `piece` (its write callback) or is gone; true when taken. */
+function written(res: ServerResponse, piece: Buffer): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onClose = () => resolve(false);
+    res.once('close', onClose);
+    res.write(piece, (err) => {
+      res.removeListener('close', onClose);
+      resolve(!err);
+    });
+  });
+}
+
 /**
  * Send bytes `start..end` (inclusive; `end` undefined = to the end of the body, whenever that is)
  * of `t` to `res`, then end it. The caller has counted itself as a reader (`t.addReader()`); this
@@ -36,6 +54,9 @@ export async function streamTransfer(
   share?: (bytes: number) => Promise<void> | undefined,
 ): Promise<void> {
   let pos = start;
+  /** This client's buffer for pieces read from the file (allocated at the first such read). */
+  let spare: Buffer | undefined;
+  const into = () => (spare ??= Buffer.allocUnsafeSlow(READ_CHUNK_BYTES));
   // A client that leaves while the transfer is quiet must be noticed (it stops an unshared fetch).
   const gone = new Promise<void>((resolve) => res.once('close', resolve));
   try {
@@ -52,7 +73,7 @@ export async function streamTransfer(
         await Promise.race([t.changed(), gone]);
         continue;
       }
-      const piece = await t.read(pos, Math.min(READ_CHUNK_BYTES, limit - pos));
+      const piece = await t.read(pos, Math.min(READ_CHUNK_BYTES, limit - pos), into);
       if (piece.length === 0) {
         // The file did not have the bytes (it was discarded): nothing sensible left to send.
         res.destroy(new Error('body no longer readable'));
@@ -63,7 +84,10 @@ export async function streamTransfer(
       const granted = share?.(piece.length);
       if (granted) await granted;
       if (res.destroyed) return;
-      if (!res.write(piece) && !(await drained(res))) return;
+      if (spare && piece.buffer === spare.buffer) {
+        // The next read reuses the buffer: wait until the socket has taken this piece.
+        if (!(await written(res, piece))) return;
+      } else if (!res.write(piece) && !(await drained(res))) return;
     }
     res.end();
   } catch (e) {

@@ -236,9 +236,9 @@ export class Transfer {
 
   /**
    * Up to `max` bytes at `position` (< `readable`): from the window when they are still there,
-   * else from the file.
+   * else from the file (into the buffer `into` gives, when given: see `BodyWriter.read`).
    */
-  read(position: number, max: number): Buffer | Promise<Buffer> {
+  read(position: number, max: number, into?: () => Buffer): Buffer | Promise<Buffer> {
     const end = Math.min(position + max, this.readable);
     if (position >= this.#windowStart && this.#window.length > 0) {
       let off = this.#windowStart;
@@ -251,7 +251,7 @@ export class Transfer {
     }
     const w = this.#writer;
     if (!w) return Promise.reject(new Error('no body'));
-    return w.read(position, Math.min(end, w.written) - position);
+    return w.read(position, Math.min(end, w.written) - position, into?.());
   }
 
   /** Resolves at the next change: more bytes, the end, a failure. */
