@@ -68,7 +68,11 @@ const parent = ipcPeer(process, {
     return usage;
   },
   usage() {
-    return { ...process.memoryUsage(), ...processMemory(process.pid) };
+    return {
+      ...process.memoryUsage(),
+      ...processMemory(process.pid),
+      heapTrims: heapTrims.slice(),
+    };
   },
   async counts() {
     return { cached: (await proxy.cacheList()).length, dshtValues: dsht?.store.size };
@@ -137,8 +141,9 @@ async function startFleetProxy({ CoralProxy }, { dir, nodeId, maxObjectBytes }) 
       ...peer.options,
     },
   );
+  const heapTrim = await startHeapTrim((released, tookMs) => heapTrims.push({ released, tookMs }));
   const { port } = await proxy.listen(0, '127.0.0.1');
-  return { port, nodeId };
+  return { port, nodeId, heapTrim };
 }
 
 // =============================================================================================

@@ -24,7 +24,8 @@
 //     'data' listener: paced socket.read() calls with a 4 KiB readable buffer; the kernel's TCP
 //     buffers are the system's defaults, Node has no SO_RCVBUF for TCP). After --slow-seconds
 //     (15 s): the node's RSS growth since just before the clients came (`slowReadersRssGrowthMB`,
-//     target ≤ 64 MB). Then every client reads the rest at full speed and each body's SHA-256 is
+//     target ≤ 64 MB), the node settled first (its start's first heap trim done: the proxies here
+//     run the node's heap trim, bench/lib/heap-trim.mjs). Then every client reads the rest at full speed and each body's SHA-256 is
 //     checked.
 // (c) the same, joined on a peer fetch: two proxies share one index (the bench's, over IPC); a
 //     seed client makes the first fetch the object from the slow origin, then the clients ask the
@@ -463,6 +464,15 @@ function sampleRss(pid) {
  * readers of /big, RSS after SLOW_MS, then full speed and checks. Returns the figures.
  */
 async function slowReaders(node, host) {
+  // A settled node: its start's garbage already given back by the heap trim (as on a node that
+  // has been running), so that a trim during the slow reads does not count it as negative growth.
+  if (node.heapTrim)
+    await waitFor(
+      "the node's first heap trim",
+      async () => (await node.call('usage')).heapTrims.length > 0,
+      30_000,
+      500,
+    );
   const base = await node.call('measure');
   try {
     writeFileSync(`/proc/${node.pid}/clear_refs`, '5'); // reset VmHWM: the peak from here on
@@ -531,9 +541,15 @@ function report(label, key, r) {
     `${r.correct} of ${CLIENTS} in ${r.readS.toFixed(1)} s${r.errors.length ? ` (errors: ${r.errors.join(', ')})` : ''}`,
   );
   row('    peak / end RSS growth', `${mb(r.peakGrowth)} / ${mb(r.endGrowth)} MB`);
+  const trims = r.atSlow.heapTrims ?? [];
+  row(
+    `    heap trims from its start to ${SLOW_MS / 1000} s`,
+    `${trims.length}, ${mb(trims.reduce((sum, t) => sum + t.released, 0))} MB released, longest ${Math.max(0, ...trims.map((t) => t.tookMs))} ms`,
+  );
   row('    answers joined (collapsed) / from a peer', `${r.collapsed} / ${r.fromPeer}`);
   Object.assign(json, {
     [`${key}RssGrowthMB`]: mb(r.growth),
+    [`${key}HeapTrims`]: trims.length,
     [`${key}PeakRssGrowthMB`]: mb(r.peakGrowth),
     [`${key}BodiesOk`]: r.correct,
     [`${key}Joined`]: r.collapsed,
