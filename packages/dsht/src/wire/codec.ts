@@ -428,7 +428,11 @@ function decodeBody(code: number, f: unknown[]): Request | Response {
   }
 }
 
-/** Decode and validate one payload. Throws `MalformedMessageError`; never anything else. */
+/**
+ * Decode and validate one payload. Throws `MalformedMessageError`; never anything else. The ids of
+ * the sender and of listed contacts are views into `data` (see `idView`); every other byte field is
+ * a copy.
+ */
 export function decodePayload(data: Uint8Array): Message {
   if (data.length < 1) fail('empty payload');
   if (data.length > MAX_DATAGRAM_BYTES) fail('payload too large');
