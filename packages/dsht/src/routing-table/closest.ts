@@ -38,26 +38,21 @@ export class TopContacts {
     return this.contacts.length >= this.#count;
   }
 
-  /**
-   * Offer `entries`, whose prefixes `prefixes` holds in the same order (a bucket's packed copy: a
-   * contact too far to keep is passed over without reading its entry).
-   */
-  offer(
-    entries: readonly Prefixed[],
-    prefixes: Int32Array,
-    exclude: ((c: Contact) => boolean) | undefined,
-  ): void {
+  offer(entries: readonly Prefixed[], exclude: ((c: Contact) => boolean) | undefined): void {
     const list = this.contacts;
     const dist = this.#dist;
     const target = this.#target;
     const t0 = this.#t0;
     for (let e = 0; e < entries.length; e++) {
-      const d = (prefixes[e]! ^ t0) >>> 0;
+      const entry = entries[e]!;
+      const d = (entry.prefix ^ t0) >>> 0;
+      const c = entry.contact;
       let n = list.length;
-      const worst = n >= this.#count ? dist[n - 1]! : -1;
-      if (d > worst && worst >= 0) continue;
-      const c = entries[e]!.contact;
-      if (d === worst && compareDistance(c.id, list[n - 1]!.id, target) >= 0) continue;
+      if (n >= this.#count) {
+        const worst = dist[n - 1]!;
+        if (d > worst || (d === worst && compareDistance(c.id, list[n - 1]!.id, target) >= 0))
+          continue;
+      }
       if (exclude && exclude(c)) continue;
       if (n >= this.#count) {
         list.pop();
