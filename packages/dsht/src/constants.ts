@@ -143,8 +143,12 @@ export const RTT_PEERS = 4_096;
 
 /** Consecutive failed RPCs after which a contact leaves the routing table. */
 export const CONTACT_MAX_FAILURES = 2;
-/** A full bucket pings its least recently seen contact only if it was silent this long. */
-export const PING_STALE_MS = 60_000;
+/**
+ * A full bucket pings its least recently seen contact only if it was silent this long: BEP 5's
+ * "questionable" node (Mainline DHT, 15 minutes); one heard from more recently is good, and a
+ * newcomer waits as a replacement without a ping.
+ */
+export const PING_STALE_MS = 900_000;
 /** A bucket not touched for this long is refreshed by a lookup of a random id in its range. */
 export const BUCKET_REFRESH_MS = 3_600_000;
 /** How often the refresh check runs. */

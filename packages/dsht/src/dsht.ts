@@ -177,7 +177,12 @@ export class Dsht extends EventEmitter<DshtEvents> {
     this.#getter = new Getter(this.#ctx);
     this.#maintenance = new Maintenance(this.#ctx, {
       sweep: (now) => this.#getter.sweep(now),
-      checkIsolation: this.#keyring ? () => this.#auth?.evaluate() : undefined,
+      checkIsolation: this.#keyring
+        ? () => {
+            this.#auth?.evaluate();
+            return this.#auth?.judging ?? false;
+          }
+        : undefined,
       discovery:
         options.discovery === false
           ? undefined
@@ -546,6 +551,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
     const clock = this.clock;
     const auth = new DatagramAuth({ clock, keyring: this.#keyring }, this.options.auth);
     auth.onIsolation = (state) => this.#isolationChanged(state);
+    auth.onUnknownKey = () => this.#maintenance.wakeIsolationCheck();
     this.#auth = auth;
     if (this.#keyring) {
       const onKeys = (): void => auth.refreshKeys();

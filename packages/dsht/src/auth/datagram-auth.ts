@@ -111,6 +111,11 @@ export class DatagramAuth {
   readonly counters: AuthCounters = emptyAuthCounters();
   /** Called when the isolation state flips. */
   onIsolation: ((state: IsolationState) => void) | undefined;
+  /**
+   * Called on a datagram under a key id this node does not hold while it is not isolated: the
+   * owner then calls `evaluate()` periodically while `judging` holds.
+   */
+  onUnknownKey: (() => void) | undefined;
   #clock: Clock;
   #keyring: Keyring | undefined;
   #replay: ReplayGuard | undefined;
@@ -252,6 +257,18 @@ export class DatagramAuth {
     return state;
   }
 
+  /**
+   * Is there something for a later `evaluate()` to decide: not isolated, datagrams under unknown
+   * key ids since the last authenticated one, the last of them recent enough to count?
+   */
+  get judging(): boolean {
+    return (
+      !this.#isolated &&
+      this.#unknownSinceAuth > 0 &&
+      this.#clock.now() - this.#lastUnknownAt <= this.#isolationAfter
+    );
+  }
+
   /** Decide whether this node is isolated (called on unknown-key datagrams and by a timer). */
   evaluate(): void {
     if (!this.#keyring || this.#isolated) return;
@@ -293,6 +310,7 @@ export class DatagramAuth {
     this.#unknownSinceAuth++;
     this.#lastUnknownAt = now;
     this.evaluate();
+    if (!this.#isolated) this.onUnknownKey?.();
   }
 
   /** Datagrams received per unknown key id (most recent first). */

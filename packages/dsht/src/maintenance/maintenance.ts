@@ -1,7 +1,8 @@
 /**
  * A running node's periodic work, each task on its own timer of the injected clock: expire values
  * and i3 shortcuts, refresh buckets nobody looked up for a while, meet the members of a small
- * fleet (member discovery), judge isolation (keyed mode),
+ * fleet (member discovery), judge isolation (keyed mode, only while datagrams under unknown key
+ * ids come in),
  * republish locality hints (when enabled) and write dirty state to the database (when there is
  * one). A task that throws is logged and runs again at its next tick; nothing runs once the node
  * stops.
@@ -25,8 +26,11 @@ import { findNode } from '../lookup/find-node.js';
 export interface MaintenanceJobs {
   /** Forget what expired besides the store's values (the i3 shortcuts). */
   sweep(now: number): void;
-  /** Keyed mode: re-judge isolation. */
-  checkIsolation?(): void;
+  /**
+   * Keyed mode: re-judge isolation; true while there is still something to judge (datagrams under
+   * key ids this node lacks, lately, and no authenticated one since), so the check runs again.
+   */
+  checkIsolation?(): boolean;
   /** With a database: write what changed. */
   persist?(): void;
   /**
@@ -48,6 +52,8 @@ export class Maintenance {
   readonly #ctx: NodeContext;
   readonly #jobs: MaintenanceJobs;
   #timers: TimerHandle[] = [];
+  /** The pending isolation check (armed by `wakeIsolationCheck`), if any. */
+  #isolationTimer: TimerHandle | undefined;
 
   constructor(ctx: NodeContext, jobs: MaintenanceJobs) {
     this.#ctx = ctx;
@@ -63,7 +69,6 @@ export class Maintenance {
       this.#timers = this.#timers.slice(-8);
     });
     this.#every(REFRESH_CHECK_MS, () => this.refreshStale());
-    if (jobs.checkIsolation) this.#every(ISOLATION_CHECK_MS, () => jobs.checkIsolation?.());
     if (ctx.options.hints) {
       this.#every(HINT_REFRESH_MS, () => void publishHints(ctx).catch(() => undefined));
     }
@@ -82,6 +87,31 @@ export class Maintenance {
   stop(): void {
     for (const t of this.#timers) t.cancel();
     this.#timers = [];
+    this.#isolationTimer?.cancel();
+    this.#isolationTimer = undefined;
+  }
+
+  /**
+   * Keyed mode: judge isolation every ISOLATION_CHECK_MS from now while `checkIsolation` says there
+   * is something to judge (the authenticator calls this on a datagram under an unknown key id).
+   * A node hearing only its fleet's keys — every node, nearly always — runs no isolation timer.
+   */
+  wakeIsolationCheck(): void {
+    const ctx = this.#ctx;
+    const check = this.#jobs.checkIsolation;
+    if (this.#isolationTimer || !check || !ctx.running) return;
+    const tick = (): void => {
+      this.#isolationTimer = undefined;
+      if (!ctx.running) return;
+      let again = false;
+      try {
+        again = check();
+      } catch (err) {
+        ctx.logger.warn({ err }, 'periodic task failed');
+      }
+      if (again) this.#isolationTimer = ctx.clock.setTimeout(tick, ISOLATION_CHECK_MS);
+    };
+    this.#isolationTimer = ctx.clock.setTimeout(tick, ISOLATION_CHECK_MS);
   }
 
   /** Look up a random id in every bucket that has seen no lookup for BUCKET_REFRESH_MS. */

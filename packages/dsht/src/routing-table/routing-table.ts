@@ -74,7 +74,7 @@ export interface RoutingTableOptions {
   /**
    * A full bucket's least recently seen contact is pinged only when it was last heard from longer
    * ago than this; a fresher one is kept without a ping (the newcomer waits as a replacement).
-   * Default PING_STALE_MS (60 s).
+   * Default PING_STALE_MS (15 min, BEP 5).
    */
   pingStaleMs?: number;
   /** Contacts kept per host (IPv4 address, IPv6 /64), replacements included. Default unlimited. */

@@ -131,4 +131,31 @@ describe('DatagramAuth', () => {
     expect(me.auth.isolation()).toMatchObject({ isolated: false, unknownKeyIds: [] });
     expect(changes.map((c) => c.isolated)).toEqual([true, false]);
   });
+
+  it('asks for isolation checks only while unknown-key datagrams are being judged', async () => {
+    const A = Keyring.generateKey();
+    const B = Keyring.generateKey();
+    const me = setup([A]);
+    const friend = setup([A]);
+    const stranger = setup([B]);
+    let wakes = 0;
+    me.auth.onUnknownKey = () => wakes++;
+    const p = Uint8Array.from([0x90]);
+    // Its own fleet's datagrams: nothing to judge, no check asked for.
+    for (let i = 0; i < 3; i++) me.auth.open(friend.auth.seal(p));
+    expect(me.auth.judging).toBe(false);
+    expect(wakes).toBe(0);
+    // A datagram under a key id it lacks: judging, and a check is asked for.
+    me.auth.open(stranger.auth.seal(p));
+    expect(me.auth.judging).toBe(true);
+    expect(wakes).toBe(1);
+    // An authenticated datagram ends it.
+    me.auth.open(friend.auth.seal(p));
+    expect(me.auth.judging).toBe(false);
+    // Unknown-key datagrams that stopped coming stop counting once out of the window.
+    me.auth.open(stranger.auth.seal(p));
+    expect(me.auth.judging).toBe(true);
+    await me.clock.advance(31_000);
+    expect(me.auth.judging).toBe(false);
+  });
 });

@@ -56,6 +56,44 @@ describe('RoutingTable', () => {
     }
   });
 
+  it('closest() and get() stay right while contacts move, leave and are replaced', () => {
+    const rng = new SeededRandom(9);
+    const self = rng.bytes(new Uint8Array(20));
+    const t = new RoutingTable(
+      { clock: new ManualClock() },
+      { selfId: self, k: 3, maxFailures: 1 },
+    );
+    const known = new Map<string, Contact>();
+    for (let step = 0; step < 2000; step++) {
+      const ids = [...known.values()];
+      const r = rng.int(10);
+      if (r < 5 || ids.length === 0) {
+        const id = rng.bytes(new Uint8Array(20));
+        if (step % 2 === 0) id.set(self.subarray(0, 1 + rng.int(2)));
+        const c = { id, ip: '10.0.0.1', port: step + 1 };
+        t.add(c);
+        known.set(toHex(id), c);
+      } else if (r < 8) {
+        t.add(ids[rng.int(ids.length)]!); // heard again: to the bucket's tail
+      } else {
+        const c = ids[rng.int(ids.length)]!;
+        if (r === 8) t.remove(c.id);
+        else t.recordFailure(c.id); // leaves at once (maxFailures 1); a replacement moves up
+      }
+    }
+    const held = t.all().map((e) => e.contact);
+    for (const c of held) expect(t.get(c.id)?.contact).toBe(c);
+    for (const c of known.values()) if (!held.includes(c)) expect(t.get(c.id)).toBeUndefined();
+    for (let q = 0; q < 20; q++) {
+      const target = rng.bytes(new Uint8Array(20));
+      if (q % 2 === 0) target.set(self.subarray(0, 2));
+      for (const n of [1, 5, 30]) {
+        const want = [...held].sort((a, b) => compareDistance(a.id, b.id, target)).slice(0, n);
+        expect(t.closest(target, n).map((c) => toHex(c.id))).toEqual(want.map((c) => toHex(c.id)));
+      }
+    }
+  });
+
   it('evicts the least recently seen contact only after its ping fails', async () => {
     const clock = new ManualClock();
     const pinged: string[] = [];

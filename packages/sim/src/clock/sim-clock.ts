@@ -24,6 +24,8 @@ import type { Clock, TimerHandle } from '@coral/testkit';
 export const SIM_CLOCK_TURNS = 43;
 
 const settled = Promise.resolve();
+/** Heap slots the key arrays start with (they double when full). */
+const INITIAL_TIMERS = 1024;
 
 class SimTimer implements TimerHandle {
   at: number;
@@ -49,7 +51,15 @@ export class SimClock implements Clock {
   readonly turns: number;
   #now: number;
   #seq = 0;
-  #heap: SimTimer[] = [];
+  /**
+   * The timers, a binary heap ordered by (time, creation order), kept as parallel arrays: the keys
+   * in typed arrays (a sift compares neighbouring numbers, not fields of timer objects scattered
+   * over the heap — the pop was 3 % of a 10,000-node run's CPU), the timers beside them.
+   */
+  #at = new Float64Array(INITIAL_TIMERS);
+  #seqs = new Float64Array(INITIAL_TIMERS);
+  #timers: Array<SimTimer | undefined> = [];
+  #size = 0;
   /** Cancelled timers still in the heap. */
   #cancelled = 0;
   readonly #onCancel = (): void => {
@@ -94,13 +104,13 @@ export class SimClock implements Clock {
 
   /** Timers still pending (cancelled ones excluded). */
   get pending(): number {
-    return this.#heap.length - this.#cancelled;
+    return this.#size - this.#cancelled;
   }
 
   /** Time of the next pending timer, or undefined. */
   nextAt(): number | undefined {
     this.#dropCancelled();
-    return this.#heap[0]?.at;
+    return this.#size > 0 ? this.#at[0] : undefined;
   }
 
   /** Move time forward by `ms`, firing every timer that falls due, in order. */
@@ -146,10 +156,11 @@ export class SimClock implements Clock {
         tick = 0;
         if (done?.()) return resolve();
         this.#dropCancelled();
-        const t = this.#heap[0];
-        if (!t || t.at > target || (strict && t.at === target)) return resolve();
-        this.#pop();
-        this.#now = Math.max(this.#now, t.at);
+        if (this.#size === 0) return resolve();
+        const at = this.#at[0]!;
+        if (at > target || (strict && at === target)) return resolve();
+        const t = this.#pop();
+        this.#now = Math.max(this.#now, at);
         const fn = t.fn!;
         t.fn = undefined;
         try {
@@ -165,58 +176,91 @@ export class SimClock implements Clock {
   }
 
   #dropCancelled(): void {
-    const h = this.#heap;
-    if (this.#cancelled > 64 && this.#cancelled * 2 > h.length) {
+    if (this.#cancelled > 64 && this.#cancelled * 2 > this.#size) {
       // Mostly cancelled (RPC timeouts whose answers came): rebuild from the live ones.
-      const live = h.filter((t) => t.fn !== undefined);
-      this.#heap = [];
+      const live: SimTimer[] = [];
+      for (let i = 0; i < this.#size; i++) {
+        const t = this.#timers[i]!;
+        if (t.fn !== undefined) live.push(t);
+      }
+      this.#timers.length = 0;
+      this.#size = 0;
       this.#cancelled = 0;
       for (const t of live) this.#push(t);
       return;
     }
-    while (h.length > 0 && h[0]!.fn === undefined) {
+    while (this.#size > 0 && this.#timers[0]!.fn === undefined) {
       this.#pop();
       this.#cancelled--;
     }
   }
 
   #push(t: SimTimer): void {
-    const h = this.#heap;
-    let i = h.length;
-    h.push(t);
+    let i = this.#size++;
+    if (i >= this.#at.length) {
+      const at = new Float64Array(2 * this.#at.length);
+      const seqs = new Float64Array(2 * this.#at.length);
+      at.set(this.#at);
+      seqs.set(this.#seqs);
+      this.#at = at;
+      this.#seqs = seqs;
+    }
+    const ats = this.#at;
+    const seqs = this.#seqs;
+    const timers = this.#timers;
+    const a = t.at;
+    const q = t.seq;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      const q = h[p]!;
-      if (q.at < t.at || (q.at === t.at && q.seq < t.seq)) break;
-      h[i] = q;
+      const pa = ats[p]!;
+      if (pa < a || (pa === a && seqs[p]! < q)) break;
+      ats[i] = pa;
+      seqs[i] = seqs[p]!;
+      timers[i] = timers[p];
       i = p;
     }
-    h[i] = t;
+    ats[i] = a;
+    seqs[i] = q;
+    timers[i] = t;
   }
 
-  #pop(): void {
-    const h = this.#heap;
-    const last = h.pop()!;
-    const n = h.length;
-    if (n === 0) return;
+  /** Take the first timer off the heap. */
+  #pop(): SimTimer {
+    const ats = this.#at;
+    const seqs = this.#seqs;
+    const timers = this.#timers;
+    const top = timers[0]!;
+    const n = --this.#size;
+    const last = timers[n]!;
+    const la = ats[n]!;
+    const lq = seqs[n]!;
+    timers[n] = undefined;
+    if (n === 0) return top;
     let i = 0;
     for (;;) {
       const l = 2 * i + 1;
       if (l >= n) break;
       const r = l + 1;
       let m = l;
-      let c = h[l]!;
+      let ma = ats[l]!;
+      let mq = seqs[l]!;
       if (r < n) {
-        const cr = h[r]!;
-        if (cr.at < c.at || (cr.at === c.at && cr.seq < c.seq)) {
+        const ra = ats[r]!;
+        if (ra < ma || (ra === ma && seqs[r]! < mq)) {
           m = r;
-          c = cr;
+          ma = ra;
+          mq = seqs[r]!;
         }
       }
-      if (last.at < c.at || (last.at === c.at && last.seq < c.seq)) break;
-      h[i] = c;
+      if (la < ma || (la === ma && lq < mq)) break;
+      ats[i] = ma;
+      seqs[i] = mq;
+      timers[i] = timers[m];
       i = m;
     }
-    h[i] = last;
+    ats[i] = la;
+    seqs[i] = lq;
+    timers[i] = last;
+    return top;
   }
 }
