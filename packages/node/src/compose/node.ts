@@ -43,7 +43,7 @@ import { VERSION } from '../version.js';
 import { nodeBanner, type Listening } from './banner.js';
 import { FleetJoin } from './join.js';
 import { PurgeGate } from './purge-gate.js';
-import { HeapTrimmer, loadMallocTrim } from '../runtime/heap-trim.js';
+import { startHeapTrim, type HeapTrimmer } from '../runtime/heap-trim.js';
 import { CoralMetrics } from '../metrics/metrics.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
 
@@ -400,31 +400,13 @@ export class CoralNode implements AdminBackend {
     this.listening.admin = await step('admin', () =>
       this.admin.listen(config.admin.port, addresses.bind.admin),
     );
-    await this.#startHeapTrim();
-    logger.info({ nodeId, listening: this.listening }, 'coral node started');
-  }
-
-  /** The C heap's free pages back to the system after busy spells (runtime/heap-trim.ts). */
-  async #startHeapTrim(): Promise<void> {
-    const intervalMs = this.config.heapTrimIntervalMs;
-    if (intervalMs === 0) return;
-    const log = this.logger.child({ component: 'heap-trim' });
-    const loaded = await loadMallocTrim();
-    if ('unavailable' in loaded) {
-      log.info({ reason: loaded.unavailable }, 'heap trim unavailable');
-      return;
-    }
-    this.#heapTrimmer = new HeapTrimmer({
-      intervalMs,
+    this.#heapTrimmer = await startHeapTrim({
+      intervalMs: config.heapTrimIntervalMs,
       clock: this.#clock,
-      trim: loaded.trim,
-      onTrim: (released, tookMs) => {
-        this.metrics.heapTrimmed(released);
-        log.debug({ releasedBytes: released, tookMs }, 'heap trimmed');
-      },
+      logger: log('heap-trim'),
+      onTrim: (released) => metrics.heapTrimmed(released),
     });
-    this.#heapTrimmer.start();
-    log.debug({ intervalMs }, 'heap trim on');
+    logger.info({ nodeId, listening: this.listening }, 'coral node started');
   }
 
   /**

@@ -19,6 +19,7 @@
  * glibc only: the function is called through koffi (prebuilt binaries for Linux, no compiler at
  * install). On another C library (musl, macOS) the node logs that trimming is unavailable.
  */
+import type { Logger } from 'pino';
 import type { Clock, TimerHandle } from '@coral/testkit';
 import { systemClock } from '@coral/testkit';
 import { performance } from 'node:perf_hooks';
@@ -144,4 +145,34 @@ export class HeapTrimmer {
     this.#released += released;
     o.onTrim?.(released, took);
   }
+}
+
+/**
+ * A node's heap trim (CoralNode): started every `intervalMs` (0: none), its trims logged at
+ * `debug` and passed to `onTrim`; where malloc_trim is unavailable, that is logged at `info`.
+ */
+export async function startHeapTrim(o: {
+  intervalMs: number;
+  clock: Clock;
+  logger: Logger;
+  onTrim: (releasedBytes: number) => void;
+}): Promise<HeapTrimmer | undefined> {
+  if (o.intervalMs === 0) return undefined;
+  const loaded = await loadMallocTrim();
+  if ('unavailable' in loaded) {
+    o.logger.info({ reason: loaded.unavailable }, 'heap trim unavailable');
+    return undefined;
+  }
+  const trimmer = new HeapTrimmer({
+    intervalMs: o.intervalMs,
+    clock: o.clock,
+    trim: loaded.trim,
+    onTrim: (released, tookMs) => {
+      o.onTrim(released);
+      o.logger.debug({ releasedBytes: released, tookMs }, 'heap trimmed');
+    },
+  });
+  trimmer.start();
+  o.logger.debug({ intervalMs: o.intervalMs }, 'heap trim on');
+  return trimmer;
 }
