@@ -3,7 +3,8 @@
  * answering `Coral-Control: redirect-home` has every member send its clients home, including
  * members that never fetched from it (they read the record its fetcher published in the DSHT).
  * Which member fetches from the origin depends on the node ids (designated fetcher), so the test
- * asks only members that had not touched the site before the opt-out. A client's own
+ * asks only members that had not touched the site before the opt-out, once the fetcher's record
+ * can be read through them (it is published after the fetcher's answer). A client's own
  * `Coral-Control` request field opts nothing out.
  */
 import { once } from 'node:events';
@@ -12,7 +13,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Fleet, fetchVia, type FleetNode } from '../../src/fleet/index.js';
-import { everyNodeVerifiesTheOthers, tmpDir } from '../helpers.js';
+import { siteKey } from '@coral/httpprx';
+import { everyNodeVerifiesTheOthers, tmpDir, waitFor } from '../helpers.js';
 
 /** An origin that counts requests per path and may ask the fleet to send its clients home. */
 class Origin {
@@ -89,6 +91,18 @@ describe('Coral-Control: redirect-home across a fleet', () => {
     expect(first.status).toBe(200);
     expect(first.headers['coral-control']).toBeUndefined();
     expect(home.count('/first')).toBe(1);
+    // The fetcher publishes the opt-out after it answered its client: once the record can be read
+    // from the DSHT through each other member, that member must send the site's clients home.
+    const record = Buffer.from(siteKey(`http://www.home.test:${home.port}`)).toString('hex');
+    for (const n of nodes.slice(1)) {
+      await waitFor(
+        async () =>
+          (await n.admin.json<{ values: unknown[] }>('GET', `/v1/dsht/values/${record}`)).values
+            .length > 0,
+        10_000,
+        `the opt-out record, read through ${n.ip}`,
+      );
+    }
     for (const n of nodes.slice(1)) {
       const r = await via(n, host, '/next');
       expect(r.status, n.ip).toBe(307);
