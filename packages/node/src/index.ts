@@ -21,6 +21,7 @@ export { NODE_RUNTIME_ENV } from './runtime-env.js';
 export {
   HeapTrimmer,
   loadMallocTrim,
+  startHeapTrim,
   type HeapTrimmerOptions,
   type MallocTrim,
 } from './runtime/heap-trim.js';

@@ -39,11 +39,13 @@ async function finishedTransfer(body: Buffer) {
   cleanups.push(() => store.close());
   const w = await store.begin();
   const intos: (Buffer | undefined)[] = [];
+  /** The latest write: the writer's writes land in order, so this one settles last. */
+  let lastWrite: Promise<void> = Promise.resolve();
   const writer: BodyWriter = {
     get written() {
       return w.written;
     },
-    write: (c) => w.write(c),
+    write: (c) => (lastWrite = w.write(c)),
     read: (p, l, into) => {
       intos.push(into);
       return w.read(p, l, into);
@@ -59,8 +61,8 @@ async function finishedTransfer(body: Buffer) {
     if (wait) await wait;
   }
   t.finish();
-  // Let the writes land in the file and the window move on.
-  while (w.written < body.length) await new Promise((r) => setTimeout(r, 5));
+  await lastWrite; // every byte is in the file
+  expect(w.written).toBe(body.length);
   return { t, intos };
 }
 

@@ -153,9 +153,9 @@ export class HeapTrimmer {
  */
 export async function startHeapTrim(o: {
   intervalMs: number;
-  clock: Clock;
-  logger: Logger;
-  onTrim: (releasedBytes: number) => void;
+  clock?: Clock;
+  logger: Pick<Logger, 'info' | 'debug'>;
+  onTrim: (releasedBytes: number, tookMs: number) => void;
 }): Promise<HeapTrimmer | undefined> {
   if (o.intervalMs === 0) return undefined;
   const loaded = await loadMallocTrim();
@@ -165,10 +165,10 @@ export async function startHeapTrim(o: {
   }
   const trimmer = new HeapTrimmer({
     intervalMs: o.intervalMs,
-    clock: o.clock,
+    ...(o.clock ? { clock: o.clock } : {}),
     trim: loaded.trim,
     onTrim: (released, tookMs) => {
-      o.onTrim(released);
+      o.onTrim(released, tookMs);
       o.logger.debug({ releasedBytes: released, tookMs }, 'heap trimmed');
     },
   });
