@@ -92,6 +92,7 @@ function trustFigures(t) {
     amplificationMax: Number(t.amplificationMax.toFixed(3)),
     amplificationMaxByType: t.amplificationMaxByType,
     unverifiedRequests: t.unverifiedRequests,
+    tokenRefused: t.tokenRefused,
     authBytesPerDatagram: t.sealed ? Number((t.authBytes / t.sealed).toFixed(2)) : 0,
   };
 }
@@ -101,11 +102,17 @@ const trustOf = (fleet) => trustFigures(trustPart(fleet.nodes));
 const wallStart = performance.now();
 /** Peak resident set size of this process so far, in MB (the kernel's high-water mark). */
 const peakRssMB = () => Math.round(process.resourceUsage().maxRSS / 1024);
-/** A progress line on stderr (phase, wall seconds, peak RSS): a long run stopped early still says how far it got. */
-const progress = (phase) =>
+/**
+ * A progress line on stderr (phase, wall seconds, CPU seconds, datagrams so far, peak RSS): a long
+ * run stopped early still says how far it got, and each phase's datagrams and CPU can be read off.
+ */
+const progress = async (phase) => {
+  const { sent } = await fleet.stats();
+  const cpu = process.cpuUsage();
   console.error(
-    `bench:dsht: ${phase} after ${((performance.now() - wallStart) / 1000).toFixed(1)} s wall, peak RSS ${peakRssMB()} MB`,
+    `bench:dsht: ${phase} after ${((performance.now() - wallStart) / 1000).toFixed(1)} s wall, ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s CPU, ${sent} datagrams, peak RSS ${peakRssMB()} MB`,
   );
+};
 const rng = new SeededRandom(seed * 7919 + 1);
 if (args.topology === 'geo') {
   await runGeo({ args, nodes, seed, loss, lookups, keys, mode, wallStart, peakRssMB, trustOf });
@@ -118,7 +125,7 @@ const fleet =
     : new ParallelFleet({ nodes, seed, lossRate: loss, keys, workers });
 await fleet.start({ onProgress: onJoin });
 const joinWall = (performance.now() - wallStart) / 1000;
-progress(`${nodes} nodes joined`);
+await progress(`${nodes} nodes joined`);
 const sizes = (await fleet.tableSizes(0)).sort((a, b) => a - b);
 
 /** Run ops with bounded concurrency, all under the simulated clock. */
@@ -139,7 +146,7 @@ const putResults = await batched(
   250,
 );
 const putOk = putResults.filter((r) => r.ok).length;
-progress(`${lookups} puts`);
+await progress(`${lookups} puts`);
 
 // Random gets: each put key fetched by a different random node.
 const gets = puts.map((p) => {
@@ -157,7 +164,7 @@ const getResults = (
   stats: r.stats,
 }));
 const found = getResults.filter((r) => r.ok);
-progress(`${lookups} gets`);
+await progress(`${lookups} gets`);
 const hops = found.map((r) => r.stats.hops).sort((a, b) => a - b);
 const lat = found.map((r) => r.stats.latencyMs).sort((a, b) => a - b);
 const msgs = getResults.reduce((s, r) => s + r.stats.messages, 0) / Math.max(1, getResults.length);
@@ -189,7 +196,7 @@ for (let m = 0; m < hotMinutes; m++) {
   const after = await fleet.slotCounters(root, slot);
   perMinute.push(after.accepted - before.accepted);
   requestsPerMinute.push(after.requests - before.requests);
-  progress(`hot key minute ${m + 1}`);
+  await progress(`hot key minute ${m + 1}`);
 }
 const hotHolders = await fleet.holders(hot);
 const hotGets = await batched(
@@ -227,6 +234,7 @@ const result = {
   amplificationMax: trust.amplificationMax,
   amplificationMaxByType: trust.amplificationMaxByType,
   unverifiedRequests: trust.unverifiedRequests,
+  tokenRefused: trust.tokenRefused,
   authBytesPerDatagram: trust.authBytesPerDatagram,
   datagrams: net.sent,
   datagramsLost: net.lost,

@@ -34,6 +34,8 @@ export interface TrustPart {
   authBytes: number;
   sealed: number;
   unverifiedRequests: number;
+  /** Requests refused for want of a write token (answered with one: the requester asks again). */
+  tokenRefused: number;
 }
 
 /**
@@ -105,6 +107,7 @@ export function trustPart(nodes: Iterable<Dsht>): TrustPart {
     authBytes: 0,
     sealed: 0,
     unverifiedRequests: 0,
+    tokenRefused: 0,
   };
   for (const n of nodes) {
     const a = n.authState();
@@ -113,6 +116,7 @@ export function trustPart(nodes: Iterable<Dsht>): TrustPart {
     part.sealed += a.counters.sealed;
     const c = n.snapshot().rpc;
     part.unverifiedRequests += c.unverifiedRequests;
+    part.tokenRefused += c.tokenRefused;
     const byType = part.amplificationMaxByType;
     for (const [t, r] of Object.entries(c.amplificationMaxByType))
       byType[t] = Math.max(byType[t] ?? 0, Number(r.toFixed(3)));
@@ -127,12 +131,14 @@ export function mergeTrust(parts: readonly TrustPart[]): TrustPart {
     authBytes: 0,
     sealed: 0,
     unverifiedRequests: 0,
+    tokenRefused: 0,
   };
   for (const p of parts) {
     out.amplificationMax = Math.max(out.amplificationMax, p.amplificationMax);
     out.authBytes += p.authBytes;
     out.sealed += p.sealed;
     out.unverifiedRequests += p.unverifiedRequests;
+    out.tokenRefused += p.tokenRefused;
     for (const [t, r] of Object.entries(p.amplificationMaxByType))
       out.amplificationMaxByType[t] = Math.max(out.amplificationMaxByType[t] ?? 0, r);
   }
