@@ -55,14 +55,14 @@ export const PEER_TOKEN_ENTRIES = 8_192;
 /**
  * Size (whole datagram) a request is padded to when this node holds no fresh token from the peer,
  * so the peer's answer fits under the anti-amplification rule (no reply larger than its request
- * before a round trip). PING / STORE_PROBE / STORE are answered with a small message at first
- * contact; FIND_NODE and GET with lists that may fill a datagram.
+ * before a round trip). PING / STORE are answered with a small message at first contact;
+ * FIND_NODE, GET and STORE_PROBE with lists of contacts that may fill a datagram.
  */
 export const FIRST_CONTACT_PAD_BYTES = {
   PING: 352,
   FIND_NODE: 1200,
   GET: 1200,
-  STORE_PROBE: 352,
+  STORE_PROBE: 1200,
   STORE: 352,
   PING_REQ: 352,
   LEAVE: 352,

@@ -77,7 +77,7 @@ export const WireErrorCode = {
   BAD_LEVEL: 2,
   INTERNAL: 3,
   /**
-   * STORE / STORE_PROBE without a valid write token for the source address: the answer carries
+   * STORE, PING_REQ or LEAVE without a valid write token for the source address: the answer carries
    * one; send the request again with it. Nothing was stored or counted.
    */
   TOKEN_REQUIRED: 4,

@@ -1,7 +1,8 @@
 /**
- * Round-trip write tokens over real UDP: a STORE or STORE_PROBE without a token the node handed to
- * that exact source address creates no state — no value, no rate bucket, no member, no table entry
- * — and is answered only with a token, never larger than the request. Open and keyed mode (the
+ * Round-trip write tokens over real UDP: a STORE without a token the node handed to that exact
+ * source address creates no state — no value, no rate bucket, no member, no table entry — and is
+ * answered only with a token, never larger than the request. A STORE_PROBE (a read) is answered
+ * without one, within the request's size, and writes nothing either. Open and keyed mode (the
  * keyed attacker is an insider: it holds the fleet key).
  */
 import { ManualClock } from '@coral/testkit';
@@ -31,7 +32,7 @@ describe.each(MODES)('write tokens (%s mode)', (mode: Mode) => {
   const net = mode === 'open' ? 1 : 2;
   const ip = (h: number) => `127.11.${net}.${h}`;
 
-  it('a STORE or STORE_PROBE without a valid token creates no state and gets only a token', async () => {
+  it('a STORE without a valid token creates no state and gets only a token', async () => {
     const node = await startNode(ip(1), mode);
     const attacker = await Peer.bind(ip(66), new Wire(mode));
     const other = await Peer.bind(ip(67), new Wire(mode));
@@ -52,15 +53,12 @@ describe.each(MODES)('write tokens (%s mode)', (mode: Mode) => {
       value: new TextEncoder().encode('x'),
       ttl: 600,
     } as const;
-    const probe = { type: 'STORE_PROBE', level: 0, key, ttl: 600 } as const;
 
     // No token at all, padded so an answer may come.
-    for (const body of [store, probe]) {
-      const r = await attacker.ask(node.contact, attacker.request(body), { padTo: 400 });
-      expect(r?.msg.body).toMatchObject({ type: 'ERROR', code: WireErrorCode.TOKEN_REQUIRED });
-      expect(r!.size).toBeLessThanOrEqual(r!.sent);
-      expect(r!.msg.token).toBeDefined();
-    }
+    const r = await attacker.ask(node.contact, attacker.request(store), { padTo: 400 });
+    expect(r?.msg.body).toMatchObject({ type: 'ERROR', code: WireErrorCode.TOKEN_REQUIRED });
+    expect(r!.size).toBeLessThanOrEqual(r!.sent);
+    expect(r!.msg.token).toBeDefined();
     // A token handed to another address (the attacker's second socket) is no good here.
     const elsewhere = await other.token(node.contact);
     const forged = await attacker.ask(node.contact, attacker.request(store, { token: elsewhere }), {
@@ -84,7 +82,7 @@ describe.each(MODES)('write tokens (%s mode)', (mode: Mode) => {
     expect(after.contacts).toBe(before.contacts);
     expect(node.rpc.limiter.tracks(attacker.address.ip)).toBe(false);
     expect(node.member(toHex(attacker.contact.id))).toBeUndefined();
-    expect(node.authState().counters.tokenRefused).toBe(4);
+    expect(node.authState().counters.tokenRefused).toBe(3);
 
     // With the token handed to its own address, the same STORE is accepted — under its own name.
     const token = await attacker.token(node.contact);
@@ -95,6 +93,53 @@ describe.each(MODES)('write tokens (%s mode)', (mode: Mode) => {
     expect(node.store.usage(attacker.address.ip).values).toBe(1);
     // A request carrying its token proves the round trip: the attacker is now a member.
     expect(node.member(toHex(attacker.contact.id))).toBeDefined();
+  });
+
+  it('a STORE_PROBE without a token is answered as a read: no larger than the request, nothing written', async () => {
+    const node = await startNode(ip(3), mode);
+    const attacker = await Peer.bind(ip(69), new Wire(mode));
+    const holder = await Peer.bind(ip(70), new Wire(mode));
+    const canary = await Peer.bind(ip(98), new Wire(mode));
+    cleanup.push(
+      () => node.stop(),
+      () => attacker.close(),
+      () => holder.close(),
+      () => canary.close(),
+    );
+    await barrier(node, canary);
+    // A member the answer can list, and a value under the probed key.
+    const key = keyFromName('url:http://probed.example/');
+    const token = await holder.token(node.contact);
+    const put = { type: 'STORE', level: 0, key, value: new Uint8Array(8), ttl: 600 } as const;
+    const stored = await holder.ask(node.contact, holder.request(put, { token }));
+    expect(stored?.msg.body).toEqual({ type: 'STORE_RESULT', status: StoreStatus.ACCEPTED });
+    const before = stateOf(node);
+
+    const probe = { type: 'STORE_PROBE', level: 0, key, ttl: 600 } as const;
+    // Unpadded: the answer is trimmed to the request's size (or not sent), never amplified.
+    const small = await attacker.tell(node, attacker.request(probe), canary);
+    if (small) expect(small.size).toBeLessThanOrEqual(small.sent);
+    // Padded as a first contact is: the whole answer, with a token for the next request.
+    const r = await attacker.ask(node.contact, attacker.request(probe), {
+      padTo: FIRST_CONTACT_PAD_BYTES.STORE_PROBE,
+    });
+    expect(r?.msg.body).toMatchObject({ type: 'PROBE_RESULT', full: false, loaded: false });
+    expect(r!.size).toBeLessThanOrEqual(r!.sent);
+    expect(r!.msg.token).toBeDefined();
+    if (r?.msg.body.type !== 'PROBE_RESULT') throw new Error('no probe result');
+    expect(r.msg.body.contacts.map((c) => toHex(c.id))).toContain(toHex(holder.contact.id));
+    await barrier(node, canary);
+
+    const after = stateOf(node);
+    expect(after.values).toBe(before.values);
+    expect(after.bytes).toBe(before.bytes);
+    expect(after.members).toBe(before.members);
+    expect(after.contacts).toBe(before.contacts);
+    expect(node.member(toHex(attacker.contact.id))).toBeUndefined();
+    expect(node.authState().counters.tokenRefused).toBe(0);
+    expect(node.store.get(0, key).map((v) => toHex(v.publisher))).toEqual([
+      toHex(holder.contact.id),
+    ]);
   });
 
   it('a token expires after two rotation periods', async () => {
@@ -114,15 +159,21 @@ describe.each(MODES)('write tokens (%s mode)', (mode: Mode) => {
       () => attacker.close(),
     );
     const token = await attacker.token(node.contact);
-    const probe = { type: 'STORE_PROBE', level: 0, key: keyFromName('k'), ttl: 60 } as const;
-    const fresh = await attacker.ask(node.contact, attacker.request(probe, { token }));
-    expect(fresh?.msg.body.type).toBe('PROBE_RESULT');
+    const store = {
+      type: 'STORE',
+      level: 0,
+      key: keyFromName('k'),
+      value: new Uint8Array(4),
+      ttl: 60,
+    } as const;
+    const fresh = await attacker.ask(node.contact, attacker.request(store, { token }));
+    expect(fresh?.msg.body.type).toBe('STORE_RESULT');
     await clock.advance(60_000); // the previous secret still verifies
-    const older = await attacker.ask(node.contact, attacker.request(probe, { token }));
-    expect(older?.msg.body.type).toBe('PROBE_RESULT');
+    const older = await attacker.ask(node.contact, attacker.request(store, { token }));
+    expect(older?.msg.body.type).toBe('STORE_RESULT');
     await clock.advance(60_000);
-    const expired = await attacker.ask(node.contact, attacker.request(probe, { token }), {
-      padTo: FIRST_CONTACT_PAD_BYTES.STORE_PROBE,
+    const expired = await attacker.ask(node.contact, attacker.request(store, { token }), {
+      padTo: FIRST_CONTACT_PAD_BYTES.STORE,
     });
     expect(expired?.msg.body).toMatchObject({ code: WireErrorCode.TOKEN_REQUIRED });
   });
