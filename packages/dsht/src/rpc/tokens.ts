@@ -1,9 +1,9 @@
 /**
  * Round-trip write tokens (BEP 5's `token`, hyperdht/dht-rpc's round-trip token): every answer
  * carries `HMAC(secret, "ip:port")` for the requester's exact address; a request that carries it
- * back proves its sender receives datagrams at that address. STORE (and PING_REQ, LEAVE) are served
- * only with a valid token, and only such requests (or answers to this node's own requests) count as a
- * round trip: routing tables, membership and answer sizes depend on it.
+ * back proves its sender receives datagrams at that address. STORE (and PING_REQ, LEAVE) are
+ * served only with a valid token, and only such requests (or answers to this node's own requests)
+ * count as a round trip: routing tables, membership and answer sizes depend on it.
  *
  * The secret rotates every `rotateMs` (lazily, from the clock); a token made with the current or
  * the previous secret is valid, so a token lives one to two periods. Secrets come from the OS
