@@ -28,22 +28,38 @@ afterAll(async () => {
   for (const f of cleanup.reverse()) await f();
 });
 
+/** A node at `nodeIp` and a peer at each of `peerIps` (closed after the file), the node reached. */
+async function setup(mode: Mode, nodeIp: string, peerIps: string[]) {
+  const node = await startNode(nodeIp, mode);
+  cleanup.push(() => node.stop());
+  const peers: Peer[] = [];
+  for (const a of peerIps) {
+    const p = await Peer.bind(a, new Wire(mode));
+    cleanup.push(() => p.close());
+    peers.push(p);
+  }
+  await barrier(node, peers[peers.length - 1]!);
+  return { node, peers };
+}
+
+/** No value, byte, member or table entry more than `before`. */
+function expectNothingWritten(
+  before: ReturnType<typeof stateOf>,
+  after: ReturnType<typeof stateOf>,
+): void {
+  expect(after.values).toBe(before.values);
+  expect(after.bytes).toBe(before.bytes);
+  expect(after.members).toBe(before.members);
+  expect(after.contacts).toBe(before.contacts);
+}
+
 describe.each(MODES)('write tokens (%s mode)', (mode: Mode) => {
   const net = mode === 'open' ? 1 : 2;
   const ip = (h: number) => `127.11.${net}.${h}`;
 
   it('a STORE without a valid token creates no state and gets only a token', async () => {
-    const node = await startNode(ip(1), mode);
-    const attacker = await Peer.bind(ip(66), new Wire(mode));
-    const other = await Peer.bind(ip(67), new Wire(mode));
-    const canary = await Peer.bind(ip(99), new Wire(mode));
-    cleanup.push(
-      () => node.stop(),
-      () => attacker.close(),
-      () => other.close(),
-      () => canary.close(),
-    );
-    await barrier(node, canary);
+    const { node, peers } = await setup(mode, ip(1), [ip(66), ip(67), ip(99)]);
+    const [attacker, other, canary] = peers as [Peer, Peer, Peer];
     const before = stateOf(node);
     const key = keyFromName('url:http://victim.example/');
     const store = {
@@ -76,10 +92,7 @@ describe.each(MODES)('write tokens (%s mode)', (mode: Mode) => {
 
     const after = stateOf(node);
     // The second socket's PING made a rate bucket for its own address, nothing else did.
-    expect(after.values).toBe(before.values);
-    expect(after.bytes).toBe(before.bytes);
-    expect(after.members).toBe(before.members);
-    expect(after.contacts).toBe(before.contacts);
+    expectNothingWritten(before, after);
     expect(node.rpc.limiter.tracks(attacker.address.ip)).toBe(false);
     expect(node.member(toHex(attacker.contact.id))).toBeUndefined();
     expect(node.authState().counters.tokenRefused).toBe(3);
@@ -96,17 +109,8 @@ describe.each(MODES)('write tokens (%s mode)', (mode: Mode) => {
   });
 
   it('a STORE_PROBE without a token is answered as a read: no larger than the request, nothing written', async () => {
-    const node = await startNode(ip(3), mode);
-    const attacker = await Peer.bind(ip(69), new Wire(mode));
-    const holder = await Peer.bind(ip(70), new Wire(mode));
-    const canary = await Peer.bind(ip(98), new Wire(mode));
-    cleanup.push(
-      () => node.stop(),
-      () => attacker.close(),
-      () => holder.close(),
-      () => canary.close(),
-    );
-    await barrier(node, canary);
+    const { node, peers } = await setup(mode, ip(3), [ip(69), ip(70), ip(98)]);
+    const [attacker, holder, canary] = peers as [Peer, Peer, Peer];
     // A member the answer can list, and a value under the probed key.
     const key = keyFromName('url:http://probed.example/');
     const token = await holder.token(node.contact);
@@ -130,11 +134,7 @@ describe.each(MODES)('write tokens (%s mode)', (mode: Mode) => {
     expect(r.msg.body.contacts.map((c) => toHex(c.id))).toContain(toHex(holder.contact.id));
     await barrier(node, canary);
 
-    const after = stateOf(node);
-    expect(after.values).toBe(before.values);
-    expect(after.bytes).toBe(before.bytes);
-    expect(after.members).toBe(before.members);
-    expect(after.contacts).toBe(before.contacts);
+    expectNothingWritten(before, stateOf(node));
     expect(node.member(toHex(attacker.contact.id))).toBeUndefined();
     expect(node.authState().counters.tokenRefused).toBe(0);
     expect(node.store.get(0, key).map((v) => toHex(v.publisher))).toEqual([
