@@ -85,8 +85,6 @@ export class HeapTrimmer {
   /** Consecutive quiet checks up to now. */
   #quiet = 0;
   #rssAfterTrim = 0;
-  #trims = 0;
-  #released = 0;
 
   constructor(options: HeapTrimmerOptions) {
     if (!(options.intervalMs > 0)) throw new RangeError('HeapTrimmer intervalMs must be > 0');
@@ -106,11 +104,6 @@ export class HeapTrimmer {
   stop(): void {
     this.#timer?.cancel();
     this.#timer = undefined;
-  }
-
-  /** Trims run and RSS bytes they released so far. */
-  stats(): { trims: number; releasedBytes: number } {
-    return { trims: this.#trims, releasedBytes: this.#released };
   }
 
   #schedule(): TimerHandle {
@@ -141,8 +134,6 @@ export class HeapTrimmer {
     this.#rssAfterTrim = o.rss();
     const released = Math.max(0, before - this.#rssAfterTrim);
     this.#dirty = false;
-    this.#trims++;
-    this.#released += released;
     o.onTrim?.(released, took);
   }
 }
