@@ -230,9 +230,14 @@ function port(x: unknown, what: string, allowZero: boolean): number {
   return p;
 }
 
-function bytes(x: unknown, what: string, min: number, max: number): Uint8Array {
+/** `x` itself (a view into the datagram) when it is `min..max` bytes. */
+function bytesView(x: unknown, what: string, min: number, max: number): Uint8Array {
   if (!(x instanceof Uint8Array) || x.length < min || x.length > max) fail(`${what}: bad bytes`);
-  return new Uint8Array(x);
+  return x;
+}
+
+function bytes(x: unknown, what: string, min: number, max: number): Uint8Array {
+  return new Uint8Array(bytesView(x, what, min, max));
 }
 
 function id(x: unknown, what: string): Uint8Array {
@@ -246,8 +251,7 @@ function id(x: unknown, what: string): Uint8Array {
  * the up to 20 contacts an answer lists.
  */
 function idView(x: unknown, what: string): Uint8Array {
-  if (!(x instanceof Uint8Array) || x.length !== ID_BYTES) fail(`${what}: bad bytes`);
-  return x;
+  return bytesView(x, what, ID_BYTES, ID_BYTES);
 }
 
 function bool(x: unknown, what: string): boolean {
