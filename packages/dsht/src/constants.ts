@@ -5,9 +5,9 @@
 
 /** Bytes in a node id or key (160 bits, SHA-1). */
 export const ID_BYTES = 20;
-/** Contacts per k-bucket, and contacts returned by FIND_NODE / GET / STORE_PROBE. */
+/** Contacts per k-bucket, and the most a FIND_NODE answer carries. */
 export const KBUCKET_SIZE = 20;
-/** Contacts in a GET / STORE_PROBE answer (FIND_NODE answers carry k). */
+/** Contacts in a GET / STORE_PROBE answer, and asked of each peer by a FIND_NODE walk. */
 export const WALK_CONTACTS = 8;
 /** Queries in flight per lookup. */
 export const ALPHA = 3;

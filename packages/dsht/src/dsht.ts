@@ -346,7 +346,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
     for (let level = 0; level < this.levels; level++) {
       const table = this.#peers.tables[level]!;
       if (table.size === 0) continue;
-      await this.findNode(id, { level, signal: opts.signal, termination: table.k });
+      await this.findNode(id, { level, signal: opts.signal, termination: table.k, count: table.k });
       if (this.options.joinRefresh ?? true) {
         const nearest = table.closest(id, 1)[0];
         if (!nearest) continue;

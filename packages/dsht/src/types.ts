@@ -50,7 +50,7 @@ export interface DshtOptions {
   levels?: number;
   /** k. Default KBUCKET_SIZE (20). */
   k?: number;
-  /** Contacts per GET / STORE_PROBE answer. Default WALK_CONTACTS (8). */
+  /** Contacts per GET / STORE_PROBE answer, and asked per FIND_NODE by a walk. Default WALK_CONTACTS (8). */
   walkContacts?: number;
   /** α. Default ALPHA (3). */
   alpha?: number;

@@ -223,7 +223,8 @@ export class DshtClusterBinding implements ClusterPolicy {
     this.#lastExplore = now;
     this.#explores++;
     const target = node.random.bytes(new Uint8Array(ID_BYTES));
-    node.findNode(target, { level: 0 }).catch(() => undefined);
+    // A survey: every answer names k contacts, each with its clusters.
+    node.findNode(target, { level: 0, count: node.table(0)?.k }).catch(() => undefined);
   }
 
   /**

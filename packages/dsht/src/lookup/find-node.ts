@@ -3,7 +3,7 @@
  * bucket refresh and the cluster module) and the setup of a get or put walk in one level (Coral's
  * halving walk, continuing from where the previous, more local level stopped).
  */
-import { ALPHA } from '../constants.js';
+import { ALPHA, WALK_CONTACTS } from '../constants.js';
 import type { Contact } from '../contact.js';
 import type { NodeContext } from '../context.js';
 import type { Id } from '../id/id.js';
@@ -16,6 +16,12 @@ export interface FindNodeOptions {
   termination?: number;
   /** Where to start instead of the table's closest contacts. */
   seeds?: Contact[];
+  /**
+   * Contacts asked of each peer. Default the walks' count (`walkContacts`, 8): enough for a lookup
+   * to converge (BEP 5 answers 8), and each answer is a fraction of k's bytes and work. A survey of
+   * the fleet (member discovery, cluster exploration) asks k.
+   */
+  count?: number;
 }
 
 /** Iterative FIND_NODE in one level; resolves with the contacts that answered, closest first. */
@@ -26,6 +32,7 @@ export async function findNode(
 ): Promise<Contact[]> {
   const level = opts.level ?? 0;
   const table = ctx.table(level);
+  const count = opts.count ?? ctx.options.walkContacts ?? WALK_CONTACTS;
   let visited: Visit<null>[] = [];
   for await (const e of lookup<null>({
     target,
@@ -37,7 +44,7 @@ export async function findNode(
     halving: false,
     signal: opts.signal,
     query: async (c, signal) => {
-      const r = await ctx.query(c, { type: 'FIND_NODE', level, target }, signal);
+      const r = await ctx.query(c, { type: 'FIND_NODE', level, target, count }, signal);
       return { contacts: r.body.type === 'NODES' ? r.body.contacts : [], result: null };
     },
   })) {

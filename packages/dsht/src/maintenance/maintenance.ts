@@ -145,7 +145,7 @@ export class Maintenance {
       return undefined;
     };
     if (members.length === 0) {
-      await findNode(ctx, target, { level: 0 }).catch(missed);
+      await findNode(ctx, target, { level: 0, count: ctx.table(0).k }).catch(missed);
       return;
     }
     const via = members[ctx.random.int(members.length)]!;

@@ -112,7 +112,9 @@ function bodyFields(body: Request | Response): unknown[] {
     case 'INDIRECT_ACK':
       return [body.acked];
     case 'FIND_NODE':
-      return [body.level, body.target];
+      return body.count === undefined
+        ? [body.level, body.target]
+        : [body.level, body.target, body.count];
     case 'GET':
       return [body.level, body.key, body.max];
     case 'STORE_PROBE':
@@ -370,9 +372,21 @@ function decodeBody(code: number, f: unknown[]): Request | Response {
     case TypeCode.INDIRECT_ACK:
       n(1);
       return { type: 'INDIRECT_ACK', acked: bool(f[0], 'acked') };
-    case TypeCode.FIND_NODE:
-      n(2);
-      return { type: 'FIND_NODE', level: level(f[0]), target: id(f[1], 'target') };
+    case TypeCode.FIND_NODE: {
+      if (f.length !== 2 && f.length !== 3)
+        fail(`type ${code}: expected 2 or 3 fields, got ${f.length}`);
+      const req: Extract<Request, { type: 'FIND_NODE' }> = {
+        type: 'FIND_NODE',
+        level: level(f[0]),
+        target: id(f[1], 'target'),
+      };
+      if (f.length === 3) {
+        const count = u32(f[2], 'count');
+        if (count < 1 || count > MAX_CONTACTS) fail('count out of range');
+        req.count = count;
+      }
+      return req;
+    }
     case TypeCode.GET: {
       n(3);
       const max = u32(f[2], 'max');

@@ -50,7 +50,11 @@ export type Request =
   | { type: 'PING_REQ'; target: Id; timeoutMs: number }
   /** The sender leaves the fleet (graceful shutdown) as of its incarnation. */
   | { type: 'LEAVE'; incarnation: number }
-  | { type: 'FIND_NODE'; level: number; target: Id }
+  /**
+   * `count`: contacts wanted in the answer (1..32); absent = as many as the answerer gives (its k).
+   * A converging walk asks few, a node surveying the fleet (discovery, cluster exploration) all.
+   */
+  | { type: 'FIND_NODE'; level: number; target: Id; count?: number }
   | { type: 'GET'; level: number; key: Id; max: number }
   | { type: 'STORE_PROBE'; level: number; key: Id; ttl: number }
   /**

@@ -74,6 +74,11 @@ describe.each(MODES)('amplification (%s mode)', (mode: Mode) => {
     expect(padded?.msg.truncated).toBeUndefined();
     expect(padded?.msg.body.type === 'NODES' && padded.msg.body.contacts.length).toBe(14);
     const token = padded!.msg.token!;
+    // A converging walk asks fewer: the answer carries the closest that many.
+    const few = await s.ask(node.contact, s.request({ ...find, count: 5 }, { token }));
+    expect(few?.msg.body.type === 'NODES' && few.msg.body.contacts).toEqual(
+      padded?.msg.body.type === 'NODES' && padded.msg.body.contacts.slice(0, 5),
+    );
     const get = await s.ask(node.contact, s.request(requests[2]![1], { token }));
     expect(get!.size).toBeGreaterThan(get!.sent * 5); // verified: the answer may be large
     expect(get!.msg.body.type === 'VALUES' && get!.msg.body.values.length).toBeGreaterThan(0);

@@ -29,6 +29,12 @@ const samples: Message[] = [
   { kind: 'request', txid: 1, sender, body: { type: 'PING' } },
   { kind: 'request', txid: 1, sender, token, body: { type: 'PING' } },
   { kind: 'request', txid: 2, sender, body: { type: 'FIND_NODE', level: 1, target: key } },
+  {
+    kind: 'request',
+    txid: 2,
+    sender,
+    body: { type: 'FIND_NODE', level: 0, target: key, count: 8 },
+  },
   { kind: 'request', txid: 3, sender, body: { type: 'GET', level: 2, key, max: 4 } },
   { kind: 'request', txid: 4, sender, body: { type: 'STORE_PROBE', level: 0, key, ttl: 3600 } },
   {
@@ -283,7 +289,10 @@ describe('wire codec', () => {
       [TypeCode.FIND_NODE, 1, s, 0, key.subarray(0, 19)], // short id
       [TypeCode.FIND_NODE, -1, s, 0, key], // negative txid
       [TypeCode.FIND_NODE, 1.5, s, 0, key], // fractional txid
-      [TypeCode.FIND_NODE, 1, s, 0, key, 'extra'], // extra field
+      [TypeCode.FIND_NODE, 1, s, 0, key, 'extra'], // count not a number
+      [TypeCode.FIND_NODE, 1, s, 0, key, 0], // count 0
+      [TypeCode.FIND_NODE, 1, s, 0, key, 33], // count over the contact list's bound
+      [TypeCode.FIND_NODE, 1, s, 0, key, 8, 8], // extra field
       [TypeCode.FIND_NODE, 1, s, 0], // missing field
       [0x42, 1, s], // unknown type
       [TypeCode.PING, 1, [sender.id, 'not-an-ip', 1, 0, 0, '', []]],

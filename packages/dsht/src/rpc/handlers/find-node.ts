@@ -1,4 +1,7 @@
-/** FIND_NODE(level, target) → the k contacts closest to target in that level's table. */
+/**
+ * FIND_NODE(level, target[, count]) → the contacts closest to target in that level's table: k, or
+ * fewer when the request asks fewer.
+ */
 import type { Contact } from '../../contact.js';
 import type { Request, Response } from '../../wire/messages.js';
 import { badLevel, closerContacts, type HandlerContext } from './context.js';
@@ -10,5 +13,8 @@ export function handleFindNode(
 ): Response {
   const table = ctx.table(req.level);
   if (!table) return badLevel(req.level);
-  return { type: 'NODES', contacts: closerContacts(table, req.target, sender, ctx.k) };
+  return {
+    type: 'NODES',
+    contacts: closerContacts(table, req.target, sender, Math.min(ctx.k, req.count ?? ctx.k)),
+  };
 }
