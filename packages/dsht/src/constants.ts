@@ -164,6 +164,11 @@ export const DISCOVERY_PINGS = 8;
 export const SHORTCUT_TTL_MS = 30_000;
 /** Entries kept by the shortcut cache. */
 export const SHORTCUT_ENTRIES = 1_024;
+/**
+ * A put of a key this node placed by a walk within this long (and within half the value's TTL)
+ * stores it again where the walk placed it, one STORE per level, instead of walking again.
+ */
+export const PUT_SHORTCUT_MS = 300_000;
 /** Path caching copies values to the last node that lacked them when the answer took at least this many hops. */
 export const PATH_CACHE_MIN_HOPS = 2;
 /** Visited nodes the reverse phase of a put tries before giving up. */

@@ -39,7 +39,7 @@ import { addressKey, nodeIdFor, randomIdInBucket, toHex, type Id } from './id/id
 import { findNode, type FindNodeOptions } from './lookup/find-node.js';
 import { Getter, type GetOptions, type GetProbe } from './lookup/get.js';
 import type { LookupEvent } from './lookup/lookup.js';
-import { sloppyPut, type PutOptions } from './lookup/put.js';
+import { Putter, type PutOptions } from './lookup/put.js';
 import { SourceLimiter } from './limits/rate-limiter.js';
 import { Maintenance } from './maintenance/maintenance.js';
 import { FailureDetector, type MemberChange } from './membership/failure-detector.js';
@@ -118,6 +118,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
   #peers: Peers;
   #ctx: NodeContext;
   #getter: Getter;
+  #putter: Putter;
   #maintenance: Maintenance;
   #detector: FailureDetector | undefined;
   #left = false;
@@ -175,8 +176,12 @@ export class Dsht extends EventEmitter<DshtEvents> {
     if (components.db) this.#persistence = new Persistence({ db: components.db });
     this.#ctx = this.#context();
     this.#getter = new Getter(this.#ctx);
+    this.#putter = new Putter(this.#ctx);
     this.#maintenance = new Maintenance(this.#ctx, {
-      sweep: (now) => this.#getter.sweep(now),
+      sweep: (now) => {
+        this.#getter.sweep(now);
+        this.#putter.sweep(now);
+      },
       checkIsolation: this.#keyring
         ? () => {
             this.#auth?.evaluate();
@@ -458,7 +463,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
     }
     this.#requireRunning();
     throwIfAborted(opts.signal);
-    return sloppyPut(this.#ctx, key, value, ttlSeconds, opts);
+    return this.#putter.put(key, value, ttlSeconds, opts);
   }
 
   /** Clock time this node last heard from member `id` (a round-trip-verified datagram), or undefined. */

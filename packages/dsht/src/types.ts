@@ -73,6 +73,12 @@ export interface DshtOptions {
   store?: ValueStoreOptions;
   /** i3 shortcut lifetime; 0 disables. Default SHORTCUT_TTL_MS (30 s). */
   shortcutTtlMs?: number;
+  /**
+   * How long a put's placement is reused by the next put of the same key (a refresh: one STORE per
+   * level where the walk stored it); 0 disables. At most half the value's TTL. Default
+   * PUT_SHORTCUT_MS (5 min).
+   */
+  putShortcutMs?: number;
   /** Minimum hops of an answer for path caching; 0 disables. Default PATH_CACHE_MIN_HOPS (2). */
   pathCacheMinHops?: number;
   /** Nodes the reverse phase tries. Default PUT_REVERSE_TRIES (8). */

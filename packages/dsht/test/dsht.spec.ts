@@ -105,6 +105,52 @@ describe('Dsht', () => {
     expect(toHex(second.stats.answeredBy!.id)).toBe(toHex(first.stats.answeredBy!.id));
   });
 
+  it('puts a key again where it placed it, and walks again when a holder is gone or the placement is old', async () => {
+    const { clock, nodes, run } = await smallFleet(30);
+    const key = keyFromName('re-put');
+    const publisher = nodes[4]!;
+    const sent = (type: string): number => {
+      const s = publisher.snapshot().rpc.byType[type];
+      return s ? s.ok + s.error + s.timeout : 0;
+    };
+    const first = await run(publisher.put(key, enc('v1'), 600));
+    const holder = nodes.find((n) => toHex(n.id) === toHex(first.stored[0]!.contact.id))!;
+    expect(holder).not.toBe(publisher);
+    const probes = sent('STORE_PROBE');
+    expect(probes).toBeGreaterThan(0);
+
+    // A minute later: one STORE to the holder, no walk; the new value replaced the old one there.
+    await run(new Promise((resolve) => clock.setTimeout(() => resolve(undefined), 60_000)));
+    const again = await run(publisher.put(key, enc('v2'), 600));
+    expect(sent('STORE_PROBE')).toBe(probes);
+    expect(again.stats).toMatchObject({ hops: 1, messages: 1 });
+    expect(toHex(again.stored[0]!.contact.id)).toBe(toHex(holder.id));
+    expect(holder.localGet(key).map(dec)).toEqual(['v2']);
+
+    // The holder is gone: its STORE times out, and the put walks again and lands elsewhere.
+    await run(holder.stop());
+    const moved = await run(publisher.put(key, enc('v3'), 600));
+    expect(sent('STORE_PROBE')).toBeGreaterThan(probes);
+    expect(toHex(moved.stored[0]!.contact.id)).not.toBe(toHex(holder.id));
+    const mover = nodes.find((n) => toHex(n.id) === toHex(moved.stored[0]!.contact.id))!;
+    expect(mover.localGet(key).map(dec)).toEqual(['v3']);
+
+    // A placement older than PUT_SHORTCUT_MS (5 min) is looked for afresh.
+    const walked = sent('STORE_PROBE');
+    await run(new Promise((resolve) => clock.setTimeout(() => resolve(undefined), 301_000)));
+    await run(publisher.put(key, enc('v4'), 600));
+    expect(sent('STORE_PROBE')).toBeGreaterThan(walked);
+
+    // Off: every put walks.
+    const off = await smallFleet(12, () => ({ putShortcutMs: 0 }));
+    const p = off.nodes[2]!;
+    const probesOf = () => p.snapshot().rpc.byType.STORE_PROBE?.ok ?? 0;
+    await off.run(p.put(key, enc('a'), 600));
+    const once = probesOf();
+    await off.run(p.put(key, enc('b'), 600));
+    expect(probesOf()).toBeGreaterThan(once);
+  });
+
   it('caches a copy on the last node of the path that lacked the value', async () => {
     const fleet = new SimFleet({ nodes: 120, seed: 5, dsht: { shortcutTtlMs: 0 } });
     await fleet.start();

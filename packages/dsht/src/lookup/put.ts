@@ -5,11 +5,11 @@
  * visited node that can accept, the next one out when it refuses. A cluster level where the key is
  * already loaded is skipped: it holds plenty of copies.
  */
-import { PUT_REVERSE_TRIES } from '../constants.js';
+import { PUT_REVERSE_TRIES, PUT_SHORTCUT_MS, SHORTCUT_ENTRIES } from '../constants.js';
 import type { Contact } from '../contact.js';
 import type { NodeContext } from '../context.js';
 import { AbortedError, PutRejectedError, throwIfAborted } from '../errors.js';
-import { compareDistance, type Id } from '../id/id.js';
+import { compareDistance, idEquals, toHex, type Id } from '../id/id.js';
 import type { PutResult } from '../types.js';
 import { StoreStatus } from '../wire/messages.js';
 import { levelWalk } from './find-node.js';
@@ -25,6 +25,108 @@ export interface PutOptions {
   signal?: AbortSignal;
   /** The most local level to start from. Default: the node's most local level. */
   level?: number;
+}
+
+/** Where a walk stored a key, reused by this node's next put of it until `expiresAt`. */
+interface Placement {
+  /** The most local level the walk started from (a put asking another starts afresh). */
+  top: number;
+  result: PutResult;
+  expiresAt: number;
+}
+
+/**
+ * This node's puts. A put walks (`sloppyPut`); a put of the same key soon after — a publisher
+ * refreshing its value, as a proxy re-announces what it caches — stores it again where that walk
+ * placed it, one STORE per level, like the i3 shortcut of gets: the holders still hold this node's
+ * value and replace it (a publisher present may always replace its own value, full or not), and a
+ * holder that is loaded, gone or refusing sends the put on a walk again. A placement is reused for
+ * PUT_SHORTCUT_MS at most (and half the value's TTL), so a key's holders are looked for afresh that
+ * often, as nodes join nearer the key.
+ */
+export class Putter {
+  readonly #ctx: NodeContext;
+  /** Key (hex) → its placement, in insertion order (oldest first). */
+  readonly #placed = new Map<string, Placement>();
+
+  constructor(ctx: NodeContext) {
+    this.#ctx = ctx;
+  }
+
+  async put(
+    key: Uint8Array,
+    value: Uint8Array,
+    ttlSeconds: number,
+    opts: PutOptions = {},
+  ): Promise<PutResult> {
+    const ctx = this.#ctx;
+    const hex = toHex(key);
+    const top = Math.min(ctx.levels - 1, opts.level ?? ctx.levels - 1);
+    const placed = this.#placed.get(hex);
+    if (placed) {
+      this.#placed.delete(hex);
+      if (placed.expiresAt > ctx.clock.now() && placed.top === top) {
+        const again = await this.#storeAgain(placed, key, value, ttlSeconds, opts.signal);
+        if (again) {
+          this.#placed.set(hex, placed);
+          return again;
+        }
+      }
+    }
+    const result = await sloppyPut(ctx, key, value, ttlSeconds, opts);
+    const forMs = Math.min(ctx.options.putShortcutMs ?? PUT_SHORTCUT_MS, (ttlSeconds * 1000) / 2);
+    if (forMs > 0) {
+      this.#placed.set(hex, { top, result, expiresAt: ctx.clock.now() + forMs });
+      if (this.#placed.size > SHORTCUT_ENTRIES) {
+        const oldest = this.#placed.keys().next().value;
+        if (oldest !== undefined) this.#placed.delete(oldest);
+      }
+    }
+    return result;
+  }
+
+  /** Forget expired placements (the maintenance sweep). */
+  sweep(now: number): void {
+    for (const [k, p] of this.#placed) if (p.expiresAt <= now) this.#placed.delete(k);
+  }
+
+  /** STORE at every holder of the placement; undefined unless all of them accepted. */
+  async #storeAgain(
+    placed: Placement,
+    key: Uint8Array,
+    value: Uint8Array,
+    ttl: number,
+    signal: AbortSignal | undefined,
+  ): Promise<PutResult | undefined> {
+    const ctx = this.#ctx;
+    const start = ctx.clock.now();
+    const { stored } = placed.result;
+    let messages = 0;
+    const accepted = await Promise.all(
+      stored.map(async ({ level, contact }) => {
+        if (idEquals(contact.id, ctx.id))
+          return ctx.store.store(level, key, ctx.id, value, ttl) === StoreStatus.ACCEPTED;
+        messages++;
+        try {
+          const r = await ctx.query(contact, { type: 'STORE', level, key, value, ttl }, signal);
+          return r.body.type === 'STORE_RESULT' && r.body.status === StoreStatus.ACCEPTED;
+        } catch (err) {
+          if (err instanceof AbortedError) throw err;
+          return false;
+        }
+      }),
+    );
+    if (!accepted.every(Boolean)) return undefined;
+    const latencyMs = ctx.clock.now() - start;
+    const hops = messages > 0 ? 1 : 0;
+    ctx.metrics?.lookup('put', hops, latencyMs);
+    const last = stored[stored.length - 1]!;
+    return {
+      stored: stored.map((s) => ({ ...s })),
+      skippedLevels: [...placed.result.skippedLevels],
+      stats: { hops, messages, level: last.level, answeredBy: last.contact, latencyMs },
+    };
+  }
 }
 
 /** Put `value` under `key` (arguments already checked); rejects with PutRejectedError if no node took it. */
