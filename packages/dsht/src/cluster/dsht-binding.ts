@@ -246,7 +246,11 @@ export class DshtClusterBinding implements ClusterPolicy {
     }
   }
 
-  /** The cluster at `level` changed: rebuild that routing table from the members known. */
+  /**
+   * The cluster at `level` changed: rebuild that routing table from the members known, then join
+   * the cluster's DSHT as a node joins the fleet's — a self-lookup in that level, which meets the
+   * members nearest this node (and introduces it to them) beyond those this node had heard from.
+   */
   #rebuild(level: number): void {
     const node = this.#node;
     const m = this.#manager;
@@ -257,6 +261,10 @@ export class DshtClusterBinding implements ClusterPolicy {
       if (c) seeds.push(c);
     }
     node.resetLevel(level, seeds);
+    const k = node.table(level)?.k;
+    if (seeds.length > 0 && k !== undefined) {
+      node.findNode(node.id, { level, termination: k, count: k }).catch(() => undefined);
+    }
   }
 
   #memberLevels(key: string): number[] {
