@@ -345,17 +345,32 @@ export class Dsht extends EventEmitter<DshtEvents> {
     );
   }
 
-  /** Self-lookup in every level (and bucket refresh below the nearest neighbour). */
+  /**
+   * Self-lookup in every level, then a refresh lookup in each bucket that is not full, from the
+   * farthest down to the bucket of the k-th closest node the self-lookup found. The deeper buckets
+   * (nearer than that node) hold nodes closer to this one than the k-th closest, which the
+   * self-lookup — ending only when the k closest had all answered — has already met: a refresh
+   * would find no one new there (Kademlia refreshes every bucket below the nearest neighbour's).
+   */
   async join(opts: { signal?: AbortSignal } = {}): Promise<void> {
     const id = this.id;
     for (let level = 0; level < this.levels; level++) {
       const table = this.#peers.tables[level]!;
       if (table.size === 0) continue;
-      await this.findNode(id, { level, signal: opts.signal, termination: table.k, count: table.k });
+      const found = await this.findNode(id, {
+        level,
+        signal: opts.signal,
+        termination: table.k,
+        count: table.k,
+      });
       if (this.options.joinRefresh ?? true) {
         const nearest = table.closest(id, 1)[0];
         if (!nearest) continue;
-        const deepest = table.bucketIndex(nearest.id);
+        const kth = found[table.k - 1];
+        const deepest = Math.min(
+          table.bucketIndex(nearest.id),
+          kth ? table.bucketIndex(kth.id) + 1 : Infinity,
+        );
         for (let b = 0; b < deepest; b++) {
           if ((table.shape()[b] ?? 0) >= table.k) continue;
           table.touchBucket(b);
