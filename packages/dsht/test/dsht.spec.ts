@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
 import { Dsht } from '../src/dsht.js';
 import type { DshtOptions } from '../src/types.js';
-import { compareDistance, keyFromName, toHex } from '../src/id/id.js';
+import { commonPrefixLength, compareDistance, keyFromName, toHex } from '../src/id/id.js';
 import { SimFleet, SimNetwork } from '@coral/sim';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -149,6 +149,31 @@ describe('Dsht', () => {
     const once = probesOf();
     await off.run(p.put(key, enc('b'), 600));
     expect(probesOf()).toBeGreaterThan(once);
+  });
+
+  it('a joining node meets every running node nearer to it than its k-th closest (the buckets its join does not refresh)', async () => {
+    const fleet = new SimFleet({ nodes: 160, seed: 3 });
+    const [first, ...rest] = fleet.nodes;
+    await fleet.run(first!.start());
+    const boot = [`${first!.transport.address.ip}:${first!.transport.address.port}`];
+    const k = first!.table(0)!.k;
+    let deepChecked = 0;
+    for (const [i, node] of rest.entries()) {
+      // One at a time: nodes joining at once cannot find each other, whatever their refreshes do.
+      await fleet.run(node.start({ bootstrap: boot }));
+      const running = fleet.nodes
+        .slice(0, i + 1)
+        .sort((a, b) => compareDistance(a.id, b.id, node.id));
+      if (running.length <= k) continue;
+      const kthCpl = commonPrefixLength(node.id, running[k - 1]!.id);
+      const known = new Set(node.routes(0).map((c) => toHex(c.id)));
+      for (const o of running) {
+        if (commonPrefixLength(node.id, o.id) <= kthCpl) break;
+        expect(known.has(toHex(o.id)), `node ${i + 1} knows ${toHex(o.id)}`).toBe(true);
+        deepChecked++;
+      }
+    }
+    expect(deepChecked).toBeGreaterThan(100);
   });
 
   it('caches a copy on the last node of the path that lacked the value', async () => {
