@@ -562,6 +562,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
   resetLevel(level: number, seeds: Contact[] = []): void {
     this.#requireTable(level);
     this.#peers.resetLevel(level, seeds);
+    this.#putter.forgetLevel(level);
   }
 
   // ---- internals ----------------------------------------------------------------------------

@@ -127,10 +127,17 @@ describe('Dsht', () => {
     expect(toHex(again.stored[0]!.contact.id)).toBe(toHex(holder.id));
     expect(holder.localGet(key).map(dec)).toEqual(['v2']);
 
+    // The level's table is rebuilt (a cluster change): its placements are forgotten, the put walks.
+    publisher.resetLevel(0);
+    const rebuilt = sent('STORE_PROBE');
+    await run(publisher.put(key, enc('v2'), 600));
+    expect(sent('STORE_PROBE')).toBeGreaterThan(rebuilt);
+    const probesBeforeGone = sent('STORE_PROBE');
+
     // The holder is gone: its STORE times out, and the put walks again and lands elsewhere.
     await run(holder.stop());
     const moved = await run(publisher.put(key, enc('v3'), 600));
-    expect(sent('STORE_PROBE')).toBeGreaterThan(probes);
+    expect(sent('STORE_PROBE')).toBeGreaterThan(probesBeforeGone);
     expect(toHex(moved.stored[0]!.contact.id)).not.toBe(toHex(holder.id));
     const mover = nodes.find((n) => toHex(n.id) === toHex(moved.stored[0]!.contact.id))!;
     expect(mover.localGet(key).map(dec)).toEqual(['v3']);

@@ -85,6 +85,16 @@ export class Putter {
     return result;
   }
 
+  /**
+   * Forget every placement of `level` (a rebuilt level's table: after a cluster change the holders
+   * of the old cluster are not this node's cluster's any more), so the next puts walk.
+   */
+  forgetLevel(level: number): void {
+    for (const [k, p] of this.#placed) {
+      if (p.result.stored.some((s) => s.level === level)) this.#placed.delete(k);
+    }
+  }
+
   /** Forget expired placements (the maintenance sweep). */
   sweep(now: number): void {
     for (const [k, p] of this.#placed) if (p.expiresAt <= now) this.#placed.delete(k);
