@@ -19,6 +19,7 @@ import type { GetResult, LookupStats } from '../types.js';
 import type { WireValue } from '../wire/messages.js';
 import { levelWalk } from './find-node.js';
 import { lookup, type LookupEvent, type QueryOutcome, type Visit } from './lookup.js';
+import { Shortcuts } from './shortcuts.js';
 
 /** What one GET answer gave a walk. */
 export interface GetProbe {
@@ -35,7 +36,9 @@ type Finished = Extract<LookupEvent<GetProbe>, { type: 'FINISHED' }>;
 export class Getter {
   readonly #ctx: NodeContext;
   /** i3 shortcuts: key (hex) → the node that answered it, in insertion order (oldest first). */
-  readonly #shortcuts = new Map<string, { contact: Contact; level: number; expiresAt: number }>();
+  readonly #shortcuts = new Shortcuts<{ contact: Contact; level: number; expiresAt: number }>(
+    SHORTCUT_ENTRIES,
+  );
 
   constructor(ctx: NodeContext) {
     this.#ctx = ctx;
@@ -140,18 +143,13 @@ export class Getter {
 
   /** Forget expired shortcuts (the maintenance sweep). */
   sweep(now: number): void {
-    for (const [k, s] of this.#shortcuts) if (s.expiresAt <= now) this.#shortcuts.delete(k);
+    this.#shortcuts.sweep(now);
   }
 
   #remember(hex: string, contact: Contact, level: number): void {
     const ttl = this.#ctx.options.shortcutTtlMs ?? SHORTCUT_TTL_MS;
     if (ttl <= 0) return;
-    this.#shortcuts.delete(hex);
     this.#shortcuts.set(hex, { contact, level, expiresAt: this.#ctx.clock.now() + ttl });
-    if (this.#shortcuts.size > SHORTCUT_ENTRIES) {
-      const oldest = this.#shortcuts.keys().next().value;
-      if (oldest !== undefined) this.#shortcuts.delete(oldest);
-    }
   }
 
   /** Copy the found values to the node that pointed the walk at the holder (the last one lacking them). */

@@ -13,6 +13,7 @@ import { compareDistance, idEquals, toHex, type Id } from '../id/id.js';
 import type { PutResult } from '../types.js';
 import { StoreStatus } from '../wire/messages.js';
 import { levelWalk } from './find-node.js';
+import { Shortcuts } from './shortcuts.js';
 import { lookup, type LookupEvent, type QueryOutcome, type Visit } from './lookup.js';
 
 /** What one STORE_PROBE answer told the forward phase. */
@@ -46,8 +47,7 @@ interface Placement {
  */
 export class Putter {
   readonly #ctx: NodeContext;
-  /** Key (hex) → its placement, in insertion order (oldest first). */
-  readonly #placed = new Map<string, Placement>();
+  readonly #placed = new Shortcuts<Placement>(SHORTCUT_ENTRIES);
 
   constructor(ctx: NodeContext) {
     this.#ctx = ctx;
@@ -61,7 +61,7 @@ export class Putter {
   ): Promise<PutResult> {
     const ctx = this.#ctx;
     const hex = toHex(key);
-    const top = Math.min(ctx.levels - 1, opts.level ?? ctx.levels - 1);
+    const top = topLevel(ctx, opts);
     const placed = this.#placed.get(hex);
     if (placed) {
       this.#placed.delete(hex);
@@ -75,13 +75,7 @@ export class Putter {
     }
     const result = await sloppyPut(ctx, key, value, ttlSeconds, opts);
     const forMs = Math.min(ctx.options.putShortcutMs ?? PUT_SHORTCUT_MS, (ttlSeconds * 1000) / 2);
-    if (forMs > 0) {
-      this.#placed.set(hex, { top, result, expiresAt: ctx.clock.now() + forMs });
-      if (this.#placed.size > SHORTCUT_ENTRIES) {
-        const oldest = this.#placed.keys().next().value;
-        if (oldest !== undefined) this.#placed.delete(oldest);
-      }
-    }
+    if (forMs > 0) this.#placed.set(hex, { top, result, expiresAt: ctx.clock.now() + forMs });
     return result;
   }
 
@@ -90,14 +84,12 @@ export class Putter {
    * of the old cluster are not this node's cluster's any more), so the next puts walk.
    */
   forgetLevel(level: number): void {
-    for (const [k, p] of this.#placed) {
-      if (p.result.stored.some((s) => s.level === level)) this.#placed.delete(k);
-    }
+    this.#placed.deleteWhere((p) => p.result.stored.some((s) => s.level === level));
   }
 
   /** Forget expired placements (the maintenance sweep). */
   sweep(now: number): void {
-    for (const [k, p] of this.#placed) if (p.expiresAt <= now) this.#placed.delete(k);
+    this.#placed.sweep(now);
   }
 
   /** STORE at every holder of the placement; undefined unless all of them accepted. */
@@ -139,6 +131,11 @@ export class Putter {
   }
 }
 
+/** The most local level a put starts from: `opts.level`, or the node's most local. */
+function topLevel(ctx: NodeContext, opts: PutOptions): number {
+  return Math.min(ctx.levels - 1, opts.level ?? ctx.levels - 1);
+}
+
 /** Put `value` under `key` (arguments already checked); rejects with PutRejectedError if no node took it. */
 export async function sloppyPut(
   ctx: NodeContext,
@@ -149,7 +146,7 @@ export async function sloppyPut(
 ): Promise<PutResult> {
   throwIfAborted(opts.signal);
   const start = ctx.clock.now();
-  const top = Math.min(ctx.levels - 1, opts.level ?? ctx.levels - 1);
+  const top = topLevel(ctx, opts);
   const stored: PutResult['stored'] = [];
   const skipped: number[] = [];
   let messages = 0;
