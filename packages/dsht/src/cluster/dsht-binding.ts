@@ -23,6 +23,7 @@ import { shuffle } from '@coral/testkit';
 import { ID_BYTES } from '../constants.js';
 import type { Contact } from '../contact.js';
 import type { Dsht } from '../dsht.js';
+import type { FindNodeOptions } from '../lookup/find-node.js';
 import type { ClusterPolicy } from '../types.js';
 import {
   ClusterManager,
@@ -78,6 +79,7 @@ export class DshtClusterBinding implements ClusterPolicy {
   #detach: (() => void) | undefined;
   #probes = 0;
   #explores = 0;
+  #lookupsFailed = 0;
   #lastExplore = -Infinity;
 
   constructor(
@@ -102,6 +104,11 @@ export class DshtClusterBinding implements ClusterPolicy {
   /** Exploration lookups started so far. */
   get explorations(): number {
     return this.#explores;
+  }
+
+  /** Lookups of this binding (explorations, joins of a rebuilt level) that failed. */
+  get lookupsFailed(): number {
+    return this.#lookupsFailed;
   }
 
   // ---- ClusterPolicy -------------------------------------------------------------------------
@@ -224,7 +231,7 @@ export class DshtClusterBinding implements ClusterPolicy {
     this.#explores++;
     const target = node.random.bytes(new Uint8Array(ID_BYTES));
     // A survey: every answer names k contacts, each with its clusters.
-    node.findNode(target, { level: 0, count: node.table(0)?.k }).catch(() => undefined);
+    this.#lookup(node, target, { level: 0, count: node.table(0)?.k });
   }
 
   /**
@@ -262,9 +269,15 @@ export class DshtClusterBinding implements ClusterPolicy {
     }
     node.resetLevel(level, seeds);
     const k = node.table(level)?.k;
-    if (seeds.length > 0 && k !== undefined) {
-      node.findNode(node.id, { level, termination: k, count: k }).catch(() => undefined);
-    }
+    if (seeds.length > 0 && k !== undefined)
+      this.#lookup(node, node.id, { level, termination: k, count: k });
+  }
+
+  /** A lookup in the background; one that fails (the node stopping) is counted, never thrown. */
+  #lookup(node: Dsht, target: Uint8Array, opts: FindNodeOptions): void {
+    node.findNode(target, opts).catch(() => {
+      this.#lookupsFailed++;
+    });
   }
 
   #memberLevels(key: string): number[] {

@@ -78,6 +78,7 @@ describe('clustering inside a DSHT fleet on a geo topology', () => {
     // Probes and explorations happened, and the probes stayed within their budget.
     for (const b of bindings) {
       expect(b.explorations).toBeGreaterThan(0);
+      expect(b.lookupsFailed).toBe(0);
       expect(b.probesSent).toBeLessThanOrEqual(((6 * MINUTE) / 5_000) * 2 + 10);
     }
   });
