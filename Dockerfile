@@ -4,7 +4,7 @@
 #
 # Needs BuildKit (the default builder since Docker 23 and in `docker compose` v2; with an older
 # client set DOCKER_BUILDKIT=1). NODE_IMAGE is the base of both stages: the current LTS by default
-# (the repository supports Node >= 20.19); any image with node, npm and a POSIX shell works, e.g.
+# (the repository supports Node.js 24 and 26); any image with node, npm and a POSIX shell works, e.g.
 # the locally made one of `npm run test:containers`.
 #
 # Behind a TLS-intercepting proxy, give npm the CA bundle it needs as a build secret; it is mounted

@@ -24,6 +24,9 @@ export default defineConfig({
     include: ['packages/*/test/**/*.spec.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    reporters: ['default', ['json', { outputFile: 'reports/vitest.json' }]],
+    reporters: [
+      'default',
+      ['json', { outputFile: process.env.CORAL_VITEST_JSON ?? 'reports/vitest.json' }],
+    ],
   },
 });

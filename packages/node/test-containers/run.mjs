@@ -247,7 +247,13 @@ async function main() {
       ]);
       if (files.status === 0 && files.stdout.trim() !== '')
         throw new Error('/run/secrets is in the image');
-      return `${seconds(Date.now() - t0)}, base ${BASE_IMAGE}${ca ? `, npm CA ${ca} as a build secret, not in the image` : ''}`;
+      // The image runs the major these checks (and .ci/run's test suite) run on.
+      const inImage = (
+        await docker(['run', '--rm', '--entrypoint', 'node', IMAGE, '--version'])
+      ).stdout.trim();
+      if (inImage.split('.')[0] !== process.version.split('.')[0])
+        throw new Error(`the image runs node ${inImage}, these checks ${process.version}`);
+      return `${seconds(Date.now() - t0)}, base ${BASE_IMAGE}, node ${inImage}${ca ? `, npm CA ${ca} as a build secret, not in the image` : ''}`;
     },
   );
   if (!built) return;
