@@ -20,6 +20,11 @@ export interface ProxyMetrics {
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
   rateLimited(): void;
+  /**
+   * A hit answered on the fast path (../serve/fast-path.ts: from the hot cache, before routing),
+   * also counted by its `request` call.
+   */
+  fastHit?(): void;
   /** A holder record skipped before any connection: its node is not a verified live member. */
   holderSkipped?(reason: 'not-member'): void;
   /** An incoming peer request refused (403): the reason `PeerAuth.verify` gave. */

@@ -127,7 +127,7 @@ export async function serveEntry(
     await served(core, ctx, ctx.method === 'HEAD' ? 0 : end - start + 1);
     core.metrics?.request(kind, ctx.method, status);
     if (ctx.req.headers.host !== undefined && plainRequest(ctx) && kind === 'hit') {
-      core.hot.addRoute(hot, ctx.req.headers.host, ctx.req.url ?? '');
+      core.hot.addRoute(hot, ctx.req.headers.host, ctx.req.url ?? '', ctx.mode === 'coral');
     }
     res.writeHead(status, flatten(headers));
     res.end(

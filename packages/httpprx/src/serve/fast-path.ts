@@ -63,12 +63,16 @@ export function fastHit(
   if (method !== 'GET' && method !== 'HEAD') return false;
   const host = fastPathHost(req.rawHeaders);
   if (host === undefined) return false;
-  const e = core.hot.route(host, req.url ?? '');
-  if (!e || !e.fast) return false;
+  const r = core.hot.route(host, req.url ?? '');
+  if (!r) return false;
+  const e = r.entry;
+  if (!e.fast) return false;
   const age = currentAge(e.meta.facts, now);
   if (age >= e.lifetime) return false;
-  // A site that opted out, or whose opt-out state is to be read from the index: the full path.
-  if (core.optOuts.mustCheck((e.site ??= siteOf(e.meta.url)), now)) return false;
+  // A Coralized name whose origin opted out, or whose opt-out state is to be read from the index:
+  // the full path. A configured site's origin is the operator's own: no opt-out (as on the full
+  // path, ../proxy/coral-proxy.ts), so its hits stay here.
+  if (r.optOut && core.optOuts.mustCheck((e.site ??= siteOf(e.meta.url)), now)) return false;
   // The served-bytes share: a hit that would have to wait takes the full path, which waits.
   const bytes = method === 'HEAD' ? 0 : e.body.length;
   if (bytes > 0 && !core.bandwidth.served.tryTake((e.domain ??= domainOf(e.meta.url)), bytes)) {
@@ -89,6 +93,10 @@ export function fastHit(
     res.writeHead(e.meta.status, HotCache.block(e, age));
     res.end(method === 'HEAD' ? undefined : e.body);
   }
-  core.metrics?.request('hit', method, e.meta.status);
+  const metrics = core.metrics;
+  if (metrics) {
+    metrics.request('hit', method, e.meta.status);
+    metrics.fastHit?.();
+  }
   return true;
 }

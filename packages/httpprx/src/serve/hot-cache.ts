@@ -5,8 +5,10 @@
  *
  * Routes: the raw Host value and request target of requests that were served an entry (after
  * full admission and mapping) lead straight to it on the fast path (../serve/fast-path.ts),
- * without parsing the target or hashing the URL again. Routes live and die with their entry, so
- * they cost nothing per object beyond the hot budget.
+ * without parsing the target or hashing the URL again. A route also keeps what the mapping
+ * decided beyond the URL: whether the origin's opt-out applies (a Coralized name) or not (a
+ * configured site, whose origin is the operator's own) — one object can be reached both ways.
+ * Routes live and die with their entry, so they cost nothing per object beyond the hot budget.
  */
 import { LRUCache } from 'lru-cache';
 import { CACHE_NAME } from '../constants.js';
@@ -76,6 +78,16 @@ export interface HotEntry {
   live: boolean;
 }
 
+/** Where a raw (Host, target) pair leads, as the full path mapped it. */
+export interface HotRoute {
+  entry: HotEntry;
+  /**
+   * Mapped as a Coralized name: the origin's opt-out (../site-control/opt-outs.ts) is checked
+   * before a hit is served. False for a configured site (site mode), as on the full path.
+   */
+  optOut: boolean;
+}
+
 /**
  * `body` in memory of its own, of exactly its size. A body handed over is often a view of a larger
  * allocation — the socket read it arrived in (undici's chunks are views of it), or an 8 KiB slice
@@ -91,7 +103,7 @@ function ownCopy(body: Buffer): Buffer {
 
 export class HotCache {
   readonly #lru: LRUCache<string, HotEntry>;
-  readonly #routes = new Map<string, Map<string, HotEntry>>();
+  readonly #routes = new Map<string, Map<string, HotRoute>>();
   readonly maxObjectBytes: number;
 
   constructor(options: { budgetBytes: number; maxObjectBytes: number }) {
@@ -148,13 +160,13 @@ export class HotCache {
   }
 
   /**
-   * The entry a raw Host and target were routed to, if it is still hot. It does not mark the entry
+   * The route of a raw Host and target, if its entry is still hot. It does not mark the entry
    * used: the fast path calls `touch` at most once a second per entry, which keeps the LRU order
    * to within a second without the LRU's bookkeeping on every hit.
    */
-  route(host: string, target: string): HotEntry | undefined {
-    const e = this.#routes.get(host)?.get(target);
-    return e?.live ? e : undefined;
+  route(host: string, target: string): HotRoute | undefined {
+    const r = this.#routes.get(host)?.get(target);
+    return r?.entry.live ? r : undefined;
   }
 
   /** Mark `e` used (most recent in the LRU order). */
@@ -162,16 +174,22 @@ export class HotCache {
     if (e.live) this.#lru.get(e.meta.key);
   }
 
-  /** Route a raw Host and target (already admitted and mapped to `e`'s URL) to `e`. */
-  addRoute(e: HotEntry, host: string, target: string): void {
-    if (!e.fast || e.routes.length >= MAX_ROUTES_PER_ENTRY || this.#lru.peek(e.meta.key) !== e)
-      return;
+  /**
+   * Route a raw Host and target (already admitted and mapped to `e`'s URL) to `e`; `optOut`: it
+   * was mapped as a Coralized name (see {@link HotRoute}).
+   */
+  addRoute(e: HotEntry, host: string, target: string, optOut: boolean): void {
+    if (!e.fast || this.#lru.peek(e.meta.key) !== e) return;
     let byTarget = this.#routes.get(host);
+    const old = byTarget?.get(target);
+    if (old?.entry === e) {
+      old.optOut = optOut;
+      return;
+    }
+    if (e.routes.length >= MAX_ROUTES_PER_ENTRY) return;
     if (!byTarget) this.#routes.set(host, (byTarget = new Map()));
-    const old = byTarget.get(target);
-    if (old === e) return;
-    if (old) old.routes = old.routes.filter(([h, t]) => h !== host || t !== target);
-    byTarget.set(target, e);
+    if (old) old.entry.routes = old.entry.routes.filter(([h, t]) => h !== host || t !== target);
+    byTarget.set(target, { entry: e, optOut });
     e.routes.push([host, target]);
   }
 
@@ -179,7 +197,7 @@ export class HotCache {
     e.live = false;
     for (const [host, target] of e.routes) {
       const byTarget = this.#routes.get(host);
-      if (byTarget?.get(target) === e) {
+      if (byTarget?.get(target)?.entry === e) {
         byTarget.delete(target);
         if (byTarget.size === 0) this.#routes.delete(host);
       }

@@ -64,17 +64,31 @@ describe('HotCache', () => {
     const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
     const body = Buffer.alloc(800, 1);
     const e = hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: [] })!;
-    hot.addRoute(e, 'x.nyud.net', '/a');
-    hot.addRoute(e, 'X.nyud.net:80', '/./a');
-    expect(hot.route('x.nyud.net', '/a')).toBe(e);
-    expect(hot.route('X.nyud.net:80', '/./a')).toBe(e);
+    hot.addRoute(e, 'x.nyud.net', '/a', true);
+    hot.addRoute(e, 'X.nyud.net:80', '/./a', true);
+    expect(hot.route('x.nyud.net', '/a')?.entry).toBe(e);
+    expect(hot.route('X.nyud.net:80', '/./a')?.entry).toBe(e);
     expect(hot.route('x.nyud.net', '/b')).toBeUndefined();
     const slow = hot.put(metaFor('v', body), body, { lifetime: 60, fast: false, headers: [] })!;
-    hot.addRoute(slow, 'x.nyud.net', '/v');
+    hot.addRoute(slow, 'x.nyud.net', '/v', true);
     expect(hot.route('x.nyud.net', '/v')).toBeUndefined(); // not fast: never routed
     hot.delete(keyOf('a'));
     expect(hot.route('x.nyud.net', '/a')).toBeUndefined();
     expect(e.routes).toEqual([]);
+  });
+
+  it('keeps per route whether the opt-out applies: a site and a Coralized name to one entry', () => {
+    const hot = new HotCache({ budgetBytes: 6000, maxObjectBytes: 1000 });
+    const body = Buffer.alloc(100, 1);
+    const e = hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: [] })!;
+    hot.addRoute(e, 'site.example', '/a', false);
+    hot.addRoute(e, 'origin.example.nyud.net', '/a', true);
+    expect(hot.route('site.example', '/a')).toEqual({ entry: e, optOut: false });
+    expect(hot.route('origin.example.nyud.net', '/a')).toEqual({ entry: e, optOut: true });
+    // Routed again the same way: one route, as last mapped (no second spelling used up).
+    hot.addRoute(e, 'site.example', '/a', true);
+    expect(hot.route('site.example', '/a')?.optOut).toBe(true);
+    expect(e.routes).toHaveLength(2);
   });
 
   it('routes only to live entries; recency comes from touch, not from routing', () => {
@@ -83,10 +97,10 @@ describe('HotCache', () => {
     const body = Buffer.alloc(800, 1);
     const a = hot.put(metaFor('a', body), body, { lifetime: 60, fast: true, headers: [] })!;
     const b = hot.put(metaFor('b', body), body, { lifetime: 60, fast: true, headers: [] })!;
-    hot.addRoute(a, 'x.nyud.net', '/a');
-    hot.addRoute(b, 'x.nyud.net', '/b');
+    hot.addRoute(a, 'x.nyud.net', '/a', true);
+    hot.addRoute(b, 'x.nyud.net', '/b', true);
     // Routing to `a` does not make it recent: the next entry evicts it (the oldest).
-    expect(hot.route('x.nyud.net', '/a')).toBe(a);
+    expect(hot.route('x.nyud.net', '/a')?.entry).toBe(a);
     const c = hot.put(metaFor('c', body), body, { lifetime: 60, fast: true, headers: [] })!;
     expect(a.live).toBe(false);
     expect(hot.route('x.nyud.net', '/a')).toBeUndefined();
@@ -94,7 +108,7 @@ describe('HotCache', () => {
     hot.touch(b);
     hot.put(metaFor('d', body), body, { lifetime: 60, fast: true, headers: [] });
     expect(c.live).toBe(false);
-    expect(hot.route('x.nyud.net', '/b')).toBe(b);
+    expect(hot.route('x.nyud.net', '/b')?.entry).toBe(b);
     // A replaced entry is no longer routed, and touching it does not bring it back.
     const b2 = hot.put(metaFor('b', body), body, { lifetime: 60, fast: true, headers: [] })!;
     expect(b.live).toBe(false);

@@ -14,6 +14,8 @@ export interface ProxyMetricsSink {
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
   rateLimited(): void;
+  /** A hit answered on the proxy's fast path (from the hot cache, before routing). */
+  fastHit(): void;
   /** A holder record skipped before any connection: its node is not a verified live member. */
   holderSkipped(reason: 'not-member'): void;
   /** An incoming peer request refused with 403: why `Coral-Peer-Auth` did not verify. */
@@ -182,6 +184,17 @@ export class CoralMetrics {
       help: 'Proxy responses by Cache-Status outcome, method and status code',
       labelNames: ['cache_status', 'method', 'status'],
       registers,
+    });
+    // Counted in a plain number and read at each scrape: the fast path is the proxy's hottest code.
+    let fastHits = 0;
+    new Counter({
+      name: `${p}http_fast_hits_total`,
+      help: 'Proxy hits answered on the fast path (from the hot cache, before routing); also in http_requests_total',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(fastHits);
+      },
     });
     const originFetches = new Counter({
       name: `${p}origin_fetches_total`,
@@ -442,6 +455,9 @@ export class CoralMetrics {
         if (bytes > 0) peerBytes.inc(bytes);
       },
       rateLimited: () => rateLimited.inc({ service: 'proxy' }),
+      fastHit: () => {
+        fastHits++;
+      },
       holderSkipped: (reason) => holdersSkipped.inc({ reason: label(reason) }),
       peerRejected: (reason) => peerRejected.inc({ reason: label(reason) }),
       designated: (event) => designated.inc({ event }),

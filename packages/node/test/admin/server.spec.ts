@@ -150,6 +150,7 @@ describe('AdminApi.handle', () => {
 
   it('exposes Prometheus metrics', async () => {
     metrics.proxy.request('hit', 'GET', 200);
+    metrics.proxy.fastHit();
     metrics.dns.answer('view', 'NOERROR');
     metrics.dsht.rpc('GET', 'ok');
     metrics.dsht.lookup('get', 3, 12);
@@ -158,6 +159,7 @@ describe('AdminApi.handle', () => {
     expect(r.body).toContain(
       'coral_http_requests_total{cache_status="hit",method="GET",status="200"} 1',
     );
+    expect(r.body).toContain('coral_http_fast_hits_total 1');
     expect(r.body).toContain('coral_dns_answers_total{method="view",rcode="NOERROR"} 1');
     expect(r.body).toContain('coral_dsht_rpcs_total{type="GET",outcome="ok"} 1');
     expect(r.body).toContain('coral_dsht_lookup_hops_bucket{le="3",kind="get"} 1');
