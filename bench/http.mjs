@@ -1,16 +1,42 @@
 #!/usr/bin/env node
-// npm run bench:http — the proxy's hit path against a plain node:http server sending the same bytes
-// and headers from memory (the baseline), and against nginx proxy_cache in front of the same origin
-// when nginx is installed, in one run.
+// npm run bench:http — cache hits of the node users run, `coral-node start`, in Coral mode and in
+// site mode, against a plain node:http server sending the same bytes and headers from memory (the
+// baseline) and against nginx proxy_cache in front of the same origin when nginx is installed, in
+// one run.
 //
-// Layout. Every server under test is a process of its own pinned to CPU 0 with taskset (the Node
-// servers in bench/http-server.mjs, all threads; nginx with one worker); the load generator is
-// pinned to CPU 1: wrk when installed (one thread), otherwise autocannon in bench/http-load.mjs.
-// The origin and this script run unpinned and are idle while a case is measured (every request is
-// a cache hit). Keep-alive connections, 1 KiB and 100 KiB objects, over http and over https
-// (issue 11: every server also listens over TLS with one certificate from a test CA made here —
-// ECDSA P-256, HTTP/1.1 by ALPN; wrk resumes no sessions, so each connection's handshake is paid
-// once, during the warm-up, and the rows measure requests on established TLS connections).
+// Servers under test (row names; JSON key prefixes in brackets), each a process of its own:
+// - plain [plain]: bench/http-server.mjs, role plain — node:http sending, for GET /1k and /100k,
+//   the body and the very header list of the node's Coral-mode hit (captured at start-up) from
+//   memory: the runtime's own cost of an answer, none of the proxy's work.
+// - node-coral [coral]: `coral-node start` (the built packages/node/dist/cli.js) with a JSON
+//   configuration file written for the run (`--config`; no CORAL_* variable is passed on, so the
+//   file is the whole configuration), its LevelDB data dir in the temp folder, the node's
+//   NODE_RUNTIME_ENV (glibc malloc settings, as `npm start` and the image set them), keyed (it
+//   generates its fleet key, as a first node does), DNS, DSHT and admin API on free loopback
+//   ports, `allowPrivateOrigins` and `hosts: { origin.test: 127.0.0.1 }` for the loopback origin,
+//   the bench's certificate as `tls.cert`/`tls.key`, and `proxy.clientRateLimitPerSecond` set high
+//   enough not to refuse the one benchmark client (the default, 200/s per client address, would).
+//   Requests name the Coralized host origin.test.<port>.nyud.net.
+// - node-site [site]: the same, a second process, in site (accelerator) mode: `proxy.sites` maps
+//   site.test to http://origin.test:<port>; no `allowPrivateOrigins` (a site's origin may be
+//   private by its mapping alone). Requests name site.test.
+// - bare-proxy [bare]: bench/http-server.mjs, role proxy — a CoralProxy alone (in-memory index, disk
+//   store), without the node around it (blocklist gate, traffic observer, prom-client counters,
+//   DSHT, DNS, admin API): what the node's composition costs is node-coral minus this row.
+//   `--no-bare` leaves it out.
+// - nginx [nginx]: nginx proxy_cache (generated nginx.conf, one worker; below).
+// The fast path: after the rounds the bench reads each node's /metrics and prints the share of its
+// hits answered on the fast path (coral_http_fast_hits_total ÷ the hits of coral_http_requests_total;
+// JSON coralFastHitShare, siteFastHitShare): well under 1 means hits took the full path.
+//
+// Layout. Every server under test is pinned to CPU 0 with taskset (all its threads; nginx's master
+// and worker); the load generator is pinned to CPU 1: wrk when installed (one thread), otherwise
+// autocannon in bench/http-load.mjs. The origin and this script run unpinned and are idle while a
+// case is measured (every request is a cache hit). Keep-alive connections, 1 KiB and 100 KiB
+// objects, over http and over https (issue 11: every server also listens over TLS with one
+// certificate from a test CA made here — ECDSA P-256, HTTP/1.1 by ALPN; wrk resumes no sessions,
+// so each connection's handshake is paid once, during the warm-up, and the rows measure requests
+// on established TLS connections).
 //
 // Saturation. Each run reports, over its middle (0.5 s after the start to 0.5 s before the end),
 // the server's CPU (utime + stime of its processes from /proc/<pid>/stat, % of one core), the
@@ -19,7 +45,7 @@
 // server stayed under 90 % is flagged `!`: it measured the generator or the neighbours. One wrk
 // thread on one core keeps a Node server busy at 1 KiB; at 100 KiB reading the answers costs the
 // generator more than sending them costs the server, so the server's CPU per request (and the
-// requests per CPU-second ratios, cpuRatio*) is what compares the servers there.
+// requests per CPU-second ratios, *CpuRatio*) is what compares the servers there.
 //
 // Noise. The cases alternate in rounds (the order of the servers rotates each round), so a burst of
 // load from elsewhere hits one round, not one server. Each run records the hypervisor's steal on
@@ -31,23 +57,39 @@
 // *Basis says which). Rounds repeat until every ratio has --rounds quiet pairs, at most
 // --max-rounds.
 //
-// Cache hits are checked, not assumed: after warm-up and after every round the proxy must answer
-// with Cache-Status `hit` and nginx with `$upstream_cache_status` HIT, else the bench fails.
+// Ratios (per scheme and size; https keys start with `https`, e.g. httpsSiteCoralRatio1k), each
+// req/s a ÷ b (`…Ratio`), p99 (`…P99Ratio`) and requests per CPU-second (`…CpuRatio`):
+// coral, site and bare ÷ plain (coralRatio1k, siteRatio1k, bareRatio1k), ÷ nginx (coralNginxRatio1k,
+// siteNginxRatio1k, bareNginxRatio1k), and site ÷ coral (siteCoralRatio1k). Targets (issue 26):
+// siteCoral ≥ 0.95, coralNginx and siteNginx ≥ 1.0 on one pinned core; the summary says which
+// were met.
+//
+// Cache hits are checked, not assumed: after warm-up and after every round every Coral server must
+// answer with Cache-Status `hit` and nginx with `$upstream_cache_status` HIT, else the bench fails.
 //
 // Options: --seconds N (per run, default 3), --warmup N (s per case before the rounds, default 2),
 // --rounds N (quiet pairs wanted per ratio, default 3), --max-rounds N (default 10),
 // --connections N (default 64), --threads N (wrk threads, default 1), --node-generator, --no-pin,
-// --no-nginx, --no-https.
+// --no-nginx, --no-https, --no-bare.
 //
 // Prints a table per case and round, a summary, and ONE JSON line at the end.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, request } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { NODE_RUNTIME_ENV } from '@coral/node';
 import { issueCert, makeTestCa } from '@coral/testkit';
@@ -74,6 +116,7 @@ const { values: opt } = parseArgs({
     'no-pin': { type: 'boolean', default: false },
     'no-nginx': { type: 'boolean', default: false },
     'no-https': { type: 'boolean', default: false },
+    'no-bare': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(opt.seconds);
@@ -151,13 +194,14 @@ const origin = createServer((req, res) => {
 await new Promise((r) => origin.listen(0, '127.0.0.1', r));
 const originPort = origin.address().port;
 
-/** Names the servers answer for (the proxy's Coralized name, the others' Host values). */
-const PROXY_HOST = `origin.test.${originPort}.nyud.net`;
+/** Names the servers answer for: the Coralized name of the origin, the site, the others' Hosts. */
+const CORAL_HOST = `origin.test.${originPort}.nyud.net`;
+const SITE_HOST = 'site.test';
 /** One certificate for every TLS listener, from a CA made for this run (the checks verify it). */
 const ca = HTTPS ? await makeTestCa({ name: 'Coral bench CA' }) : undefined;
 const leaf = ca
   ? await issueCert(ca, {
-      dnsNames: [PROXY_HOST, '*.nyud.net', 'nyud.net', 'plain.test', 'nginx.test'],
+      dnsNames: [CORAL_HOST, '*.nyud.net', 'nyud.net', SITE_HOST, 'plain.test', 'nginx.test'],
       ipAddresses: ['127.0.0.1'],
     })
   : undefined;
@@ -231,28 +275,149 @@ function serverUnderTest({ name, key, pids, ports, host, isHit = () => true }) {
   };
 }
 
-async function startProxy() {
+/** A Cache-Status of the proxy's: a hit. */
+const coralHit = (res) => /; hit/.test(String(res.headers['cache-status']));
+
+/** The bare CoralProxy (bench/http-server.mjs, role proxy): the proxy without the node. */
+async function startBareProxy() {
   const { child, ports } = await startNodeServer({
     role: 'proxy',
     originPort,
-    dataDir: join(tmp, 'proxy'),
+    dataDir: join(tmp, 'bare-proxy'),
     tls,
   });
   return serverUnderTest({
-    name: 'proxy',
-    key: 'hit',
+    name: 'bare-proxy',
+    key: 'bare',
     pids: [child.pid],
     ports,
-    host: PROXY_HOST,
-    isHit: (res) => /; hit/.test(String(res.headers['cache-status'])),
+    host: CORAL_HOST,
+    isHit: coralHit,
   });
 }
 
-/** The baseline: the proxy's hit headers (captured from it) and the same body, from memory. */
-async function startPlain(proxy) {
+const CORAL_CLI = fileURLToPath(new URL('../packages/node/dist/cli.js', import.meta.url));
+
+/** The tail of a log file, for an error message. */
+function tailOf(file, lines = 20) {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/**
+ * A `coral-node start` process (see the header comment): `mode` 'coral' (requests name the
+ * Coralized host) or 'site' (`proxy.sites` maps site.test to the origin). Its configuration file,
+ * data dir and log (stdout and stderr) are in the temp folder; `admin` is its admin API's port.
+ */
+async function startCoralNode(mode) {
+  const name = `node-${mode}`;
+  const dir = join(tmp, name);
+  mkdirSync(dir, { recursive: true });
+  const [port, tlsPort, dshtPort, dnsPort, adminPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
+  const config = {
+    dataDir: join(dir, 'data'),
+    host: '127.0.0.1',
+    hosts: { 'origin.test': '127.0.0.1' },
+    // The Coralized name's origin is on loopback; a site's origin is allowed by its mapping.
+    ...(mode === 'coral' ? { allowPrivateOrigins: true } : {}),
+    proxy: {
+      port,
+      tlsPort,
+      // The default (200/s per client address) would refuse the one benchmark client.
+      clientRateLimitPerSecond: 1_000_000_000,
+      ...(mode === 'site' ? { sites: { [SITE_HOST]: `http://origin.test:${originPort}` } } : {}),
+    },
+    dsht: { port: dshtPort },
+    dns: { port: dnsPort },
+    admin: { port: adminPort },
+  };
+  if (tls) {
+    writeFileSync(join(dir, 'cert.pem'), tls.cert);
+    writeFileSync(join(dir, 'key.pem'), tls.key);
+    config.tls = { cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') };
+  }
+  const configFile = join(dir, 'coral.json');
+  writeFileSync(configFile, JSON.stringify(config, null, 2));
+  // The file is the whole configuration: no CORAL_* variable of this shell reaches the node.
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('CORAL_')),
+  );
+  Object.assign(env, NODE_RUNTIME_ENV);
+  const logFile = join(dir, 'node.log');
+  const log = openSync(logFile, 'a');
+  const [cmd, args] = pinned(SERVER_CPU, process.execPath, [
+    CORAL_CLI,
+    'start',
+    '--config',
+    configFile,
+  ]);
+  const child = spawn(cmd, args, { stdio: ['ignore', log, log], env });
+  closeSync(log);
+  children.add(child);
+  const exited = once(child, 'exit').then(([code]) => {
+    throw new Error(`${name} exited (${code}) before listening:\n${tailOf(logFile)}`);
+  });
+  exited.catch(() => {}); // only raced below
+  // The proxy listens last but one (the TLS listener, then DNS and the admin API come after it).
+  for (const p of [port, ...(tls ? [tlsPort] : []), adminPort]) {
+    await Promise.race([waitForPort(p, 60_000), exited]);
+  }
+  child.once('exit', (code) => {
+    if (children.has(child)) console.error(`${name} exited (${code}):\n${tailOf(logFile)}`);
+  });
+  return {
+    ...serverUnderTest({
+      name,
+      key: mode,
+      // With workers (issue 26), their processes count too.
+      pids: [child.pid, ...childPids(child.pid)],
+      ports: tls ? { http: port, https: tlsPort } : { http: port },
+      host: mode === 'site' ? SITE_HOST : CORAL_HOST,
+      isHit: coralHit,
+    }),
+    adminPort,
+    logFile,
+  };
+}
+
+/**
+ * The share of a node's hits answered on its fast path, from its /metrics: fast hits ÷ every
+ * response counted with cache_status "hit".
+ */
+async function fastHitShare(node) {
+  const text = await new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: node.adminPort, path: '/metrics' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  const fast = Number(/^coral_http_fast_hits_total (\S+)$/m.exec(text)?.[1] ?? NaN);
+  let hits = 0;
+  for (const m of text.matchAll(
+    /^coral_http_requests_total\{[^}]*cache_status="hit"[^}]*\} (\S+)$/gm,
+  ))
+    hits += Number(m[1]);
+  return { fast, hits, share: hits > 0 ? fast / hits : NaN };
+}
+
+/** The baseline: a node's hit headers (captured from it) and the same body, from memory. */
+async function startPlain(node) {
   const headers = {};
   for (const size of Object.keys(SIZES)) {
-    const { rawHeaders } = await proxy.check(size);
+    const { rawHeaders } = await node.check(size);
     headers[size] = rawHeaders.filter((_, i) => {
       const name = rawHeaders[i - (i % 2)].toLowerCase();
       return name !== 'connection' && name !== 'keep-alive' && name !== 'transfer-encoding';
@@ -458,13 +623,18 @@ async function generate(url, host, seconds, ours) {
 // ---------------------------------------------------------------------------------------------
 // Start everything, build the case table, warm up, measure in rounds.
 
-const servers = [];
-const proxy = await startProxy();
-for (const size of Object.keys(SIZES)) {
-  await get(proxy.ports.http, `/${size}`, proxy.host); // the miss that fills the cache
-  await eventually(() => proxy.check(size)); // the disk store commits after the response ends
+/** Fill a Coral server's cache with every object (a miss each), then check that each is a hit. */
+async function fill(server) {
+  for (const size of Object.keys(SIZES)) {
+    await get(server.ports.http, `/${size}`, server.host); // the miss that fills the cache
+    await eventually(() => server.check(size)); // the disk store commits after the response ends
+  }
+  return server;
 }
-servers.push(await startPlain(proxy), proxy);
+
+const nodes = [await fill(await startCoralNode('coral')), await fill(await startCoralNode('site'))];
+const bare = opt['no-bare'] ? undefined : await fill(await startBareProxy());
+const servers = [await startPlain(nodes[0]), ...nodes, ...(bare ? [bare] : [])];
 let nginxNote = 'not installed';
 if (opt['no-nginx']) nginxNote = 'left out (--no-nginx)';
 else if (installed('nginx', ['-v'])) {
@@ -525,9 +695,9 @@ const quietOf = (r) => {
 
 const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 const header =
-  'round | case              |     req/s |   MB/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | srv CPU % | srv µs/req | gen CPU % | CPU0 busy (irq) % | CPU1 busy (irq) % | steal % | others % | quiet';
+  'round | case                   |     req/s |   MB/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | srv CPU % | srv µs/req | gen CPU % | CPU0 busy (irq) % | CPU1 busy (irq) % | steal % | others % | quiet';
 console.log(
-  `HTTP hit path (${GENERATOR} generator${GENERATOR === 'wrk' ? `, ${THREADS} thread` : ''}, ${CONNECTIONS} keep-alive connections) — ${os.cpus().length} CPUs, ${PIN ? `servers on CPU ${SERVER_CPU}, generator on CPU ${GENERATOR_CPU}` : 'not pinned'}; nginx ${nginxNote}; ${SECONDS} s per case, ${WARMUP} s warm-up; node ${process.version}; loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}`,
+  `HTTP hit path (${GENERATOR} generator${GENERATOR === 'wrk' ? `, ${THREADS} thread` : ''}, ${CONNECTIONS} keep-alive connections) — ${os.cpus().length} CPUs, ${PIN ? `servers on CPU ${SERVER_CPU}, generator on CPU ${GENERATOR_CPU}` : 'not pinned'}; servers ${servers.map((x) => x.name).join(', ')} (node-*: coral-node start; bare-proxy: CoralProxy alone); nginx ${nginxNote}; ${SECONDS} s per case, ${WARMUP} s warm-up; node ${process.version}; loadavg before ${load0.map((x) => x.toFixed(2)).join(' ')}`,
 );
 console.log(header);
 console.log(header.replace(/[^|]/g, '-'));
@@ -553,11 +723,25 @@ const usPerReq = (r) => (r.cpu ? ((r.cpu.processes.server / 100) * 1e6) / r.rps 
  */
 const saturated = (r) => !r.cpu || r.cpu.processes.server >= SATURATED_PCT;
 
-/** The pairs whose ratio the bench reports: proxy ÷ plain and proxy ÷ nginx in each group. */
+/**
+ * The pairs whose ratio the bench reports in each group, a ÷ b by server key: each Coral server
+ * (coral, site, bare) ÷ plain and ÷ nginx, and site ÷ coral. `name`: the JSON key's stem.
+ */
+const PAIRS = [
+  ...['coral', 'site', 'bare'].flatMap((a) => [
+    [a, 'plain'],
+    [a, 'nginx'],
+  ]),
+  ['site', 'coral'],
+];
 const pairs = groups.flatMap((g) => {
-  const of = (name) => g.cases.find((c) => c.server.name === name)?.id;
-  const hit = of('proxy');
-  return [of('plain'), of('nginx')].filter((b) => hit && b).map((b) => ({ g, a: hit, b }));
+  const of = (key) => g.cases.find((c) => c.server.key === key)?.id;
+  return PAIRS.filter(([a, b]) => of(a) && of(b)).map(([a, b]) => ({
+    g,
+    a: of(a),
+    b: of(b),
+    name: camel(a, b === 'plain' ? '' : b),
+  }));
 });
 
 const results = []; // { round, c, r, quiet, steal, others }
@@ -641,7 +825,7 @@ console.log(
   `\n${rounds.length} rounds; a run is quiet when steal < ${QUIET_STEAL_PCT} % on the CPUs used and all other processes < ${QUIET_OTHERS_PCT} % of a core. A case: median over its quiet runs (n), over all its runs when n is 0. A ratio: median over the rounds where both runs were quiet (n), else the ratio of the quiet medians (n = 0), else over all rounds (noisy: see the JSON's *Basis):`,
 );
 const sumHeader =
-  'case              |     req/s | p50 ms | p99 ms | srv CPU % | srv µs/req | quiet n | ÷ plain req/s (n) | ÷ plain p99 | ÷ plain req/CPU-s | ÷ nginx req/s (n) | ÷ nginx req/CPU-s';
+  'case                   |     req/s | p50 ms | p99 ms | srv CPU % | srv µs/req | quiet n | ÷ plain req/s (n) | ÷ plain p99 | ÷ plain req/CPU-s | ÷ nginx req/s (n) | ÷ nginx req/CPU-s | ÷ node-coral req/s (n) | ÷ node-coral req/CPU-s';
 console.log(sumHeader);
 console.log(sumHeader.replace(/[^|]/g, '-'));
 const json = {
@@ -661,8 +845,9 @@ for (const g of groups) {
       const r = ratioOf(p.a, p.b, pick);
       return withN ? `${f(r.value, 3)} (${r.quiet})` : f(r.value, 3);
     };
-    const plain = g.cases.find((x) => x.server.name === 'plain');
-    const nginx = g.cases.find((x) => x.server.name === 'nginx');
+    const plain = g.cases.find((x) => x.server.key === 'plain');
+    const nginx = g.cases.find((x) => x.server.key === 'nginx');
+    const coral = g.cases.find((x) => x.server.key === 'coral');
     const quietN = results.filter((x) => x.c.id === c.id && x.quiet).length;
     console.log(
       table(sumHeader, [
@@ -687,6 +872,8 @@ for (const g of groups) {
         cell(plain, perCpu, false),
         cell(nginx, rps),
         cell(nginx, perCpu, false),
+        cell(coral, rps),
+        cell(coral, perCpu, false),
       ]),
     );
     json[c.jsonKey('rps')] = Math.round(stat(c.id, rps));
@@ -706,21 +893,43 @@ for (const g of groups) {
   }
 }
 for (const p of pairs) {
-  const k = (name) => camel(p.g.prefix, name) + p.g.size;
-  const other = results.find((x) => x.c.id === p.b).c.server.name;
-  const name = other === 'plain' ? 'ratio' : 'nginxRatio';
+  const k = (field) => camel(p.g.prefix, p.name, field) + p.g.size;
+  const name = 'ratio';
   const r = ratioOf(p.a, p.b, rps);
   json[k(name)] = Number(f(r.value, 3));
-  if (other === 'plain') json[k('p99Ratio')] = Number(f(ratioOf(p.a, p.b, p99).value, 3));
-  json[k(other === 'plain' ? 'cpuRatio' : 'nginxCpuRatio')] = Number(
-    f(ratioOf(p.a, p.b, perCpu).value, 3),
-  );
+  json[k('p99Ratio')] = Number(f(ratioOf(p.a, p.b, p99).value, 3));
+  json[k('cpuRatio')] = Number(f(ratioOf(p.a, p.b, perCpu).value, 3));
   json[`${k(name)}QuietRounds`] = r.quiet;
   json[`${k(name)}Basis`] = r.basis;
   // Was the server the bottleneck? (At 100 KiB one wrk thread on one core may not keep up.)
   const both = rounds.filter((rd) => saturated(rowOf(rd, p.a).r) && saturated(rowOf(rd, p.b).r));
   json[`${k(name)}SaturatedRounds`] = both.length;
   json[`${k(name)}Rounds`] = r.all.map((x) => Number(f(x, 3)));
+}
+// The targets of issue 26, per group: site ÷ coral and each node ÷ nginx, req/s.
+const TARGETS = [
+  ['siteCoral', 0.95],
+  ['coralNginx', 1.0],
+  ['siteNginx', 1.0],
+];
+for (const g of groups) {
+  const parts = [];
+  for (const [name, min] of TARGETS) {
+    const p = pairs.find((x) => x.g === g && x.name === name);
+    if (!p) continue;
+    const v = ratioOf(p.a, p.b, rps).value;
+    parts.push(`${name} ${f(v, 3)} ${v >= min ? 'met' : 'NOT met'} (≥ ${min})`);
+  }
+  if (parts.length > 0)
+    console.log(`targets ${g.size}${g.prefix ? ` ${g.scheme}` : ''}: ${parts.join('; ')}`);
+}
+// Did the nodes' hits take the fast path? (From their /metrics, over the whole run.)
+for (const node of nodes) {
+  const { fast, hits, share } = await fastHitShare(node);
+  console.log(
+    `${node.name}: ${fast} of ${hits} hits answered on the fast path (${f(100 * share, 2)} %)`,
+  );
+  json[`${node.key}FastHitShare`] = Number(f(share, 4));
 }
 const unsaturated = results.filter((x) => !saturated(x.r)).length;
 if (unsaturated > 0)
