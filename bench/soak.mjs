@@ -142,7 +142,7 @@ const largeBytes = values['large-mib']
   .map((s) => {
     const v = Number(s);
     if (!(v > 0 && v <= 50))
-      fail('--large-mib: sizes from 0 to 50 MiB (the nodes cache up to 50 MiB)');
+      fail('--large-mib: each size above 0 and at most 50 MiB (the nodes cache up to 50 MiB)');
     return Math.round(v * MiB);
   });
 if (largeBytes.length > HOT_BASE - LARGE_BASE) fail('--large-mib: too many sizes');
@@ -854,8 +854,9 @@ try {
     },
   });
   process.stdout.write(
-    `bench:soak: ${nodes} nodes, ${minutes} min, a restart every ${restartEveryMs ? `${restartEveryMs / MIN} min` : 'never'}, ` +
-      `${clients} clients, ${lorisCount} slowloris connections on node ${lorisNode + 1}, large ${largeBytes.map((b) => `${b / MiB} MiB`).join(' ') || 'none'}\n`,
+    `bench:soak: ${nodes} nodes, ${minutes} min, ${restartEveryMs ? `a restart every ${restartEveryMs / MIN} min` : 'no restarts'}, ` +
+      `${clients} clients, ${lorisCount ? `${lorisCount} slowloris connections on node ${lorisNode + 1}` : 'no slowloris crowd'}, ` +
+      `large objects ${largeBytes.map((b) => `${b / MiB} MiB`).join(' ') || 'none'}\n`,
   );
   await fleet.start();
   for (const n of fleet.nodes) watch(n);
