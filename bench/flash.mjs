@@ -38,6 +38,7 @@ import { parseArgs } from 'node:util';
 import { rendezvousRank, urlKey } from '@coral/httpprx';
 import { SeededRandom, shuffle } from '@coral/testkit';
 import { Fleet, SampleOrigin, fetchVia, resolveThrough } from '@coral/node/fleet';
+import { servedFrom } from './lib/cache-status.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -275,13 +276,7 @@ async function runOnce(runSeed) {
           errorSamples.push(`status ${r.status} from ${ip} (${r.cacheStatus})`);
           return { ok: false, onFailed: failedIps.has(ip) };
         }
-        const cs = r.cacheStatus.toLowerCase();
-        const kind = /peer/.test(cs)
-          ? 'peer'
-          : /\bhit\b|collapsed|coalesced/.test(cs)
-            ? 'local'
-            : 'origin';
-        servedBy[kind]++;
+        servedBy[servedFrom(r.cacheStatus)]++;
         perNode.set(ip, (perNode.get(ip) ?? 0) + 1);
         return { ok: true };
       } catch (err) {

@@ -1,6 +1,7 @@
 // What the benches read about the machine while they measure (Linux /proc; elsewhere every reading
 // is null and the bench says so): per-CPU busy and steal time, the CPU time of given processes and
-// of everything else, a process's memory (VmRSS and its parts), and CPU pinning with taskset.
+// of everything else, a process's memory (VmRSS and its parts) and open descriptors, and CPU
+// pinning with taskset.
 import { once } from 'node:events';
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
@@ -160,6 +161,26 @@ export function processMemory(pid) {
       shmem: kb('RssShmem'),
       hwm: kb('VmHWM'),
     };
+  } catch {
+    return null;
+  }
+}
+
+/** Open file descriptors of a process: the entries of /proc/<pid>/fd (null when it is gone). */
+export function openDescriptors(pid) {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return null;
+  }
+}
+
+/** A process's soft and hard limits on open files, from /proc/<pid>/limits (null when unknown). */
+export function descriptorLimits(pid) {
+  try {
+    const m = /^Max open files\s+(\S+)\s+(\S+)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'));
+    const n = (v) => (v === 'unlimited' ? Infinity : Number(v));
+    return m ? { soft: n(m[1]), hard: n(m[2]) } : null;
   } catch {
     return null;
   }
