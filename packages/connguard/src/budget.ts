@@ -233,6 +233,11 @@ export class ConnectionBudget {
     return l;
   }
 
+  /** The listener registered as `name`. */
+  get(name: string): ListenerBudget | undefined {
+    return this.#listeners.get(name);
+  }
+
   stats(): BudgetStats {
     const listeners: Record<string, ListenerStats> = {};
     for (const [name, l] of this.#listeners) listeners[name] = l.stats();
@@ -260,7 +265,8 @@ export class ListenerBudget {
   readonly #byNetwork = new Map<string, number>();
   /** This listener's waiting connections, longest-waiting first. */
   readonly #waiting = new Set<GuardedConnection>();
-  #open = 0;
+  /** Every open connection, oldest first. */
+  readonly #all = new Set<GuardedConnection>();
 
   /** @internal Use {@link ConnectionBudget.listener}. */
   constructor(name: string, limits: ResolvedLimits, pool: Pool) {
@@ -270,7 +276,12 @@ export class ListenerBudget {
   }
 
   get open(): number {
-    return this.#open;
+    return this.#all.size;
+  }
+
+  /** The open connections, oldest first. */
+  connections(): GuardedConnection[] {
+    return [...this.#all];
   }
 
   /** Connections open from the client of `remote` (its address, its /64). */
@@ -281,7 +292,7 @@ export class ListenerBudget {
   stats(): ListenerStats {
     const c = this.counters;
     return {
-      open: this.#open,
+      open: this.#all.size,
       waiting: this.#waiting.size,
       limits: { ...this.limits },
       counters: { ...c, refused: { ...c.refused }, closed: { ...c.closed } },
@@ -301,7 +312,7 @@ export class ListenerBudget {
     if (l.perPrefix > 0 && (this.#byNetwork.get(keys.network) ?? 0) >= l.perPrefix) {
       return this.#refuse('per-prefix');
     }
-    if (l.maxConnections > 0 && this.#open >= l.maxConnections) {
+    if (l.maxConnections > 0 && this.#all.size >= l.maxConnections) {
       const victim = first(this.#waiting);
       if (!victim) return this.#refuse('listener-full');
       victim.expire('shed');
@@ -313,20 +324,21 @@ export class ListenerBudget {
       victim.expire('shed');
     }
     this.counters.admitted++;
-    this.#open++;
     if (l.countsTowardCeiling) pool.open++;
     bump(this.#byClient, keys.client, 1);
     bump(this.#byNetwork, keys.network, 1);
-    return new GuardedConnection(this, keys, hooks, {
+    const conn: GuardedConnection = new GuardedConnection(this, keys, hooks, {
       pool,
       waiting: this.#waiting,
       release: () => {
-        this.#open--;
+        this.#all.delete(conn);
         if (l.countsTowardCeiling) pool.open--;
         bump(this.#byClient, keys.client, -1);
         bump(this.#byNetwork, keys.network, -1);
       },
     });
+    this.#all.add(conn);
+    return conn;
   }
 
   /** An accept on this listener failed (EMFILE, ENFILE, ...): counted; the listener goes on. */
@@ -393,6 +405,11 @@ export class GuardedConnection {
     this.#m = m;
     this.#bytesRead = () => hooks.bytesRead();
     this.#wait();
+  }
+
+  /** Bytes received on it so far (what its timers look at). */
+  get bytesRead(): number {
+    return this.#bytesRead();
   }
 
   /** Waiting (no request in progress), busy, or closed. */
