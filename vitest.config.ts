@@ -13,6 +13,7 @@ export default defineConfig({
       '@coral/testkit': pkg('testkit'),
       '@coral/keyring': pkg('keyring'),
       '@coral/names': pkg('names'),
+      '@coral/connguard': pkg('connguard'),
       '@coral/dsht': pkg('dsht'),
       '@coral/sim': pkg('sim'),
       '@coral/dnssrv': pkg('dnssrv'),

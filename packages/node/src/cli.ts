@@ -10,6 +10,7 @@ import { realServices } from './compose/services.js';
 
 const io = { stdout: process.stdout, stderr: process.stderr, env: process.env };
 const code = await run(process.argv.slice(2), io, {
-  startNode: (config, cliIo, reload) => runNode(config, cliIo, realServices, process, reload),
+  startNode: (config, cliIo, reload) =>
+    runNode(config, cliIo, realServices, process, reload, process),
 });
 process.exitCode = code;

@@ -72,6 +72,16 @@ afterAll(async () => {
 });
 
 describe('docker-compose.yml run natively', () => {
+  it('restarts a node that exits (a fatal error exits 1: its supervisor starts it again)', () => {
+    const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), {
+      merge: true,
+    }) as { services: Record<string, Service & { restart?: string }> };
+    const nodes = Object.values(compose.services).filter((svc) => svc.command?.[0] === 'start');
+    expect(nodes.length).toBeGreaterThanOrEqual(3);
+    for (const svc of nodes)
+      expect(['always', 'unless-stopped', 'on-failure']).toContain(svc.restart);
+  });
+
   it('forms a fleet from the first node and serves a Coralized URL', async () => {
     const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), {
       merge: true,

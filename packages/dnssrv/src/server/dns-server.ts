@@ -10,6 +10,7 @@
 import type dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
+import { ConnectionBudget, type ListenerBudget } from '@coral/connguard';
 import { type Clock, type Random, systemClock, systemRandom } from '@coral/testkit';
 import { AnswerBuilder, zonesAndNameservers } from '../answer/answer-builder.js';
 import { AnswerCache } from '../cache/answer-cache.js';
@@ -32,6 +33,7 @@ import {
   DEFAULT_TCP_IPV6_PREFIX,
   DEFAULT_TCP_MAX_CONNECTIONS_PER_SOURCE,
   TcpConnections,
+  tcpBudgetLimits,
 } from './tcp.js';
 import {
   DEFAULT_ANSWER_CACHE_ENTRIES,
@@ -78,6 +80,7 @@ export class DnsServer {
   readonly #udp: UdpListener;
   readonly #udpRcvBuf: number;
   readonly #tcpConns: TcpConnections;
+  readonly #tcpListener: ListenerBudget;
   #tcp: net.Server | undefined;
   #udpBound = false;
   #state: 'new' | 'listening' | 'closed' = 'new';
@@ -179,23 +182,30 @@ export class DnsServer {
     );
 
     const tcp = options.tcp ?? {};
+    // The node's budget (its ceiling spans every listener), else one of the server's own.
+    const budget = components.connections ?? new ConnectionBudget({ clock: this.#clock });
+    this.#tcpListener = budget.listener(
+      'dns-tcp',
+      tcpBudgetLimits({
+        idleTimeoutMs: tcp.idleTimeoutMs ?? DEFAULT_TCP_IDLE_TIMEOUT_MS,
+        maxConnections: tcp.maxConnections ?? DEFAULT_TCP_MAX_CONNECTIONS,
+        maxConnectionsPerSource:
+          tcp.maxConnectionsPerSource ?? DEFAULT_TCP_MAX_CONNECTIONS_PER_SOURCE,
+        ipv4PrefixLength: tcp.ipv4PrefixLength ?? DEFAULT_TCP_IPV4_PREFIX,
+        ipv6PrefixLength: tcp.ipv6PrefixLength ?? DEFAULT_TCP_IPV6_PREFIX,
+      }),
+    );
     this.#tcpConns = new TcpConnections(
       {
-        clock: this.#clock,
+        listener: this.#tcpListener,
         peerOf,
         respond: (frame, peer) => this.#pipeline.respond(frame, peer, 'tcp'),
         internalError: (err) => this.#pipeline.internalError(err),
       },
       {
-        idleTimeoutMs: tcp.idleTimeoutMs ?? DEFAULT_TCP_IDLE_TIMEOUT_MS,
         maxMessageBytes: tcp.maxMessageBytes ?? DEFAULT_TCP_MAX_MESSAGE_BYTES,
-        maxConnections: tcp.maxConnections ?? DEFAULT_TCP_MAX_CONNECTIONS,
-        maxConnectionsPerSource:
-          tcp.maxConnectionsPerSource ?? DEFAULT_TCP_MAX_CONNECTIONS_PER_SOURCE,
         maxQueriesPerConnection:
           tcp.maxQueriesPerConnection ?? DEFAULT_TCP_MAX_QUERIES_PER_CONNECTION,
-        ipv4PrefixLength: tcp.ipv4PrefixLength ?? DEFAULT_TCP_IPV4_PREFIX,
-        ipv6PrefixLength: tcp.ipv6PrefixLength ?? DEFAULT_TCP_IPV6_PREFIX,
       },
     );
     this.#udp = new UdpListener({
@@ -254,7 +264,11 @@ export class DnsServer {
     const listening = once(server, 'listening'); // rejects with the listen error
     server.listen(port, host);
     await listening;
-    server.on('error', (err) => this.#logger.warn({ err }, 'tcp server error'));
+    // Accept errors (EMFILE, ENFILE, ENOMEM) come here while the server goes on listening.
+    server.on('error', (err: NodeJS.ErrnoException) => {
+      this.#tcpListener.acceptError(err.code ?? 'UNKNOWN');
+      this.#logger.warn({ err }, 'tcp server error');
+    });
     this.#tcp = server;
     return (server.address() as net.AddressInfo).port;
   }

@@ -1,4 +1,5 @@
 /** Collaborator interfaces, option types and defaults of the DNS server. */
+import type { ConnectionBudget } from '@coral/connguard';
 import type { Clock, Random } from '@coral/testkit';
 import type { ChallengeStore } from '../acme/challenge-store.js';
 import type { DelegationOptions } from '../delegation/delegation.js';
@@ -70,6 +71,12 @@ export interface DnsServerComponents {
    * an `InMemoryChallengeStore` that its admin API and CLI set and remove.
    */
   challenges?: ChallengeStore;
+  /**
+   * The node-wide connection budget (@coral/connguard) DNS over TCP registers with (listener
+   * `dns-tcp`, limits from `tcp`): the node's ceiling spans it and the proxy's listeners. Default:
+   * a budget of the server's own, on its clock.
+   */
+  connections?: ConnectionBudget;
 }
 
 export interface NameserverConfig {

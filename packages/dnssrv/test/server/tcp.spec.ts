@@ -5,14 +5,16 @@
 import { EventEmitter } from 'node:events';
 import type net from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { ConnectionBudget } from '@coral/connguard';
 import { ManualClock } from '@coral/testkit';
 import { parseIp } from '../../src/net/ip.js';
-import { TcpConnections } from '../../src/server/tcp.js';
+import { TcpConnections, tcpBudgetLimits } from '../../src/server/tcp.js';
 import { frame } from '../helpers.js';
 
 class FakeSocket extends EventEmitter {
   remoteAddress = '192.0.2.7';
   remotePort = 5555;
+  bytesRead = 0;
   writableLength = 0;
   writable = true;
   destroyed = false;
@@ -49,22 +51,24 @@ class FakeSocket extends EventEmitter {
 function connections(answer: Buffer) {
   const clock = new ManualClock();
   const errors: unknown[] = [];
+  const listener = new ConnectionBudget({ clock }).listener(
+    'dns-tcp',
+    tcpBudgetLimits({
+      idleTimeoutMs: 10_000,
+      maxConnections: 10,
+      maxConnectionsPerSource: 2,
+      ipv4PrefixLength: 32,
+      ipv6PrefixLength: 64,
+    }),
+  );
   const tcp = new TcpConnections(
     {
-      clock,
+      listener,
       peerOf: (address, port) => ({ address, port, bytes: parseIp(address)! }),
       respond: () => answer,
       internalError: (err) => errors.push(err),
     },
-    {
-      idleTimeoutMs: 10_000,
-      maxMessageBytes: 4096,
-      maxConnections: 10,
-      maxConnectionsPerSource: 2,
-      maxQueriesPerConnection: 1000,
-      ipv4PrefixLength: 32,
-      ipv6PrefixLength: 64,
-    },
+    { maxMessageBytes: 4096, maxQueriesPerConnection: 1000 },
   );
   return { tcp, clock, errors };
 }

@@ -18,6 +18,12 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { Server as TlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import {
+  ConnectionBudget,
+  DEFAULT_KEEPALIVE_TIMEOUT_MS,
+  guardHttpServer,
+  type ListenerLimits,
+} from '@coral/connguard';
 import { systemClock } from '@coral/testkit';
 import type { TimerHandle } from '@coral/testkit';
 import { originKey } from '../connect/index.js';
@@ -100,6 +106,9 @@ export class CoralProxy {
   readonly #connector: { connector: SmartConnector; close(): void };
   readonly #closeTimeout: number;
   readonly #reannounceMs: number;
+  readonly #connections: ConnectionBudget;
+  readonly #connectionLimits: ListenerLimits;
+  readonly #keepAliveMs: number;
   #server: Server | undefined;
   #tlsServer: TlsServer | undefined;
   #opened: Promise<void> | undefined;
@@ -133,6 +142,12 @@ export class CoralProxy {
     };
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;
+    // Connection time is wall time unless the node's budget says otherwise: a test's manual clock
+    // moving hours ahead must not close the keep-alive connections its client holds.
+    this.#connections = components.connections ?? new ConnectionBudget();
+    this.#connectionLimits = options.connections ?? {};
+    // Node's own keep-alive timer (and its Keep-Alive header) agrees with the budget's.
+    this.#keepAliveMs = this.#connectionLimits.keepAliveTimeoutMs ?? DEFAULT_KEEPALIVE_TIMEOUT_MS;
     const memBudget = options.memoryBudgetBytes ?? MEMORY_BUDGET_BYTES;
     const hot = new HotCache({ budgetBytes: memBudget, maxObjectBytes: limits.hotObjectMaxBytes });
     const onRemove = (key: string, primary: string, reason: string) => {
@@ -265,11 +280,11 @@ export class CoralProxy {
     await this.open();
     // Host is checked by the handler (admission), which answers with the proxy's own error page.
     const server = createServer(
-      { keepAliveTimeout: 5_000, requireHostHeader: false },
+      { keepAliveTimeout: this.#keepAliveMs, requireHostHeader: false },
       this.handler,
     );
     this.#server = server;
-    const a = await this.#start(server, port, host);
+    const a = await this.#start(server, 'http', port, host);
     if (this.#core.self.httpPort === 0) this.#core.self.httpPort = a.port;
     // Objects kept on disk from a previous run are announced again right away (sent by the time
     // listen resolves).
@@ -294,7 +309,7 @@ export class CoralProxy {
         key: options.key,
         ALPNProtocols: ['http/1.1'],
         handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
-        keepAliveTimeout: 5_000,
+        keepAliveTimeout: this.#keepAliveMs,
         requireHostHeader: false,
       },
       this.handler,
@@ -303,7 +318,7 @@ export class CoralProxy {
       this.#core.log.debug({ err: err.message, code: err.code }, 'TLS handshake failed');
     });
     this.#tlsServer = server;
-    const a = await this.#start(server, options.port, options.host);
+    const a = await this.#start(server, 'https', options.port, options.host);
     this.#core.links.tlsPort = options.publicPort ?? a.port;
     return { address: a.address, port: a.port };
   }
@@ -323,9 +338,23 @@ export class CoralProxy {
     return this.#core.links.tlsPort;
   }
 
-  /** The error pages, CONNECT refusal and connection tracking every listener shares. */
-  async #start(server: Server | TlsServer, port: number, host?: string): Promise<AddressInfo> {
+  /**
+   * The error pages, CONNECT refusal, connection budget (per-client caps, timeouts, the node's
+   * ceiling; accept errors counted) and connection tracking every listener shares.
+   */
+  async #start(
+    server: Server | TlsServer,
+    name: 'http' | 'https',
+    port: number,
+    host?: string,
+  ): Promise<AddressInfo> {
     const via = this.#core.via;
+    guardHttpServer(
+      server,
+      this.#connections.listener(name, this.#connectionLimits),
+      { logger: this.#core.log },
+      { tls: name === 'https' },
+    );
     server.on('clientError', (err: Error & { code?: string }, socket) => {
       // A failed TLS handshake (https listener): there is no channel to answer on; with a
       // clientError listener Node leaves closing the socket to us.

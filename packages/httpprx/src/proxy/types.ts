@@ -1,4 +1,5 @@
 /** The public types of the proxy: its components, options, metrics sink and cache listing. */
+import type { ConnectionBudget, ListenerLimits } from '@coral/connguard';
 import type { Clock } from '@coral/testkit';
 import type { Dial, Resolver } from '../connect/index.js';
 import type { ContentIndex } from '../content-index.js';
@@ -85,6 +86,12 @@ export interface ProxyComponents {
    * Absent: every storable response is kept.
    */
   admit?: (candidate: CommitCandidate) => boolean | Promise<boolean>;
+  /**
+   * The node-wide connection budget (@coral/connguard) the HTTP and HTTPS listeners register with
+   * (as `http` and `https`): its ceiling and shedding span every listener of the node. Absent: a
+   * budget of the proxy's own, with no ceiling, on the system clock.
+   */
+  connections?: ConnectionBudget;
 }
 
 /** A response about to be stored, as `ProxyComponents.admit` sees it. */
@@ -164,6 +171,11 @@ export interface ProxyOptions {
   negativeTtlMs?: number;
   /** Bound on finishing in-flight responses in `close()` (ms, real time). Default `CLOSE_TIMEOUT_MS` (src/constants.ts). */
   closeTimeoutMs?: number;
+  /**
+   * Connection limits of each client listener: per-client and per-network caps, idle,
+   * keep-alive, header and body timeouts (@coral/connguard's defaults where absent).
+   */
+  connections?: ListenerLimits;
   /** Re-announcement sweep interval (ms). Default `REANNOUNCE_INTERVAL_MS` (src/constants.ts). */
   reannounceIntervalMs?: number;
   /**

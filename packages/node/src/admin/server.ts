@@ -7,6 +7,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ConnectionBudget, guardHttpServer, type ListenerLimits } from '@coral/connguard';
 import { systemClock, type Clock } from '@coral/testkit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -54,6 +55,11 @@ export interface AdminApiComponents {
   purges?: FleetPurge;
   /** Seals the answers to peer requests that verified (peer/answers.ts); keyed mode. */
   peerAnswers?: PeerAnswerAuth;
+  /**
+   * The node's connection budget: the admin listener registers as `admin`, outside the ceiling
+   * (its connections come from the reserve), with {@link ADMIN_CONNECTION_LIMITS}.
+   */
+  connections?: ConnectionBudget;
 }
 
 export interface AdminApiOptions {
@@ -75,6 +81,17 @@ export interface AdminApiOptions {
 }
 
 export const DEFAULT_ADMIN_OP_TIMEOUT_MS = 10_000;
+/**
+ * The admin listener's budget: probes, Prometheus, a dashboard and the members' peer requests
+ * need a few connections; strangers get no more than these, and a flood of the proxy never
+ * takes them (not counted toward the node's ceiling: part of its reserve).
+ */
+export const ADMIN_CONNECTION_LIMITS: ListenerLimits = {
+  perAddress: 32,
+  perPrefix: 0,
+  maxConnections: 64,
+  countsTowardCeiling: false,
+};
 export const DEFAULT_ADMIN_MAX_BODY_BYTES = 64 * 1024;
 
 const putBody = z.strictObject({
@@ -129,9 +146,11 @@ export class AdminApi {
   readonly #maxBody: number;
   readonly #routes: [method: string, pattern: RegExp, handler: Handler][];
   #server: Server | undefined;
+  readonly #connections: ConnectionBudget | undefined;
 
   constructor(components: AdminApiComponents, options: AdminApiOptions = {}) {
     this.#backend = components.backend;
+    this.#connections = components.connections;
     this.#metrics = components.metrics;
     this.#logger = components.logger;
     this.#peerAnswers = components.peerAnswers;
@@ -526,6 +545,10 @@ export class AdminApi {
   async listen(port: number, host: string): Promise<{ host: string; port: number }> {
     const server = createServer(this.listener);
     server.keepAliveTimeout = 5_000;
+    const budget = this.#connections ?? new ConnectionBudget();
+    guardHttpServer(server, budget.listener('admin', ADMIN_CONNECTION_LIMITS), {
+      ...(this.#logger ? { logger: this.#logger } : {}),
+    });
     this.#server = server;
     const listening = once(server, 'listening'); // rejects with the listen error
     server.listen(port, host);

@@ -115,7 +115,11 @@ export class FleetJoin {
         if (stopping()) return;
         this.#attempts++;
         if (dsht.routes(0).length === 0) {
-          await this.resolve();
+          // A lookup that fails outright (EMFILE, ENOMEM) is this attempt's loss, not the node's:
+          // the entries resolved last time are pinged and the retries go on.
+          await this.resolve().catch((err: unknown) =>
+            logger.warn({ err }, 'resolving the bootstrap list failed'),
+          );
           await Promise.all(
             this.#bootstrap.contacts.map((entry) => {
               const colon = entry.lastIndexOf(':');

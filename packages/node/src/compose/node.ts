@@ -7,6 +7,7 @@
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
+import { ASSUMED_DESCRIPTOR_LIMIT, ConnectionBudget, connectionCeiling } from '@coral/connguard';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
 import { toNodeInfo, type DshtAuthState } from '@coral/dsht';
 import { rendezvousRank as rankAmong, type PeerAuth } from '@coral/httpprx';
@@ -44,6 +45,7 @@ import { nodeBanner, type Listening } from './banner.js';
 import { FleetJoin } from './join.js';
 import { PurgeGate } from './purge-gate.js';
 import { startHeapTrim, type HeapTrimmer } from '../runtime/heap-trim.js';
+import { raiseDescriptorLimit, type DescriptorLimitResult } from '../runtime/fd-limit.js';
 import { CoralMetrics } from '../metrics/metrics.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
 
@@ -59,6 +61,13 @@ export interface CoralNodeComponents {
    * Absent: ACME challenges are neither sent to nor taken from other members.
    */
   peerAuth?: PeerAuth;
+  /**
+   * The node-wide connection budget (tests: one on a manual clock). Default: one whose ceiling
+   * comes from the descriptor limit (raised at start) and `connections.*`, on wall time.
+   */
+  connections?: ConnectionBudget;
+  /** Reads and raises the open-file limit (default runtime/fd-limit.ts: libc through koffi). */
+  descriptorLimit?: () => Promise<DescriptorLimitResult>;
 }
 
 export class CoralNode implements AdminBackend {
@@ -74,6 +83,9 @@ export class CoralNode implements AdminBackend {
   proxy!: ProxyPort;
   dns: DnsPort | undefined;
   admin!: AdminApi;
+  /** Every client listener's connection budget: per-client caps, timeouts, the ceiling. */
+  connections!: ConnectionBudget;
+  readonly #components: CoralNodeComponents;
   /** `_acme-challenge.<zone>` TXT values answered by this node's DNS server. */
   readonly challenges: InMemoryChallengeStore;
   /** ACME DNS-01 values set through the admin API, passed on to the fleet. */
@@ -114,6 +126,7 @@ export class CoralNode implements AdminBackend {
     this.logger = components.logger ?? createLogger({ level: config.log.level });
     this.metrics = components.metrics ?? new CoralMetrics();
     this.#services = components.services;
+    this.#components = components;
     this.#peerAuth = components.peerAuth;
     this.challenges = new InMemoryChallengeStore({ clock: this.#clock });
     this.#join = new FleetJoin({
@@ -157,6 +170,8 @@ export class CoralNode implements AdminBackend {
       metrics: metrics.storage,
       clock: this.#clock,
     };
+
+    this.connections = await this.#connectionBudget();
 
     // Keyed (the default) or open, before anything listens: a joining node with no key stops here.
     this.trust = await step('fleet keys', () => resolveFleetTrust(config, dataDir));
@@ -271,6 +286,7 @@ export class CoralNode implements AdminBackend {
           ...(peerAuth ? { peerAuth } : {}),
           // A fetch a purge overtook is not stored (the purge log is opened just after the proxy).
           admit: (c) => (this.purges ? this.purges.admits(c) : true),
+          connections: this.connections,
         });
         try {
           await proxy.open();
@@ -354,6 +370,7 @@ export class CoralNode implements AdminBackend {
           logger,
           directory: this.directory,
           challenges: this.challenges,
+          connections: this.connections,
         }),
       );
       await step('dns', () =>
@@ -383,6 +400,7 @@ export class CoralNode implements AdminBackend {
         clock: this.#clock,
         acme: this.acme,
         purges: this.purges,
+        connections: this.connections,
         ...(answerAuth ? { peerAnswers: answerAuth } : {}),
       },
       {
@@ -405,8 +423,52 @@ export class CoralNode implements AdminBackend {
       clock: this.#clock,
       logger: log('heap-trim'),
       onTrim: (released) => metrics.heapTrimmed(released),
+      onError: (code) => metrics.resourceError('heap-trim', code),
     });
     logger.info({ nodeId, listening: this.listening }, 'coral node started');
+  }
+
+  /**
+   * Raise the soft open-file limit to the hard one, say what was done, and derive the node-wide
+   * connection ceiling from the limit in effect (`connections.max` / `connections.reserve`
+   * override it). A failure is logged and the common soft limit (1,024) assumed.
+   */
+  async #connectionBudget(): Promise<ConnectionBudget> {
+    const { config, logger, metrics } = this;
+    const log = logger.child({ component: 'connections' });
+    const fd = await (this.#components.descriptorLimit ?? raiseDescriptorLimit)();
+    let limit = ASSUMED_DESCRIPTOR_LIMIT;
+    if ('unavailable' in fd) {
+      log.warn({ reason: fd.unavailable, assumed: limit }, 'cannot read the open-file limit');
+    } else {
+      limit = Math.min(fd.limits.soft, 1_048_576);
+      metrics.descriptorLimits(fd.limits.soft, fd.limits.hard);
+      if (fd.error) {
+        log.warn({ ...fd.limits, error: fd.error }, 'raising the open-file limit failed');
+      } else if (fd.raised) {
+        log.info(
+          { from: fd.before.soft, to: fd.limits.soft, hard: fd.limits.hard },
+          'raised the open-file limit',
+        );
+      } else {
+        log.info({ ...fd.limits }, 'open-file limit already at its hard limit');
+      }
+    }
+    const c = config.connections;
+    const derived = connectionCeiling(
+      limit,
+      c.reserve > 0 ? { reserveMin: c.reserve, reserveFraction: 0 } : {},
+    );
+    const ceiling = c.max > 0 ? c.max : derived.ceiling;
+    log.info(
+      { descriptorLimit: limit, reserve: c.max > 0 ? limit - ceiling : derived.reserve, ceiling },
+      'client connection ceiling',
+    );
+    const budget =
+      this.#components.connections ??
+      new ConnectionBudget({ events: metrics.connections }, { ceiling });
+    metrics.bindConnections(() => budget.stats());
+    return budget;
   }
 
   /**

@@ -4,6 +4,7 @@
  * which keeps the composition readable and tells each package what the process relies on.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ConnectionBudget } from '@coral/connguard';
 import type { DshtAuthState, DshtMember, FailureDetectionState, MemberChange } from '@coral/dsht';
 import type { CommitCandidate, ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
 import type { Keyring } from '@coral/keyring';
@@ -123,6 +124,8 @@ export interface ServiceFactory {
       peerAuth?: PeerAuth;
       /** The store-time purge check (the node's purge log): may this fetched response be kept? */
       admit?: (c: CommitCandidate) => boolean | Promise<boolean>;
+      /** The node-wide connection budget its client listeners register with. */
+      connections?: ConnectionBudget;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */
@@ -132,6 +135,8 @@ export interface ServiceFactory {
       directory: NodeDirectory;
       /** ACME DNS-01 TXT values for `_acme-challenge.<zone>`. */
       challenges?: ChallengeStore;
+      /** The node-wide connection budget DNS over TCP registers with. */
+      connections?: ConnectionBudget;
     },
   ): Promise<DnsPort> | DnsPort;
   /** The DSHT key of a URL exactly as the proxy computes it (SHA-1 of `url:` + normalized URL). */

@@ -10,6 +10,7 @@ import type { CliIo } from '../cli/program.js';
 import type { CoralConfig } from '../config/schema.js';
 import { ConfigError, CoralNodeError, FleetKeyError } from '../errors.js';
 import { createLogger } from '../logging/logger.js';
+import { installFatalHandlers, type FatalTarget } from '../runtime/fatal.js';
 import { CoralNode } from './node.js';
 import type { ServiceFactory } from './ports.js';
 
@@ -19,8 +20,11 @@ export async function runNode(
   services: ServiceFactory,
   signals: NodeJS.EventEmitter = process,
   reload?: () => Promise<CoralConfig>,
+  /** The process whose uncaught errors end the node with status 1 (the CLI passes `process`). */
+  fatal?: FatalTarget,
 ): Promise<number> {
   const logger = createLogger({ level: config.log.level });
+  if (fatal) installFatalHandlers(fatal, logger);
   let node: CoralNode;
   try {
     node = await CoralNode.start(config, { services, logger });

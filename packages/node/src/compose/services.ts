@@ -8,6 +8,8 @@ import { isIP } from 'node:net';
 import { Dsht, DshtClusterBinding, DshtDirectory, LEVEL_COUNT } from '@coral/dsht';
 import { CoralProxy, urlKey } from '@coral/httpprx';
 import { DnsServer, type NodeInfo } from '@coral/dnssrv';
+import type { ListenerLimits } from '@coral/connguard';
+import type { CoralConfig } from '../config/schema.js';
 import { TlsError } from '../errors.js';
 import { registerProxyTraffic } from '../metrics/proxy-traffic.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
@@ -66,7 +68,7 @@ export const realServices: ServiceFactory = {
     );
   },
 
-  proxy({ config, logger, metrics, index, self, dataDir, members, peerAuth, admit }) {
+  proxy({ config, logger, metrics, index, self, dataDir, members, peerAuth, admit, connections }) {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
@@ -81,6 +83,7 @@ export const realServices: ServiceFactory = {
         ...(members ? { members } : {}),
         ...(peerAuth ? { peerAuth } : {}),
         ...(admit ? { admit } : {}),
+        ...(connections ? { connections } : {}),
       },
       {
         zones: [config.zone],
@@ -96,6 +99,7 @@ export const realServices: ServiceFactory = {
         hosts,
         self: { ...self },
         closeTimeoutMs: config.shutdownGraceMs,
+        connections: proxyConnectionLimits(config),
         ...(p.peerTimeoutMs > 0 ? { peerTimeoutMs: p.peerTimeoutMs } : {}),
         ...(p.indexTimeoutMs > 0 ? { indexTimeoutMs: p.indexTimeoutMs } : {}),
         ...(p.peerFetchingTimeoutMs > 0 ? { peerFetchingTimeoutMs: p.peerFetchingTimeoutMs } : {}),
@@ -112,9 +116,15 @@ export const realServices: ServiceFactory = {
     return proxy as ProxyPort;
   },
 
-  dns({ config, logger, metrics, directory, challenges }) {
+  dns({ config, logger, metrics, directory, challenges, connections }) {
     return new DnsServer(
-      { directory, logger, metrics: metrics.dns, ...(challenges ? { challenges } : {}) },
+      {
+        directory,
+        logger,
+        metrics: metrics.dns,
+        ...(challenges ? { challenges } : {}),
+        ...(connections ? { connections } : {}),
+      },
       {
         zones: [config.zone],
         answerCount: config.dns.answerCount,
@@ -134,6 +144,19 @@ export const realServices: ServiceFactory = {
 
   urlKey,
 };
+
+/** The proxy listeners' connection limits (`connections.*`). */
+export function proxyConnectionLimits(config: CoralConfig): ListenerLimits {
+  const c = config.connections;
+  return {
+    perAddress: c.perAddress,
+    perPrefix: c.perPrefix,
+    idleTimeoutMs: c.idleTimeoutMs,
+    keepAliveTimeoutMs: c.keepAliveTimeoutMs,
+    headerTimeoutMs: c.headerTimeoutMs,
+    bodyTimeoutMs: c.bodyTimeoutMs,
+  };
+}
 
 /** A `tls.originCa` file; read at start (a file that cannot be read stops the start). */
 function readPem(file: string): string {

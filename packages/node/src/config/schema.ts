@@ -7,6 +7,14 @@
 import { isIP } from 'node:net';
 import { decodeKey } from '@coral/keyring';
 import { z } from 'zod';
+import {
+  DEFAULT_BODY_TIMEOUT_MS,
+  DEFAULT_HEADER_TIMEOUT_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_KEEPALIVE_TIMEOUT_MS,
+  DEFAULT_PER_ADDRESS,
+  DEFAULT_PER_PREFIX,
+} from '@coral/connguard';
 import { DEFAULT_CLAIM_RANK_CAP, DEFAULT_CLAIM_STEP_MS } from '../adapters/content-index.js';
 import { parseDomain } from '../blocklist/blocklist.js';
 import {
@@ -266,6 +274,29 @@ const dnsSchema = z.strictObject({
   delegationPort: port.default(53),
 });
 
+const ms = (d: number) => z.number().int().nonnegative().default(d);
+const connectionsSchema = z.strictObject({
+  /**
+   * Client connections the node holds at most, every client listener together (proxy http and
+   * https, DNS over TCP); 0 = from the descriptor limit in effect, less `reserve`.
+   */
+  max: z.number().int().nonnegative().default(0),
+  /** Descriptors kept back from client connections; 0 = max(128, 25 % of the limit). */
+  reserve: z.number().int().nonnegative().default(0),
+  /** Proxy connections per client (IPv4 address, IPv6 /64); 0 = no cap. */
+  perAddress: z.number().int().nonnegative().default(DEFAULT_PER_ADDRESS),
+  /** Proxy connections per network (IPv4 /24, IPv6 /56); 0 = no cap. */
+  perPrefix: z.number().int().nonnegative().default(DEFAULT_PER_PREFIX),
+  /** A proxy connection that sends nothing this long after it was accepted is closed (0: off). */
+  idleTimeoutMs: ms(DEFAULT_IDLE_TIMEOUT_MS),
+  /** ... and after a response, before the next request begins (0: off). */
+  keepAliveTimeoutMs: ms(DEFAULT_KEEPALIVE_TIMEOUT_MS),
+  /** A request head must be complete this long after the wait for it began (0: off). */
+  headerTimeoutMs: ms(DEFAULT_HEADER_TIMEOUT_MS),
+  /** Longest gap between two reads of a request body (0: off). */
+  bodyTimeoutMs: ms(DEFAULT_BODY_TIMEOUT_MS),
+});
+
 const adminSchema = z.strictObject({
   host: ip.default(DEFAULT_ADMIN_HOST),
   port: port.default(DEFAULT_ADMIN_PORT),
@@ -300,6 +331,7 @@ export const configSchema = z.strictObject({
   index: indexSchema.default(indexSchema.parse({})),
   purge: purgeSchema.default(purgeSchema.parse({})),
   admin: adminSchema.default(adminSchema.parse({})),
+  connections: connectionsSchema.default(connectionsSchema.parse({})),
   fleet: fleetSchema.default(fleetSchema.parse({})),
   log: z
     .strictObject({

@@ -4,6 +4,8 @@
  * never see prom-client. Each node has its own registry, so several nodes can live in one process
  * (tests) without their counters mixing.
  */
+import type { BudgetEvents, BudgetStats } from '@coral/connguard';
+import { CLOSE_REASONS, REFUSAL_REASONS } from '@coral/connguard';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Readings } from './history.js';
 import { SpaceSaving } from './top-k.js';
@@ -161,6 +163,15 @@ export class CoralMetrics {
   readonly purge: PurgeMetricsSink;
   /** A heap trim (runtime/heap-trim.ts) ran and released this many bytes of RSS. */
   readonly heapTrimmed: (releasedBytes: number) => void;
+  /** Connection budgets (@coral/connguard): refusals, closes and failed accepts per listener. */
+  readonly connections: Required<BudgetEvents>;
+  /**
+   * A failure the node survived where it used to die (a timer's EMFILE, ENOMEM...): counted by
+   * where it happened and its code.
+   */
+  readonly resourceError: (source: string, code: string) => void;
+  /** The descriptor limits in effect (after the node raised the soft one). */
+  readonly descriptorLimits: (soft: number, hard: number) => void;
   /** A node-to-node admin request refused (peer/requests.ts), by reason. */
   readonly peerRefused: (reason: string) => void;
   readonly traffic: TrafficMetricsSink;
@@ -169,6 +180,7 @@ export class CoralMetrics {
   /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
   readonly hotUrls: SpaceSaving<string>;
   #trust: TrustSource | undefined;
+  #budget: (() => BudgetStats) | undefined;
   #membership: MembershipSource | undefined;
   /** Reads the counters the dashboard shows (see {@link read}). */
   readonly #readers: (() => Promise<Readings>)[] = [];
@@ -292,6 +304,71 @@ export class CoralMetrics {
       heapTrims.inc();
       heapTrimmed.inc(bytes);
     };
+    const refused = new Counter({
+      name: `${p}connections_refused_total`,
+      help: 'Connections closed on arrival by a connection budget, by listener and reason (per-address, per-prefix, listener-full, ceiling)',
+      labelNames: ['listener', 'reason'],
+      registers,
+    });
+    const closedConns = new Counter({
+      name: `${p}connections_closed_total`,
+      help: 'Admitted connections a connection budget closed, by listener and reason (idle-timeout, keepalive-timeout, header-timeout, body-timeout, shed)',
+      labelNames: ['listener', 'reason'],
+      registers,
+    });
+    const acceptErrors = new Counter({
+      name: `${p}accept_errors_total`,
+      help: 'Accepts that failed (EMFILE, ENFILE, ENOMEM...) on a listener that went on listening, by listener and code',
+      labelNames: ['listener', 'code'],
+      registers,
+    });
+    this.connections = {
+      refused: (listener, reason) => refused.inc({ listener, reason }),
+      closed: (listener, reason) => closedConns.inc({ listener, reason }),
+      acceptError: (listener, code) => acceptErrors.inc({ listener, code }),
+    };
+    const budget = () => this.#budget?.();
+    new Gauge({
+      name: `${p}connections_open`,
+      help: 'Client connections open, by listener',
+      labelNames: ['listener'],
+      registers,
+      collect() {
+        const b = budget();
+        this.reset();
+        for (const [listener, l] of Object.entries(b?.listeners ?? {}))
+          this.set({ listener }, l.open);
+      },
+    });
+    new Gauge({
+      name: `${p}connections_ceiling`,
+      help: 'The node-wide ceiling on client connections (from the descriptor limit, less a reserve)',
+      registers,
+      collect() {
+        this.set(budget()?.ceiling ?? 0);
+      },
+    });
+    const fdLimit = new Gauge({
+      name: `${p}descriptor_limit`,
+      help: 'The open-file limit in effect (RLIMIT_NOFILE), soft and hard',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.descriptorLimits = (soft, hard) => {
+      fdLimit.set({ kind: 'soft' }, soft);
+      fdLimit.set({ kind: 'hard' }, hard);
+    };
+    const resourceErrors = new Counter({
+      name: `${p}resource_errors_total`,
+      help: 'Failures the node survived (a timer or a background task hit EMFILE, ENFILE, ENOMEM...), by source and code',
+      labelNames: ['source', 'code'],
+      registers,
+    });
+    this.resourceError = (source, code) => resourceErrors.inc({ source, code });
+    // Both sets exist from the start for the proxy's listener, so alerts see 0 rather than no data.
+    for (const reason of REFUSAL_REASONS) refused.inc({ listener: 'http', reason }, 0);
+    for (const reason of CLOSE_REASONS) closedConns.inc({ listener: 'http', reason }, 0);
+
     const purges = new Counter({
       name: `${p}purges_total`,
       help: 'Purges applied on this node, by source (local, peer, catch-up)',
@@ -497,6 +574,11 @@ export class CoralMetrics {
   /** Where the membership gauge reads from (the node's DSHT), once it runs. */
   bindMembership(source: MembershipSource): void {
     this.#membership = source;
+  }
+
+  /** Where the connection gauges read from (the node's connection budget). */
+  bindConnections(stats: () => BudgetStats): void {
+    this.#budget = stats;
   }
 
   /** Where the fleet-trust metrics read from (the node's DSHT and keyring), once it runs. */

@@ -49,6 +49,9 @@ export async function loadMallocTrim(
   }
 }
 
+/** At most one log line per this many ms about failing checks (each one is counted). */
+export const HEAP_TRIM_ERROR_LOG_INTERVAL_MS = 60_000;
+
 /** Checks per `intervalMs`: each looks at the event loop since the previous one. */
 const CHECKS_PER_INTERVAL = 10;
 
@@ -64,6 +67,11 @@ export interface HeapTrimmerOptions {
   idleUtilization?: number;
   /** After each trim: RSS released (bytes, 0 if none) and the time the trim took (ms). */
   onTrim?: (releasedBytes: number, tookMs: number) => void;
+  /**
+   * A check failed — `process.memoryUsage.rss()` reads /proc and throws EMFILE when the process
+   * is out of descriptors, or ENOMEM — and the timer goes on: the error, never an exception.
+   */
+  onError?: (err: unknown) => void;
 }
 
 /** The event loop's utilization since the previous call (Node's ELU), starting now. */
@@ -78,7 +86,8 @@ function eventLoopUtilization(): () => number {
 }
 
 export class HeapTrimmer {
-  readonly #o: Required<Omit<HeapTrimmerOptions, 'onTrim'>> & Pick<HeapTrimmerOptions, 'onTrim'>;
+  readonly #o: Required<Omit<HeapTrimmerOptions, 'onTrim' | 'onError'>> &
+    Pick<HeapTrimmerOptions, 'onTrim' | 'onError'>;
   #timer: TimerHandle | undefined;
   /** Was the node busy (or did it just start) since the last trim? */
   #dirty = true;
@@ -113,16 +122,22 @@ export class HeapTrimmer {
 
   #check(): void {
     const o = this.#o;
-    if (!(o.utilization() < o.idleUtilization)) {
-      this.#dirty = true;
+    try {
+      if (!(o.utilization() < o.idleUtilization)) {
+        this.#dirty = true;
+        this.#quiet = 0;
+      } else if (
+        ++this.#quiet >= CHECKS_PER_INTERVAL &&
+        (this.#dirty || o.rss() > this.#rssAfterTrim + HEAP_TRIM_RSS_GROWTH_BYTES)
+      ) {
+        this.#trimNow();
+      }
+    } catch (err) {
+      // Out of descriptors or memory: this check is lost, the next one comes as planned.
       this.#quiet = 0;
-    } else if (
-      ++this.#quiet >= CHECKS_PER_INTERVAL &&
-      (this.#dirty || o.rss() > this.#rssAfterTrim + HEAP_TRIM_RSS_GROWTH_BYTES)
-    ) {
-      this.#trimNow();
+      o.onError?.(err);
     }
-    this.#timer = this.#schedule();
+    if (this.#timer) this.#timer = this.#schedule();
   }
 
   #trimNow(): void {
@@ -145,8 +160,10 @@ export class HeapTrimmer {
 export async function startHeapTrim(o: {
   intervalMs: number;
   clock?: Clock;
-  logger: Pick<Logger, 'info' | 'debug'>;
+  logger: Pick<Logger, 'info' | 'debug' | 'warn'>;
   onTrim: (releasedBytes: number, tookMs: number) => void;
+  /** A check failed and was skipped (its error's code: EMFILE, ENOMEM...). */
+  onError?: (code: string) => void;
 }): Promise<HeapTrimmer | undefined> {
   if (o.intervalMs === 0) return undefined;
   const loaded = await loadMallocTrim();
@@ -154,6 +171,8 @@ export async function startHeapTrim(o: {
     o.logger.info({ reason: loaded.unavailable }, 'heap trim unavailable');
     return undefined;
   }
+  const clock = o.clock ?? systemClock;
+  let lastWarn = -Infinity;
   const trimmer = new HeapTrimmer({
     intervalMs: o.intervalMs,
     ...(o.clock ? { clock: o.clock } : {}),
@@ -161,6 +180,15 @@ export async function startHeapTrim(o: {
     onTrim: (released, tookMs) => {
       o.onTrim(released, tookMs);
       o.logger.debug({ releasedBytes: released, tookMs }, 'heap trimmed');
+    },
+    onError: (err) => {
+      const code = (err as { code?: string }).code ?? 'UNKNOWN';
+      o.onError?.(code);
+      // A check a second while descriptors are exhausted: one line a minute says it.
+      const now = clock.now();
+      if (now - lastWarn < HEAP_TRIM_ERROR_LOG_INTERVAL_MS) return;
+      lastWarn = now;
+      o.logger.warn({ err, code }, 'heap trim check failed; the trimmer goes on');
     },
   });
   trimmer.start();

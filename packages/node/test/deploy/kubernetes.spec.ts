@@ -280,6 +280,9 @@ describe('deploy/kubernetes manifests', () => {
 
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
     expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'admin' });
+    // A node that exits (status 1 on a fatal error) or stops answering is restarted.
+    expect(pod.spec.restartPolicy ?? 'Always').toBe('Always');
+    expect(pod.spec.restartPolicy).toBe('Always');
     expect(portNamed('admin')).toBeDefined();
 
     // Non-root, read-only root file system; writable: the data volume and a tmp emptyDir.

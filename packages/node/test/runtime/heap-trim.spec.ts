@@ -132,3 +132,40 @@ describe('loadMallocTrim', () => {
     });
   });
 });
+
+describe('HeapTrimmer out of descriptors', () => {
+  it('survives EMFILE from process.memoryUsage.rss(): counted, skipped, trims again once it passes', async () => {
+    // What libuv's uv_resident_set_memory throws when the process cannot open /proc/self/stat.
+    const emfile = Object.assign(new Error('EMFILE: too many open files, uv_resident_set_memory'), {
+      code: 'EMFILE',
+      syscall: 'uv_resident_set_memory',
+    });
+    const clock = new ManualClock();
+    let exhausted = true;
+    const errors: unknown[] = [];
+    const trims: number[] = [];
+    const trimmer = new HeapTrimmer({
+      intervalMs: 10_000,
+      clock,
+      utilization: () => 0,
+      rss: () => {
+        if (exhausted) throw emfile;
+        return 100 * MB;
+      },
+      trim: () => true,
+      onTrim: (released) => trims.push(released),
+      onError: (err) => errors.push(err),
+    });
+    trimmer.start();
+    await clock.advance(30_000); // three quiet intervals, every trim attempt failing
+    expect(errors.length).toBeGreaterThanOrEqual(3);
+    expect(errors.every((e) => e === emfile)).toBe(true);
+    expect(trims).toEqual([]);
+    expect(clock.pending).toBe(1); // its timer still runs
+    exhausted = false;
+    await clock.advance(10_000);
+    expect(trims).toEqual([0]);
+    trimmer.stop();
+    expect(clock.pending).toBe(0);
+  });
+});
