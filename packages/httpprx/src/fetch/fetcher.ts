@@ -14,13 +14,13 @@ import { PEER_PENALTY_MS } from '../constants.js';
 import { ProxyError } from '../errors.js';
 import { PeerPenalties } from '../peer/penalties.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { NOT_FORWARDED_COMMON, NOT_FORWARDED_CORAL, appendVia } from '../proxy/headers.js';
 import { sendError } from '../proxy/respond.js';
 import { forwardInfo, serveOutcome } from '../serve/outcome.js';
 import type { StoredMeta } from '../store/types.js';
 import { Transfer } from '../transfer/transfer.js';
 import type { Outcome } from '../transfer/transfer.js';
 import { fetchFromOrigin } from './origin.js';
+import { forwardHeaders } from './request-headers.js';
 import { chooseFetcher } from '../peer/rendezvous.js';
 import { fetchFromPeers, peerTargets } from './peer.js';
 
@@ -32,18 +32,6 @@ export interface FetchPlan {
   peers: boolean;
   /** May other requests join it? */
   register: boolean;
-}
-
-/** The request fields sent upstream: end-to-end fields less our own and credentials' cousins. */
-export function forwardHeaders(ctx: RequestCtx, via: string): Record<string, string> {
-  const drop = ctx.mode === 'coral' ? NOT_FORWARDED_CORAL : NOT_FORWARDED_COMMON;
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(ctx.reqHeaders)) {
-    if (drop.has(k)) continue;
-    out[k] = v;
-  }
-  out['via'] = appendVia(ctx.reqHeaders['via'], via);
-  return out;
 }
 
 export class Fetcher {
@@ -154,7 +142,7 @@ export class Fetcher {
 
   async #run(ctx: RequestCtx, t: Transfer, plan: FetchPlan, unregister: () => void): Promise<void> {
     const core = this.#core;
-    const forward = forwardHeaders(ctx, core.via);
+    const forward = forwardHeaders(core, ctx);
     let notMembers = 0;
     if (plan.peers && ctx.method === 'GET') {
       // One fetcher per object: the designated member (peer/rendezvous.ts) fetches, the others ask

@@ -117,8 +117,16 @@ export async function streamResponse(
       ? storable(ctx.reqHeaders, res.status, headers, core.policy, o.responseTime)
       : { store: false };
   const cookieBlocked = ctx.mode === 'site' && raw !== undefined;
+  // The request's Origin is forwarded (CORS): an answer naming that one origin is only this
+  // client's, unless the origin keys it with `Vary: Origin` (./request-headers.ts).
+  const acao = headers['access-control-allow-origin'];
+  const corsUnkeyed =
+    ctx.reqHeaders['origin'] !== undefined &&
+    acao !== undefined &&
+    acao.trim() !== '*' &&
+    !varyNames(headers).includes('origin');
   const unverifiedPeer = o.source === 'peer' && o.peerVerified !== true;
-  const shareable = decision.store && !cookieBlocked;
+  const shareable = decision.store && !cookieBlocked && !corsUnkeyed;
   const storing = shareable && !unverifiedPeer;
   dropUnkept(ctx.mode, headers, rules);
   const vary = varyNames(headers);

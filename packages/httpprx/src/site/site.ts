@@ -5,7 +5,7 @@
  */
 import { CACHE_NAME } from '../constants.js';
 import { originError } from '../fetch/origin.js';
-import { forwardHeaders } from '../fetch/fetcher.js';
+import { forwardHeaders } from '../fetch/request-headers.js';
 import { urlKey } from '../mapping/coral-name.js';
 import { cookiesForClient } from '../mapping/links.js';
 import { splitHostHeader } from '../request/host.js';
@@ -25,7 +25,7 @@ export async function invalidate(core: ProxyCore, primary: string): Promise<numb
 }
 
 export async function forwardUnsafe(core: ProxyCore, ctx: RequestCtx): Promise<void> {
-  const headers = forwardHeaders(ctx, core.via);
+  const headers = forwardHeaders(core, ctx);
   const cl = ctx.reqHeaders['content-length'];
   if (cl !== undefined) headers['content-length'] = cl;
   let res: UpstreamResponse;
