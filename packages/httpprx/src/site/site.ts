@@ -8,6 +8,7 @@ import { originError } from '../fetch/origin.js';
 import { forwardHeaders } from '../fetch/request-headers.js';
 import { urlKey } from '../mapping/coral-name.js';
 import { cookiesForClient } from '../mapping/links.js';
+import { answerBadBody, awaitsBody } from '../request/client-error.js';
 import { splitHostHeader } from '../request/host.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
@@ -28,16 +29,26 @@ export async function forwardUnsafe(core: ProxyCore, ctx: RequestCtx): Promise<v
   const headers = forwardHeaders(core, ctx);
   const cl = ctx.reqHeaders['content-length'];
   if (cl !== undefined) headers['content-length'] = cl;
+  const streamed = ctx.method !== 'OPTIONS' && ctx.method !== 'DELETE';
+  const bad = streamed ? awaitsBody(ctx.req) : undefined;
+  if (bad) return answerBadBody(ctx.res, bad, core.via);
   let res: UpstreamResponse;
   try {
     res = await core.origin.request({
       url: ctx.url,
       method: ctx.method,
       headers,
-      ...(ctx.method !== 'OPTIONS' && ctx.method !== 'DELETE' ? { body: ctx.req } : {}),
+      ...(streamed ? { body: ctx.req } : {}),
     });
   } catch (e) {
+    // Already answered: the request's own body failed to parse (../request/client-error.ts).
+    if (ctx.res.writableEnded) return;
     return sendError(ctx.res, ctx.method, originError(e), core.via, core.metrics);
+  }
+  if (ctx.res.writableEnded) {
+    res.body.on('error', () => {});
+    res.body.destroy();
+    return;
   }
   if (res.status >= 200 && res.status < 400) {
     await invalidate(core, ctx.primary);
