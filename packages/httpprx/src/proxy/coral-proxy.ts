@@ -12,6 +12,7 @@
  * This class wires the stages together and owns the lifecycle: listen, close, the re-announcement
  * sweep, the cache listing and purges.
  */
+import { constants as cryptoConstants } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -89,6 +90,13 @@ export interface TrafficShare {
   /** The top domains by bytes since start, then `(other)`. */
   domains: DomainTraffic[];
 }
+
+/**
+ * TLS 1.2 renegotiation refused (OpenSSL's `SSL_OP_NO_RENEGOTIATION`: a client's request for a
+ * new handshake on an open connection is answered with an alert): each one costs the server a
+ * full handshake, and a CDN's clients have no use for it. TLS 1.3 has no renegotiation.
+ */
+const NO_CLIENT_RENEGOTIATION = cryptoConstants.SSL_OP_NO_RENEGOTIATION;
 
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -293,6 +301,7 @@ export class CoralProxy {
         cert: options.cert,
         key: options.key,
         ALPNProtocols: ['http/1.1'],
+        secureOptions: NO_CLIENT_RENEGOTIATION,
         handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
         keepAliveTimeout: 5_000,
         requireHostHeader: false,
@@ -315,7 +324,11 @@ export class CoralProxy {
    */
   setTlsCertificate(cert: TlsCertificate): void {
     if (!this.#tlsServer) throw new Error('the TLS listener is not started');
-    this.#tlsServer.setSecureContext({ cert: cert.cert, key: cert.key });
+    this.#tlsServer.setSecureContext({
+      cert: cert.cert,
+      key: cert.key,
+      secureOptions: NO_CLIENT_RENEGOTIATION,
+    });
   }
 
   /** The TLS listener's public port (links point there), or undefined while TLS is off. */
