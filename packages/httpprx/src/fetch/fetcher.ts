@@ -145,6 +145,11 @@ export class Fetcher {
     const forward = forwardHeaders(core, ctx);
     let notMembers = 0;
     if (plan.peers && ctx.method === 'GET') {
+      // This node's own origin policy before any member is asked: a member fetches from the
+      // origin on our behalf (the designated one) or serves what it fetched, and an origin this
+      // node would refuse (a name mapped to a private or link-local address) is refused here,
+      // whatever the member would have done.
+      if (core.members) await core.checkOrigin(ctx.url);
       // One fetcher per object: the designated member (peer/rendezvous.ts) fetches, the others ask
       // it. Keyed mode only: in open mode nothing authenticates an ask, and none is taken.
       const choice = core.peerAuth

@@ -49,6 +49,7 @@ import {
 import { reannounceAll, withdraw } from '../commit/announce.js';
 import { ProxyError } from '../errors.js';
 import { Fetcher } from '../fetch/fetcher.js';
+import { originError } from '../fetch/origin.js';
 import { RateLimiter } from '../guards/rate-limiter.js';
 import { normalizeUrl, urlKey } from '../mapping/coral-name.js';
 import { createOriginConnector } from '../origin/connector.js';
@@ -210,6 +211,13 @@ export class CoralProxy {
       },
       members: components.members,
       peerAuth: components.peerAuth,
+      checkOrigin: (url) => {
+        const u = new URL(url);
+        const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+        return connector.connector.checkAddressPolicy(u.hostname, port).catch((e: unknown) => {
+          throw originError(e);
+        });
+      },
       origin: new Upstream(
         { connect: connector.connect },
         {

@@ -50,6 +50,12 @@ export interface ProxyCore {
   links: { tlsPort: number | undefined; followHttpsUpgrade: boolean };
   members: FleetMembers | undefined;
   peerAuth: PeerAuth | undefined;
+  /**
+   * This node's own address policy for an origin URL, for when a member is about to fetch it on
+   * this node's behalf (SmartConnector.checkAddressPolicy): rejects with the ProxyError
+   * `CORAL_ORIGIN_FORBIDDEN` when this node would refuse to connect to it.
+   */
+  checkOrigin(url: string): Promise<void>;
   /** undici agents for origins and for peers, and the peer socket policy. */
   origin: Upstream;
   peers: Upstream;

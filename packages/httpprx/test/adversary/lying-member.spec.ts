@@ -1,0 +1,134 @@
+/**
+ * Adversary: a lying member (issue 31, item 3). A member holds the fleet key, so its signature
+ * and its holder records are genuine; the asker must still judge what it asks for and what it
+ * gets. Over real sockets on loopback, with a member that answers whatever it likes:
+ * - a name whose origin the asker itself would refuse (a name mapped to 169.254.169.254, a
+ *   private address) gets the asker's 403 without any request to a member, whether the member
+ *   is the designated fetcher or an announced holder;
+ */
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '@coral/testkit';
+import { urlKey } from '../../src/mapping/coral-name.js';
+import { InMemoryContentIndex } from '../../src/memory-index.js';
+import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
+import { topMember } from '../../src/peer/rendezvous.js';
+import type { ProxyOptions } from '../../src/proxy/types.js';
+import { NODE_B as B, T0, closer, get, startProxy } from '../helpers/harness.js';
+import type { ProxyHarness } from '../helpers/harness.js';
+import { HmacPeerAuth } from '../helpers/peer-auth.js';
+
+const LIAR = 'cc'.repeat(20);
+const KEY = '5a'.repeat(32);
+const LIE = Buffer.from('the member says so\n'.repeat(50));
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+interface Liar {
+  port: number;
+  requests: Array<{ url: string; headers: IncomingHttpHeaders }>;
+}
+
+async function startLiar(answer: (res: ServerResponse, url: string) => void): Promise<Liar> {
+  const state: Liar = { port: 0, requests: [] };
+  const server = createServer((req, res) => {
+    state.requests.push({ url: req.url ?? '', headers: req.headers });
+    answer(res, req.url ?? '');
+  });
+  cleanups.push(closer(server));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.5', r));
+  state.port = (server.address() as AddressInfo).port;
+  return state;
+}
+
+const lie = (res: ServerResponse) => {
+  res.writeHead(200, {
+    'cache-control': 'max-age=86400',
+    'content-type': 'text/html',
+    'content-length': String(LIE.length),
+  });
+  res.end(LIE);
+};
+
+interface Asker {
+  px: ProxyHarness;
+  members: InMemoryFleetMembers;
+  index: InMemoryContentIndex;
+  clock: ManualClock;
+}
+
+/** Proxy B, keyed (a real HMAC PeerAuth), with the liar as a live member. */
+async function asker(liar: Liar, options: Partial<ProxyOptions> = {}): Promise<Asker> {
+  const clock = new ManualClock(T0);
+  const index = new InMemoryContentIndex({ clock });
+  const members = new InMemoryFleetMembers({ recordsAuthenticated: true, rendezvous: true });
+  const px = await startProxy(
+    { self: { nodeId: B, ip: '127.0.0.4', httpPort: 0 }, ...options },
+    { clock, index, members, peerAuth: new HmacPeerAuth(KEY, clock) },
+    '127.0.0.4',
+  );
+  members.set(B, { ip: '127.0.0.4', httpPort: px.port });
+  members.set(LIAR, { ip: '127.0.0.5', httpPort: liar.port });
+  cleanups.push(() => px.close());
+  return { px, members, index, clock };
+}
+
+/** A path of `origin` whose designated fetcher, for B, is the liar (`designated`) or B itself. */
+function pathWhere(origin: string, designated: boolean): string {
+  const live = [{ nodeId: LIAR, ip: '127.0.0.5', httpPort: 1, near: true }];
+  for (let i = 0; ; i++) {
+    const path = `/p${i}`;
+    const top = topMember(B, urlKey(`${origin}${path}`), live);
+    if ((top?.nodeId === LIAR) === designated) return path;
+  }
+}
+
+describe("the asker's own origin policy comes before any member", () => {
+  const forbidden = [
+    ['a name mapped to the metadata address', 'meta.test.nyud.net', 'http://meta.test'],
+    ['a link-local literal', '169.254.169.254.nyud.net', 'http://169.254.169.254'],
+    ['a name mapped to a private address', 'inside.test.8080.nyud.net', 'http://inside.test:8080'],
+  ] as const;
+
+  for (const [what, host, origin] of forbidden) {
+    it(`${what}: 403 from the asker, the member never asked (designated or holder)`, async () => {
+      const liar = await startLiar(lie);
+      const a = await asker(liar, {
+        allowPrivateOrigins: false,
+        hosts: { 'meta.test': ['169.254.169.254'], 'inside.test': ['10.1.2.3'] },
+      });
+      // The liar is the designated fetcher of one path, and announced as holder of another.
+      const designated = pathWhere(origin, true);
+      const held = pathWhere(origin, false);
+      a.index.set(urlKey(`${origin}${held}`), {
+        nodeId: LIAR,
+        ip: '127.0.0.5',
+        httpPort: liar.port,
+        state: 'complete',
+        size: LIE.length,
+      });
+      for (const path of [designated, held]) {
+        const r = await get(a.px.port, host, path, {}, 'GET', '127.0.0.4');
+        expect(r.status, path).toBe(403);
+        expect(r.headers['x-coral-error'], path).toBe('CORAL_ORIGIN_FORBIDDEN');
+        expect(r.body.toString()).not.toContain('the member says so');
+      }
+      expect(liar.requests).toEqual([]);
+      expect(await a.px.proxy.cacheList()).toEqual([]);
+    });
+  }
+
+  it('an allowed origin is still asked of the designated member', async () => {
+    const liar = await startLiar(lie);
+    const a = await asker(liar, { allowPrivateOrigins: true });
+    const path = pathWhere('http://origin.test', true);
+    const r = await get(a.px.port, 'origin.test.nyud.net', path, {}, 'GET', '127.0.0.4');
+    expect(r.status).toBe(200);
+    expect(liar.requests).toHaveLength(1);
+  });
+});
