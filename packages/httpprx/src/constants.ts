@@ -56,6 +56,13 @@ export const PEER_PENALTY_MS = 60_000;
 export const FETCHING_TTL_SECONDS = 20;
 /** Maximum TTL of a `complete` announcement (s); also capped by the object's freshness. */
 export const COMPLETE_TTL_SECONDS = 3600;
+/**
+ * The longest a member's copy is believed fresh by the node that asked for it (s): whatever
+ * freshness the member declares (or this node's own rules would compute from the member's
+ * fields), the copy is stored as if no more than this were left, then revalidated with the origin.
+ * An honest member's `complete` record lives no longer (`COMPLETE_TTL_SECONDS`).
+ */
+export const PEER_MAX_TTL_SECONDS = COMPLETE_TTL_SECONDS;
 /** Interval of the re-announcement sweep (ms). */
 export const REANNOUNCE_INTERVAL_MS = 10 * 60_000;
 /** Per-client request rate (requests per second); 0 disables the limiter. */

@@ -38,6 +38,7 @@ import {
   ORIGIN_BODY_TIMEOUT_MS,
   ORIGIN_TIMEOUT_MS,
   PEER_FETCHING_TIMEOUT_MS,
+  PEER_MAX_TTL_SECONDS,
   PEER_RACE,
   PEER_TIMEOUT_MS,
   RATE_LIMIT_BURST,
@@ -139,6 +140,7 @@ export class CoralProxy {
       peerRace: options.peerRace ?? PEER_RACE,
       indexTimeoutMs: options.indexTimeoutMs ?? INDEX_TIMEOUT_MS,
       originTimeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
+      peerMaxTtlSeconds: options.peerMaxTtlSeconds ?? PEER_MAX_TTL_SECONDS,
     };
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;

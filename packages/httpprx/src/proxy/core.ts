@@ -27,6 +27,8 @@ export interface ProxyLimits {
   indexTimeoutMs: number;
   /** Bound on an origin's connect and response header (a designated member's fetch waits this long). */
   originTimeoutMs: number;
+  /** The most freshness a member's copy is believed to have left (s, `PEER_MAX_TTL_SECONDS`). */
+  peerMaxTtlSeconds: number;
 }
 
 export interface ProxyCore {

@@ -149,6 +149,12 @@ export interface ProxyOptions {
   indexTimeoutMs?: number;
   /** Patience for holders that announced `fetching` (ms, injected clock). Default `PEER_FETCHING_TIMEOUT_MS` (src/constants.ts). */
   peerFetchingTimeoutMs?: number;
+  /**
+   * The most freshness a copy fetched from a member is believed to have left (s): the member's
+   * declared freshness is capped to it (the copy is stored as that much older). Default
+   * `PEER_MAX_TTL_SECONDS` (src/constants.ts, 1 h).
+   */
+  peerMaxTtlSeconds?: number;
   /** Holders raced at once. Default `PEER_RACE` (src/constants.ts). */
   peerRace?: number;
   /** Origin connect + header timeout (ms). Default `ORIGIN_TIMEOUT_MS` (src/constants.ts). */

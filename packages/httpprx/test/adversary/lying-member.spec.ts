@@ -5,6 +5,9 @@
  * - a name whose origin the asker itself would refuse (a name mapped to 169.254.169.254, a
  *   private address) gets the asker's 403 without any request to a member, whether the member
  *   is the designated fetcher or an announced holder;
+ * - the freshness a member declares is capped by the asker's own limit (`peerMaxTtlSeconds`): a
+ *   member's lie stops being served within that, when the asker revalidates with the origin,
+ *   even after the member left; a member's copy without the origin's validators is not kept.
  */
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
@@ -16,7 +19,8 @@ import { InMemoryContentIndex } from '../../src/memory-index.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import { topMember } from '../../src/peer/rendezvous.js';
 import type { ProxyOptions } from '../../src/proxy/types.js';
-import { NODE_B as B, T0, closer, get, startProxy } from '../helpers/harness.js';
+import { PEER_MAX_TTL_SECONDS } from '../../src/constants.js';
+import { NODE_B as B, T0, closer, get, startOrigin, startProxy } from '../helpers/harness.js';
 import type { ProxyHarness } from '../helpers/harness.js';
 import { HmacPeerAuth } from '../helpers/peer-auth.js';
 
@@ -130,5 +134,66 @@ describe("the asker's own origin policy comes before any member", () => {
     const r = await get(a.px.port, 'origin.test.nyud.net', path, {}, 'GET', '127.0.0.4');
     expect(r.status).toBe(200);
     expect(liar.requests).toHaveLength(1);
+  });
+});
+
+describe("a member's freshness is capped by the asker's own limits", () => {
+  async function withOrigin() {
+    const origin = await startOrigin((_req, res) => {
+      res.writeHead(200, {
+        'cache-control': 'max-age=600',
+        etag: '"real"',
+        'content-length': '15',
+      });
+      res.end('the origin page');
+    });
+    cleanups.push(() => origin.close());
+    return origin;
+  }
+
+  it('a day declared by a member is an hour here; past it the origin answers, the member gone', async () => {
+    const origin = await withOrigin();
+    const liar = await startLiar((res) => {
+      res.writeHead(200, {
+        'cache-control': 'max-age=86400',
+        etag: '"lie"',
+        'content-length': String(LIE.length),
+      });
+      res.end(LIE);
+    });
+    const a = await asker(liar);
+    const path = pathWhere(`http://origin.test:${origin.port}`, true);
+    const first = await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
+    expect(first.body.equals(LIE)).toBe(true);
+    expect(first.headers['cache-status']).toMatch(/fwd=peer/);
+    // Stored as an hour-fresh copy: its age is what the member's day leaves an hour of.
+    expect(Number(first.headers['age'])).toBe(86_400 - PEER_MAX_TTL_SECONDS);
+    const [entry] = await a.px.proxy.cacheList();
+    expect(entry!.expiresAt).toBe(a.clock.now() + PEER_MAX_TTL_SECONDS * 1000);
+    // Within the hour: a hit. Then the member leaves, the hour ends.
+    expect(
+      (await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4')).headers[
+        'cache-status'
+      ],
+    ).toMatch(/^Coral; hit/);
+    a.members.delete(LIAR);
+    a.clock.advance(PEER_MAX_TTL_SECONDS * 1000 + 1000);
+    const later = await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
+    expect(later.body.toString()).toBe('the origin page');
+    expect(origin.hits).toHaveLength(1);
+    expect(origin.hits[0]!.headers['if-none-match']).toBe('"lie"');
+    expect(liar.requests).toHaveLength(1);
+  });
+
+  it("a member's copy without the origin's validators is served but not kept", async () => {
+    const origin = await withOrigin();
+    const liar = await startLiar(lie);
+    const a = await asker(liar);
+    const path = pathWhere(`http://origin.test:${origin.port}`, true);
+    const r = await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
+    expect(r.body.equals(LIE)).toBe(true);
+    expect(await a.px.proxy.cacheList()).toEqual([]);
+    await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
+    expect(liar.requests).toHaveLength(2);
   });
 });
