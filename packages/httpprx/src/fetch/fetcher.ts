@@ -79,7 +79,7 @@ export class Fetcher {
         mayJoin(ctx.cache, { ...h }, now, core.policy);
     } else if (o.kind === 'entry') {
       ok =
-        o.detail === 'stale-if-error'
+        o.detail === 'stale-if-error' || o.detail === 'stale-on-error'
           ? staleOnErrorOk(ctx.cache, o.meta, now, core.policy)
           : mayJoin(ctx.cache, o.meta, now, core.policy);
     }

@@ -44,7 +44,7 @@ import {
   RATE_LIMIT_BURST,
   RATE_LIMIT_PER_SECOND,
   REANNOUNCE_INTERVAL_MS,
-  STALE_IF_ERROR_SECONDS,
+  STALE_ON_ERROR_SECONDS,
   TLS_HANDSHAKE_TIMEOUT_MS,
 } from '../constants.js';
 import { reannounceAll, withdraw } from '../commit/announce.js';
@@ -202,7 +202,7 @@ export class CoralProxy {
       hot,
       policy: {
         defaultTtlSeconds: options.defaultTtlSeconds ?? 0,
-        staleIfErrorSeconds: options.staleIfErrorSeconds ?? STALE_IF_ERROR_SECONDS,
+        staleOnErrorSeconds: options.staleOnErrorSeconds ?? STALE_ON_ERROR_SECONDS,
       },
       via: `1.1 coral-${options.self.nodeId.slice(0, 12)}`,
       self: { ...options.self },

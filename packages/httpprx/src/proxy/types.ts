@@ -113,12 +113,13 @@ export interface ProxyOptions {
   /** Freshness for responses with neither explicit expiry nor Last-Modified (s). Default 0 = off. */
   defaultTtlSeconds?: number;
   /**
-   * Serve a stale copy when the origin fails, for this long past expiry (s), to responses that
-   * name no `stale-if-error` of their own. Default `STALE_IF_ERROR_SECONDS` (0: only when the
-   * response or the request allows it, RFC 9111 §4.2.4). Never overrides must-revalidate,
-   * proxy-revalidate, s-maxage or no-cache.
+   * Serve a stale copy when the origin fails (connection refused, DNS, timeout, a 5xx to a
+   * revalidation), for this long past expiry (s), to responses that name no `stale-if-error` of
+   * their own (theirs takes precedence). Default `STALE_ON_ERROR_SECONDS` (6 h); 0 = only when the
+   * response or the request allows it. Never under must-revalidate, proxy-revalidate, s-maxage
+   * or no-cache (RFC 9111 §4.2.4).
    */
-  staleIfErrorSeconds?: number;
+  staleOnErrorSeconds?: number;
   /**
    * Allow origins (and peers that are not verified members) on loopback/private/link-local
    * addresses. Default false. Verified fleet members are reached at their address either way.
