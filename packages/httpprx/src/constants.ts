@@ -58,6 +58,13 @@ export const PEER_RACE = 3;
  * for this long (ms, injected clock).
  */
 export const PEER_PENALTY_MS = 60_000;
+/**
+ * A member's copy of at most this many bytes (by its Content-Length) is read and checked whole
+ * before any of it is sent: a wrong size or SHA-256 then falls back to the origin at no cost to
+ * the client, instead of cutting it off at the end of the body. Larger copies are streamed
+ * (their last byte held back until the check).
+ */
+export const PEER_VERIFY_WHOLE_BYTES = 1024 * 1024;
 /** TTL of a `fetching` announcement (s). */
 export const FETCHING_TTL_SECONDS = 20;
 /** Maximum TTL of a `complete` announcement (s); also capped by the object's freshness. */

@@ -41,6 +41,7 @@ import {
   PEER_MAX_TTL_SECONDS,
   PEER_RACE,
   PEER_TIMEOUT_MS,
+  PEER_VERIFY_WHOLE_BYTES,
   RATE_LIMIT_BURST,
   RATE_LIMIT_PER_SECOND,
   REANNOUNCE_INTERVAL_MS,
@@ -141,6 +142,7 @@ export class CoralProxy {
       indexTimeoutMs: options.indexTimeoutMs ?? INDEX_TIMEOUT_MS,
       originTimeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
       peerMaxTtlSeconds: options.peerMaxTtlSeconds ?? PEER_MAX_TTL_SECONDS,
+      peerVerifyWholeBytes: options.peerVerifyWholeBytes ?? PEER_VERIFY_WHOLE_BYTES,
     };
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;

@@ -29,6 +29,8 @@ export interface ProxyLimits {
   originTimeoutMs: number;
   /** The most freshness a member's copy is believed to have left (s, `PEER_MAX_TTL_SECONDS`). */
   peerMaxTtlSeconds: number;
+  /** Member copies up to this size are checked whole before a byte is sent (`PEER_VERIFY_WHOLE_BYTES`). */
+  peerVerifyWholeBytes: number;
 }
 
 export interface ProxyCore {

@@ -44,6 +44,12 @@ export interface ProxyMetrics {
   optOut?(event: 'recorded' | 'learned' | 'redirected'): void;
   /** A fetched response not stored because `admit` refused it (a purge came while it was fetched). */
   commitRefused?(): void;
+  /**
+   * A member's copy failed its check (size, SHA-256) or stalled: `origin` when it was caught
+   * before anything was sent and the origin answered the client instead, `aborted` when it was
+   * found at the end of a streamed body and the clients reading it were cut off.
+   */
+  peerIntegrity?(outcome: 'origin' | 'aborted'): void;
 }
 
 export type { Resolver } from '../connect/index.js';
@@ -156,6 +162,13 @@ export interface ProxyOptions {
    * `PEER_MAX_TTL_SECONDS` (src/constants.ts, 1 h).
    */
   peerMaxTtlSeconds?: number;
+  /**
+   * A member's copy of at most this many bytes (Content-Length) is read and checked whole before
+   * any of it is sent, so a wrong size or SHA-256 falls back to the origin without cutting the
+   * client off; larger ones stream. Default `PEER_VERIFY_WHOLE_BYTES` (src/constants.ts, 1 MiB);
+   * 0 = always stream.
+   */
+  peerVerifyWholeBytes?: number;
   /** Holders raced at once. Default `PEER_RACE` (src/constants.ts). */
   peerRace?: number;
   /** Origin connect + header timeout (ms). Default `ORIGIN_TIMEOUT_MS` (src/constants.ts). */

@@ -7,8 +7,12 @@
  *   is the designated fetcher or an announced holder;
  * - the freshness a member declares is capped by the asker's own limit (`peerMaxTtlSeconds`): a
  *   member's lie stops being served within that, when the asker revalidates with the origin,
- *   even after the member left; a member's copy without the origin's validators is not kept.
+ *   even after the member left; a member's copy without the origin's validators is not kept;
+ * - a member's copy that fails its integrity check (wrong SHA-256, cut short) is caught before
+ *   a byte of it is sent (copies up to `peerVerifyWholeBytes`): the client gets the origin's
+ *   page, no "socket hang up", and the failure is counted.
  */
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,7 +22,7 @@ import { urlKey } from '../../src/mapping/coral-name.js';
 import { InMemoryContentIndex } from '../../src/memory-index.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import { topMember } from '../../src/peer/rendezvous.js';
-import type { ProxyOptions } from '../../src/proxy/types.js';
+import type { ProxyMetrics, ProxyOptions } from '../../src/proxy/types.js';
 import { PEER_MAX_TTL_SECONDS } from '../../src/constants.js';
 import { NODE_B as B, T0, closer, get, startOrigin, startProxy } from '../helpers/harness.js';
 import type { ProxyHarness } from '../helpers/harness.js';
@@ -67,13 +71,23 @@ interface Asker {
 }
 
 /** Proxy B, keyed (a real HMAC PeerAuth), with the liar as a live member. */
-async function asker(liar: Liar, options: Partial<ProxyOptions> = {}): Promise<Asker> {
+async function asker(
+  liar: Liar,
+  options: Partial<ProxyOptions> = {},
+  metrics?: ProxyMetrics,
+): Promise<Asker> {
   const clock = new ManualClock(T0);
   const index = new InMemoryContentIndex({ clock });
   const members = new InMemoryFleetMembers({ recordsAuthenticated: true, rendezvous: true });
   const px = await startProxy(
     { self: { nodeId: B, ip: '127.0.0.4', httpPort: 0 }, ...options },
-    { clock, index, members, peerAuth: new HmacPeerAuth(KEY, clock) },
+    {
+      clock,
+      index,
+      members,
+      peerAuth: new HmacPeerAuth(KEY, clock),
+      ...(metrics ? { metrics } : {}),
+    },
     '127.0.0.4',
   );
   members.set(B, { ip: '127.0.0.4', httpPort: px.port });
@@ -195,5 +209,70 @@ describe("a member's freshness is capped by the asker's own limits", () => {
     expect(await a.px.proxy.cacheList()).toEqual([]);
     await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
     expect(liar.requests).toHaveLength(2);
+  });
+});
+
+describe('a failed integrity check from a member falls back to the origin for that client', () => {
+  const PAGE = Buffer.from('the origin page\n'.repeat(400));
+  const SHA = createHash('sha256').update(PAGE).digest('hex');
+
+  async function setup(answer: (res: ServerResponse) => void) {
+    const origin = await startOrigin((_req, res) => {
+      res.writeHead(200, {
+        'cache-control': 'max-age=600',
+        etag: '"real"',
+        'content-length': String(PAGE.length),
+      });
+      res.end(PAGE);
+    });
+    cleanups.push(() => origin.close());
+    const liar = await startLiar(answer);
+    const outcomes: string[] = [];
+    const metrics: ProxyMetrics = {
+      request() {},
+      originFetch() {},
+      peerFetch() {},
+      rateLimited() {},
+      peerIntegrity: (o) => outcomes.push(o),
+    };
+    const a = await asker(liar, {}, metrics);
+    const path = pathWhere(`http://origin.test:${origin.port}`, true);
+    return { origin, liar, a, path, outcomes };
+  }
+
+  const head = (res: ServerResponse) =>
+    res.writeHead(200, {
+      'cache-control': 'max-age=600',
+      etag: '"real"',
+      'x-coral-sha256': SHA, // the right hash...
+      'content-length': String(PAGE.length),
+    });
+
+  it('wrong bytes under the right SHA-256: the client gets the origin page, counted, the member skipped', async () => {
+    const s = await setup((res) => {
+      head(res);
+      const wrong = Buffer.from(PAGE);
+      wrong[100] = wrong[100]! ^ 1; // ...for other bytes
+      res.end(wrong);
+    });
+    const r = await get(s.a.px.port, s.origin.coralHost, s.path, {}, 'GET', '127.0.0.4');
+    expect(r.status).toBe(200);
+    expect(r.body.equals(PAGE)).toBe(true);
+    expect(r.headers['cache-status']).toMatch(/fwd=uri-miss/);
+    expect(s.outcomes).toEqual(['origin']);
+    expect(s.origin.hits).toHaveLength(1);
+    expect((await s.a.px.proxy.cacheList()).map((e) => e.sha256)).toEqual([SHA]);
+  });
+
+  it('a copy cut short: the client gets the origin page, not a hang-up', async () => {
+    const s = await setup((res) => {
+      head(res);
+      res.write(PAGE.subarray(0, 1000));
+      setImmediate(() => res.socket?.destroy());
+    });
+    const r = await get(s.a.px.port, s.origin.coralHost, s.path, {}, 'GET', '127.0.0.4');
+    expect(r.body.equals(PAGE)).toBe(true);
+    expect(s.outcomes).toEqual(['origin']);
+    expect(s.liar.requests).toHaveLength(1);
   });
 });
