@@ -139,10 +139,7 @@ export async function streamResponse(
     !varyNames(headers).includes('origin');
   const unverifiedPeer = o.source === 'peer' && o.peerVerified !== true;
   const shareable = decision.store && !cookieBlocked && !corsUnkeyed;
-  // A member's copy is kept only with the origin's validators: when its (capped) freshness ends
-  // this node revalidates it with the origin itself, which replaces a copy that is not its own.
-  const validated = headers['etag'] !== undefined || headers['last-modified'] !== undefined;
-  const storing = shareable && !unverifiedPeer && (o.source !== 'peer' || validated);
+  const storing = shareable && !unverifiedPeer;
   dropUnkept(ctx.mode, headers, rules);
   const vary = varyNames(headers);
   const head: TransferHead = {

@@ -7,7 +7,7 @@
  *   is the designated fetcher or an announced holder;
  * - the freshness a member declares is capped by the asker's own limit (`peerMaxTtlSeconds`): a
  *   member's lie stops being served within that, when the asker revalidates with the origin,
- *   even after the member left; a member's copy without the origin's validators is not kept;
+ *   even after the member left (with or without validators to revalidate with);
  * - a member's copy that fails its integrity check (wrong SHA-256, cut short) is caught before
  *   a byte of it is sent (copies up to `peerVerifyWholeBytes`): the client gets the origin's
  *   page, no "socket hang up", and the failure is counted.
@@ -199,16 +199,20 @@ describe("a member's freshness is capped by the asker's own limits", () => {
     expect(liar.requests).toHaveLength(1);
   });
 
-  it("a member's copy without the origin's validators is served but not kept", async () => {
+  it("a member's copy without validators: past the cap the asker fetches the origin's whole page", async () => {
     const origin = await withOrigin();
-    const liar = await startLiar(lie);
+    const liar = await startLiar(lie); // max-age=86400, neither ETag nor Last-Modified
     const a = await asker(liar);
     const path = pathWhere(`http://origin.test:${origin.port}`, true);
     const r = await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
     expect(r.body.equals(LIE)).toBe(true);
-    expect(await a.px.proxy.cacheList()).toEqual([]);
-    await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
-    expect(liar.requests).toHaveLength(2);
+    a.clock.advance(PEER_MAX_TTL_SECONDS * 1000 + 1000);
+    const later = await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
+    expect(later.body.toString()).toBe('the origin page');
+    // Nothing to validate with: an unconditional request, whose answer replaces the copy.
+    expect(origin.hits).toHaveLength(1);
+    expect(origin.hits[0]!.headers['if-none-match']).toBeUndefined();
+    expect(liar.requests).toHaveLength(1);
   });
 });
 

@@ -192,8 +192,7 @@ export interface Pair {
 }
 
 /**
- * Two proxies sharing one index and one origin that serves `body` (max-age=600, with a
- * Last-Modified validator: a member's copy is kept only with one) at every path.
+ * Two proxies sharing one index and one origin that serves `body` (max-age=600) at every path.
  * `members`: the fleet's members (A and B are added once listening), or undefined for none.
  */
 export async function startPair(opts: {
@@ -209,7 +208,6 @@ export async function startPair(opts: {
   const origin = await startOrigin((_q, res) => {
     res.writeHead(200, {
       'cache-control': 'max-age=600',
-      'last-modified': httpDate(T0 - 86_400_000),
       'content-length': String(opts.body.length),
     });
     res.end(opts.body);

@@ -40,11 +40,7 @@ async function fleet(
   // Keyed mode: records are authenticated, so a verified peer copy is stored and announced.
   const members = new InMemoryFleetMembers({ recordsAuthenticated: true });
   const origin = await startOrigin((_q, res) => {
-    res.writeHead(200, {
-      'cache-control': 'max-age=600',
-      etag: '"v1"',
-      'content-length': String(BODY.length),
-    });
+    res.writeHead(200, { 'cache-control': 'max-age=600', 'content-length': String(BODY.length) });
     res.write(BODY.subarray(0, 1000));
     if (originHold) void originHold.then(() => res.end(BODY.subarray(1000)));
     else res.end(BODY.subarray(1000));
