@@ -19,11 +19,17 @@ export const HEURISTIC_FRACTION = 0.1;
 /** ... capped at this many seconds. */
 export const HEURISTIC_CAP_SECONDS = 24 * 3600;
 /**
- * Operator permission to serve a stale copy when the origin fails, for this long past expiry, to
- * responses that name no `stale-if-error` window (s). Off by default: RFC 9111 §4.2.4 allows stale
- * answers only with the origin's or the client's permission.
+ * How long past expiry a stale copy is served when the origin (and every member) cannot answer —
+ * connection refused, DNS failure, timeout, a 5xx to a revalidation — for responses that name no
+ * `stale-if-error` of their own (s). RFC 9111 §4.2.4 lets a cache that cannot reach the origin
+ * ("disconnected") serve stale unless a directive forbids it; §4.3.3 lets it treat a 5xx to a
+ * revalidation as a failure to respond. CoralCDN served stale copies through origin outages, as
+ * nginx's `proxy_cache_use_stale error timeout` and Varnish's grace do. 6 h rides out the usual
+ * outage (a failed deploy, a night's maintenance, a flash crowd that knocked the origin over)
+ * while a site that is gone for good stops being served the same day; an origin that wants
+ * another window says so with `stale-if-error`, which takes precedence. 0 turns it off.
  */
-export const STALE_IF_ERROR_SECONDS = 0;
+export const STALE_ON_ERROR_SECONDS = 6 * 3600;
 /**
  * Targeted cache-control fields this cache obeys, most specific first (RFC 9213 §2.2): the first
  * one present with a valid, non-empty value replaces Cache-Control and Expires. Neither reaches
@@ -52,10 +58,24 @@ export const PEER_RACE = 3;
  * for this long (ms, injected clock).
  */
 export const PEER_PENALTY_MS = 60_000;
+/**
+ * A member's copy of at most this many bytes (by its Content-Length) is read and checked whole
+ * before any of it is sent: a wrong size or SHA-256 then falls back to the origin at no cost to
+ * the client, instead of cutting it off at the end of the body. Larger copies are streamed
+ * (their last byte held back until the check).
+ */
+export const PEER_VERIFY_WHOLE_BYTES = 1024 * 1024;
 /** TTL of a `fetching` announcement (s). */
 export const FETCHING_TTL_SECONDS = 20;
 /** Maximum TTL of a `complete` announcement (s); also capped by the object's freshness. */
 export const COMPLETE_TTL_SECONDS = 3600;
+/**
+ * The longest a member's copy is believed fresh by the node that asked for it (s): whatever
+ * freshness the member declares (or this node's own rules would compute from the member's
+ * fields), the copy is stored as if no more than this were left, then revalidated with the origin.
+ * An honest member's `complete` record lives no longer (`COMPLETE_TTL_SECONDS`).
+ */
+export const PEER_MAX_TTL_SECONDS = COMPLETE_TTL_SECONDS;
 /** Interval of the re-announcement sweep (ms). */
 export const REANNOUNCE_INTERVAL_MS = 10 * 60_000;
 /** Per-client request rate (requests per second); 0 disables the limiter. */

@@ -15,7 +15,7 @@
  * the joiner only if the joiner could have been served it had it been stored (`mayJoin`).
  */
 import type { PolicyOptions, RequestRules, ResponseRules } from './policy.js';
-import { currentAge, requestRules, responseRules, staleIfErrorWindow } from './policy.js';
+import { currentAge, requestRules, responseRules, staleWindows } from './policy.js';
 import type { AgeFacts, HeaderRecord } from './policy.js';
 import { varyMatches } from './vary.js';
 
@@ -177,9 +177,26 @@ export function staleOnErrorOk(
   now: number,
   opts: PolicyOptions,
 ): boolean {
+  return staleOnError(req, c, now, opts) !== undefined;
+}
+
+/**
+ * Why a stale stored response may be served because the origin failed: `stale-if-error` when the
+ * response or the request allows it, `stale-on-error` when only the operator's
+ * `staleOnErrorSeconds` does; undefined when it may not.
+ */
+export function staleOnError(
+  req: CacheRequest | undefined,
+  c: Candidate,
+  now: number,
+  opts: PolicyOptions,
+): 'stale-if-error' | 'stale-on-error' | undefined {
   // §5.2.1.4: a no-cache request is never answered without the origin.
-  if (req?.rules.noCache) return false;
+  if (req?.rules.noCache) return undefined;
   const r = responseRules(c.status, c.headers, opts, c.facts.responseTime);
   const staleness = currentAge(c.facts, now) - r.lifetime;
-  return staleness < staleIfErrorWindow(r, req?.rules, opts);
+  const { granted, window } = staleWindows(r, req?.rules, opts);
+  if (staleness < granted) return 'stale-if-error';
+  if (staleness < window) return 'stale-on-error';
+  return undefined;
 }

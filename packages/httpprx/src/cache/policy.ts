@@ -42,11 +42,11 @@ export interface PolicyOptions {
    */
   defaultTtlSeconds: number;
   /**
-   * Operator permission to serve a stale copy when the origin fails, for this long past expiry
-   * (s), for responses that do not name a `stale-if-error` window of their own; 0 = only with the
-   * origin's or the client's permission (RFC 9111 §4.2.4).
+   * Serve a stale copy when the origin fails, for this long past expiry (s), to responses that
+   * do not name a `stale-if-error` window of their own (RFC 9111 §4.2.4: a disconnected cache
+   * may); 0 = only with the origin's or the client's permission.
    */
-  staleIfErrorSeconds?: number;
+  staleOnErrorSeconds?: number;
 }
 
 /** What one response allows a shared cache to do, read once from its headers. */
@@ -303,20 +303,31 @@ export function requestRules(h: HeaderRecord): RequestRules {
 /**
  * How long past expiry a stored response may be served when the origin fails (RFC 9111 §4.2.4):
  * never under must-revalidate / proxy-revalidate / s-maxage / no-cache; otherwise the largest
- * window granted by the response's stale-if-error, the request's stale-if-error or max-stale
- * (RFC 5861 §4, RFC 9111 §5.2.1.2), or the operator's `staleIfErrorSeconds`. 0 = not at all.
+ * window granted by the response's stale-if-error (else the operator's `staleOnErrorSeconds`:
+ * the response's own window takes precedence), the request's stale-if-error or max-stale
+ * (RFC 5861 §4, RFC 9111 §5.2.1.2). 0 = not at all.
  */
 export function staleIfErrorWindow(
   r: ResponseRules,
   req: RequestRules | undefined,
   opts: PolicyOptions,
 ): number {
-  if (r.mustRevalidate || r.noCache) return 0;
-  return Math.max(
-    r.ifError ?? opts.staleIfErrorSeconds ?? 0,
-    req?.staleIfError ?? 0,
-    req?.maxStale ?? 0,
-  );
+  return staleWindows(r, req, opts).window;
+}
+
+/**
+ * The windows behind `staleIfErrorWindow`: `granted`, what the response (its stale-if-error) or
+ * the request (stale-if-error, max-stale) allows; `window`, that or the operator's default.
+ */
+export function staleWindows(
+  r: ResponseRules,
+  req: RequestRules | undefined,
+  opts: PolicyOptions,
+): { granted: number; window: number } {
+  if (r.mustRevalidate || r.noCache) return { granted: 0, window: 0 };
+  const granted = Math.max(r.ifError ?? 0, req?.staleIfError ?? 0, req?.maxStale ?? 0);
+  const operator = r.ifError === undefined ? (opts.staleOnErrorSeconds ?? 0) : 0;
+  return { granted, window: Math.max(granted, operator) };
 }
 
 /** Does `If-None-Match` (weak comparison, RFC 9110 §13.1.2) match the stored ETag? */

@@ -302,6 +302,57 @@ export class SmartConnector {
   }
 
   /**
+   * Would a connection to `host:port` pass the address policy? Rejects with
+   * {@link OriginForbiddenError} when the name resolves only to refused addresses (the same check,
+   * the same resolver and hosts map as `connect`), with {@link InvalidOriginError} for an invalid
+   * host or port; resolves otherwise — also when the name does not resolve or the lookup outlasts
+   * `timeoutMs`: that refuses nothing here, and a connection would fail on its own. A winner
+   * cached from an earlier connection passed the policy when it was dialled: no lookup then.
+   * For a caller about to have someone else fetch the origin (a fleet member) on its behalf.
+   */
+  async checkAddressPolicy(
+    host: string,
+    port: number,
+    opts: { timeoutMs?: number } = {},
+  ): Promise<void> {
+    assertValidHost(host);
+    if (!validPort(port)) {
+      throw new InvalidOriginError(`invalid origin port ${JSON.stringify(port)}`);
+    }
+    const h = normalizeHost(host);
+    const key = cacheKey(h, port);
+    if (this.#cacheGet(key)) return;
+    const ac = new AbortController();
+    const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
+    let timer: TimerHandle | undefined;
+    const expired = new Promise<undefined>((resolve) => {
+      if (timeoutMs !== undefined) {
+        timer = this.#clock.setTimeout(() => {
+          ac.abort(new OriginTimeoutError(h, port, timeoutMs));
+          resolve(undefined);
+        }, timeoutMs);
+      }
+    });
+    let addrs: readonly ResolvedAddress[] | undefined;
+    try {
+      addrs = await Promise.race([
+        this.#resolver.resolve(h, { signal: ac.signal }).catch(() => undefined),
+        expired,
+      ]);
+    } finally {
+      timer?.cancel();
+    }
+    if (!addrs || addrs.length === 0) return;
+    const { allowed, refused } = filterAddresses(addrs, {
+      allowPrivate: this.allowPrivate || this.#privateAllowed.has(key),
+    });
+    if (allowed.length === 0) {
+      this.#stats.refusedAddresses += refused.length;
+      throw new OriginForbiddenError(h, port, refused);
+    }
+  }
+
+  /**
    * An undici `connect` option (undici 7 `buildConnector` contract): `new Agent({ connect:
    * connector.undiciConnect() })`. http origins get the raced TCP socket; https origins get
    * `tls.connect` over it with SNI set to the origin's name.

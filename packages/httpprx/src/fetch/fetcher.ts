@@ -14,13 +14,13 @@ import { PEER_PENALTY_MS } from '../constants.js';
 import { ProxyError } from '../errors.js';
 import { PeerPenalties } from '../peer/penalties.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { NOT_FORWARDED_COMMON, NOT_FORWARDED_CORAL, appendVia } from '../proxy/headers.js';
 import { sendError } from '../proxy/respond.js';
 import { forwardInfo, serveOutcome } from '../serve/outcome.js';
 import type { StoredMeta } from '../store/types.js';
 import { Transfer } from '../transfer/transfer.js';
 import type { Outcome } from '../transfer/transfer.js';
 import { fetchFromOrigin } from './origin.js';
+import { forwardHeaders } from './request-headers.js';
 import { chooseFetcher } from '../peer/rendezvous.js';
 import { fetchFromPeers, peerTargets } from './peer.js';
 
@@ -32,18 +32,6 @@ export interface FetchPlan {
   peers: boolean;
   /** May other requests join it? */
   register: boolean;
-}
-
-/** The request fields sent upstream: end-to-end fields less our own and credentials' cousins. */
-export function forwardHeaders(ctx: RequestCtx, via: string): Record<string, string> {
-  const drop = ctx.mode === 'coral' ? NOT_FORWARDED_CORAL : NOT_FORWARDED_COMMON;
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(ctx.reqHeaders)) {
-    if (drop.has(k)) continue;
-    out[k] = v;
-  }
-  out['via'] = appendVia(ctx.reqHeaders['via'], via);
-  return out;
 }
 
 export class Fetcher {
@@ -91,7 +79,7 @@ export class Fetcher {
         mayJoin(ctx.cache, { ...h }, now, core.policy);
     } else if (o.kind === 'entry') {
       ok =
-        o.detail === 'stale-if-error'
+        o.detail === 'stale-if-error' || o.detail === 'stale-on-error'
           ? staleOnErrorOk(ctx.cache, o.meta, now, core.policy)
           : mayJoin(ctx.cache, o.meta, now, core.policy);
     }
@@ -154,9 +142,14 @@ export class Fetcher {
 
   async #run(ctx: RequestCtx, t: Transfer, plan: FetchPlan, unregister: () => void): Promise<void> {
     const core = this.#core;
-    const forward = forwardHeaders(ctx, core.via);
+    const forward = forwardHeaders(core, ctx);
     let notMembers = 0;
     if (plan.peers && ctx.method === 'GET') {
+      // This node's own origin policy before any member is asked: a member fetches from the
+      // origin on our behalf (the designated one) or serves what it fetched, and an origin this
+      // node would refuse (a name mapped to a private or link-local address) is refused here,
+      // whatever the member would have done.
+      if (core.members) await core.checkOrigin(ctx.url);
       // One fetcher per object: the designated member (peer/rendezvous.ts) fetches, the others ask
       // it. Keyed mode only: in open mode nothing authenticates an ask, and none is taken.
       const choice = core.peerAuth

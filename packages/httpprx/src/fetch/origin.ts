@@ -4,7 +4,7 @@
  * permission (RFC 9111 §4.2.4), a 304 freshening the stored response (§4.3.4), a full response
  * replacing it — or dropping it when it may not be stored (§4.3.3).
  */
-import { staleOnErrorOk } from '../cache/decide.js';
+import { staleOnError } from '../cache/decide.js';
 import type { Fwd } from '../cache/decide.js';
 import { ageFacts, mergeNotModified, responseRules } from '../cache/policy.js';
 import { announceComplete } from '../commit/announce.js';
@@ -172,8 +172,10 @@ export async function fetchFromOrigin(
     } catch (e) {
       const err = originError(e);
       core.metrics?.originFetch(0, false);
-      if (stale && staleOnErrorOk(ctx.cache, stale, core.clock.now(), core.policy)) {
-        t.settle({ kind: 'entry', meta: stale, fwd: 'stale', detail: 'stale-if-error' });
+      const why = stale && staleOnError(ctx.cache, stale, core.clock.now(), core.policy);
+      if (stale && why) {
+        core.log.info({ url: ctx.url, err: err.message }, 'origin failed: serving a stale copy');
+        t.settle({ kind: 'entry', meta: stale, fwd: 'stale', detail: why });
         return;
       }
       if (stale && responseRules(stale.status, stale.headers, core.policy).mustRevalidate) {
@@ -188,21 +190,16 @@ export async function fetchFromOrigin(
       throw err;
     }
     const responseTime = core.clock.now();
-    if (
-      stale &&
-      SERVER_ERRORS.has(res.status) &&
-      staleOnErrorOk(ctx.cache, stale, responseTime, core.policy)
-    ) {
+    const why =
+      stale && SERVER_ERRORS.has(res.status)
+        ? staleOnError(ctx.cache, stale, responseTime, core.policy)
+        : undefined;
+    if (stale && why) {
       // §4.3.3: a 5xx to a revalidation may be treated as a failure to respond.
       discard(res);
       core.metrics?.originFetch(0, false);
-      t.settle({
-        kind: 'entry',
-        meta: stale,
-        fwd: 'stale',
-        fwdStatus: res.status,
-        detail: 'stale-if-error',
-      });
+      core.log.info({ url: ctx.url, status: res.status }, 'origin failed: serving a stale copy');
+      t.settle({ kind: 'entry', meta: stale, fwd: 'stale', fwdStatus: res.status, detail: why });
       return;
     }
     if (res.status === 304 && stale && attempt === 0) {

@@ -8,8 +8,12 @@
  * (they never see a complete-looking wrong body), is not stored, and its member is skipped for a
  * while (../peer/penalties.ts).
  */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { TimerHandle } from '@coral/testkit';
 import type { ClaimResult, Holder } from '../content-index.js';
 import { SHA256_HEADER } from '../constants.js';
+import type { UpstreamResponse } from '../origin/upstream.js';
 import { chooseHolders } from '../peer/members.js';
 import type { PeerTarget } from '../peer/members.js';
 import type { PeerPenalties } from '../peer/penalties.js';
@@ -191,11 +195,38 @@ export async function fetchFromPeers(
     return false;
   }
   const sha256 = [claimed, record].filter((x): x is string => x !== undefined);
+  let body = res.body;
+  if (
+    declared !== undefined &&
+    declared <= core.limits.peerVerifyWholeBytes &&
+    ctx.method === 'GET'
+  ) {
+    // Small enough to check whole before a byte is sent: a lie (or a stall) costs the client
+    // nothing, the origin answers it instead.
+    const whole = await readWhole(core, res, declared, patience(h));
+    const digest = whole && createHash('sha256').update(whole).digest('hex');
+    if (
+      !whole ||
+      sha256.some((s) => s !== digest) ||
+      (h.size !== undefined && whole.length !== h.size)
+    ) {
+      core.log.warn(
+        { peer: h.nodeId, received: whole?.length, sha256: digest },
+        'peer copy failed its check before it was sent: asking the origin',
+      );
+      winner.abort();
+      core.metrics?.peerFetch(whole?.length ?? 0, false);
+      core.metrics?.peerIntegrity?.('origin');
+      penalties.penalize(h.nodeId);
+      return false;
+    }
+    body = Readable.from([whole]);
+  }
   const out = await streamResponse(
     core,
     ctx,
     t,
-    res,
+    body === res.body ? res : { ...res, body },
     {
       requestTime: winner.requestTime,
       responseTime: winner.responseTime,
@@ -214,6 +245,45 @@ export async function fetchFromPeers(
   if (!out.ok) {
     winner.abort();
     penalties.penalize(h.nodeId);
+    if (out.mismatch) core.metrics?.peerIntegrity?.('aborted');
   }
   return true;
+}
+
+/**
+ * The whole body of a member's answer of `length` bytes, each chunk within `idleMs` on the
+ * clock; undefined when it stalls, fails, or is longer or shorter than `length`.
+ */
+function readWhole(
+  core: ProxyCore,
+  res: UpstreamResponse,
+  length: number,
+  idleMs: number,
+): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    let timer: TimerHandle | undefined;
+    const finish = (b: Buffer | undefined) => {
+      if (done) return;
+      done = true;
+      timer?.cancel();
+      if (!b) discard(res);
+      resolve(b);
+    };
+    const arm = () => {
+      timer?.cancel();
+      timer = core.clock.setTimeout(() => finish(undefined), idleMs);
+    };
+    arm();
+    res.body.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > length) return finish(undefined);
+      chunks.push(c);
+      arm();
+    });
+    res.body.on('end', () => finish(size === length ? Buffer.concat(chunks, size) : undefined));
+    res.body.on('error', () => finish(undefined));
+  });
 }

@@ -5,7 +5,8 @@
  */
 import { formatHttpDate, parseHttpDate } from '../cache/http-date.js';
 import { ageFacts, responseRules, storable } from '../cache/policy.js';
-import type { HeaderRecord, ResponseRules } from '../cache/policy.js';
+import type { AgeFacts, HeaderRecord, ResponseRules } from '../cache/policy.js';
+import { DELTA_SECONDS_MAX } from '../cache/directives.js';
 import { varyNames, varyValues } from '../cache/vary.js';
 import { commitTransfer } from '../commit/commit.js';
 import type { Fwd } from '../cache/decide.js';
@@ -68,6 +69,16 @@ export function dropUnkept(
   for (const f of rules.noCacheFields) delete headers[f];
 }
 
+/**
+ * A member's copy is believed fresh for at most `maxTtl` seconds more, whatever it declares:
+ * its age is raised (in place) so that this node's own freshness lifetime for it, less its age,
+ * is at most `maxTtl`. Clients and peers served from it then see that age too.
+ */
+export function capPeerFreshness(facts: AgeFacts, lifetime: number, maxTtl: number): void {
+  const atLeast = lifetime - maxTtl;
+  if (atLeast > facts.ageValue) facts.ageValue = Math.min(atLeast, DELTA_SECONDS_MAX);
+}
+
 /** Drop a response body we will not read. */
 export function discard(res: UpstreamResponse): void {
   res.body.on('error', () => {});
@@ -112,13 +123,22 @@ export async function streamResponse(
     );
   }
   const rules = responseRules(res.status, headers, core.policy, o.responseTime);
+  if (o.source === 'peer') capPeerFreshness(facts, rules.lifetime, core.limits.peerMaxTtlSeconds);
   const decision =
     ctx.method === 'GET'
       ? storable(ctx.reqHeaders, res.status, headers, core.policy, o.responseTime)
       : { store: false };
   const cookieBlocked = ctx.mode === 'site' && raw !== undefined;
+  // The request's Origin is forwarded (CORS): an answer naming that one origin is only this
+  // client's, unless the origin keys it with `Vary: Origin` (./request-headers.ts).
+  const acao = headers['access-control-allow-origin'];
+  const corsUnkeyed =
+    ctx.reqHeaders['origin'] !== undefined &&
+    acao !== undefined &&
+    acao.trim() !== '*' &&
+    !varyNames(headers).includes('origin');
   const unverifiedPeer = o.source === 'peer' && o.peerVerified !== true;
-  const shareable = decision.store && !cookieBlocked;
+  const shareable = decision.store && !cookieBlocked && !corsUnkeyed;
   const storing = shareable && !unverifiedPeer;
   dropUnkept(ctx.mode, headers, rules);
   const vary = varyNames(headers);

@@ -12,6 +12,7 @@
  * This class wires the stages together and owns the lifecycle: listen, close, the re-announcement
  * sweep, the cache listing and purges.
  */
+import { constants as cryptoConstants } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -43,17 +44,20 @@ import {
   ORIGIN_BODY_TIMEOUT_MS,
   ORIGIN_TIMEOUT_MS,
   PEER_FETCHING_TIMEOUT_MS,
+  PEER_MAX_TTL_SECONDS,
   PEER_RACE,
   PEER_TIMEOUT_MS,
+  PEER_VERIFY_WHOLE_BYTES,
   RATE_LIMIT_BURST,
   RATE_LIMIT_PER_SECOND,
   REANNOUNCE_INTERVAL_MS,
-  STALE_IF_ERROR_SECONDS,
+  STALE_ON_ERROR_SECONDS,
   TLS_HANDSHAKE_TIMEOUT_MS,
 } from '../constants.js';
 import { reannounceAll, withdraw } from '../commit/announce.js';
 import { ProxyError } from '../errors.js';
 import { Fetcher } from '../fetch/fetcher.js';
+import { originError } from '../fetch/origin.js';
 import { RateLimiter } from '../guards/rate-limiter.js';
 import { normalizeUrl, urlKey } from '../mapping/coral-name.js';
 import { createOriginConnector } from '../origin/connector.js';
@@ -95,6 +99,13 @@ export interface TrafficShare {
   /** The top domains by bytes since start, then `(other)`. */
   domains: DomainTraffic[];
 }
+
+/**
+ * TLS 1.2 renegotiation refused (OpenSSL's `SSL_OP_NO_RENEGOTIATION`: a client's request for a
+ * new handshake on an open connection is answered with an alert): each one costs the server a
+ * full handshake, and a CDN's clients have no use for it. TLS 1.3 has no renegotiation.
+ */
+const NO_CLIENT_RENEGOTIATION = cryptoConstants.SSL_OP_NO_RENEGOTIATION;
 
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -139,6 +150,8 @@ export class CoralProxy {
       peerRace: options.peerRace ?? PEER_RACE,
       indexTimeoutMs: options.indexTimeoutMs ?? INDEX_TIMEOUT_MS,
       originTimeoutMs: options.originTimeoutMs ?? ORIGIN_TIMEOUT_MS,
+      peerMaxTtlSeconds: options.peerMaxTtlSeconds ?? PEER_MAX_TTL_SECONDS,
+      peerVerifyWholeBytes: options.peerVerifyWholeBytes ?? PEER_VERIFY_WHOLE_BYTES,
     };
     this.#closeTimeout = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.#reannounceMs = options.reannounceIntervalMs ?? REANNOUNCE_INTERVAL_MS;
@@ -206,7 +219,7 @@ export class CoralProxy {
       hot,
       policy: {
         defaultTtlSeconds: options.defaultTtlSeconds ?? 0,
-        staleIfErrorSeconds: options.staleIfErrorSeconds ?? STALE_IF_ERROR_SECONDS,
+        staleOnErrorSeconds: options.staleOnErrorSeconds ?? STALE_ON_ERROR_SECONDS,
       },
       via: `1.1 coral-${options.self.nodeId.slice(0, 12)}`,
       self: { ...options.self },
@@ -217,6 +230,13 @@ export class CoralProxy {
       },
       members: components.members,
       peerAuth: components.peerAuth,
+      checkOrigin: (url) => {
+        const u = new URL(url);
+        const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+        return connector.connector.checkAddressPolicy(u.hostname, port).catch((e: unknown) => {
+          throw originError(e);
+        });
+      },
       origin: new Upstream(
         { connect: connector.connect },
         {
@@ -308,6 +328,7 @@ export class CoralProxy {
         cert: options.cert,
         key: options.key,
         ALPNProtocols: ['http/1.1'],
+        secureOptions: NO_CLIENT_RENEGOTIATION,
         handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
         keepAliveTimeout: this.#keepAliveMs,
         requireHostHeader: false,
@@ -330,7 +351,11 @@ export class CoralProxy {
    */
   setTlsCertificate(cert: TlsCertificate): void {
     if (!this.#tlsServer) throw new Error('the TLS listener is not started');
-    this.#tlsServer.setSecureContext({ cert: cert.cert, key: cert.key });
+    this.#tlsServer.setSecureContext({
+      cert: cert.cert,
+      key: cert.key,
+      secureOptions: NO_CLIENT_RENEGOTIATION,
+    });
   }
 
   /** The TLS listener's public port (links point there), or undefined while TLS is off. */

@@ -27,6 +27,10 @@ export interface ProxyLimits {
   indexTimeoutMs: number;
   /** Bound on an origin's connect and response header (a designated member's fetch waits this long). */
   originTimeoutMs: number;
+  /** The most freshness a member's copy is believed to have left (s, `PEER_MAX_TTL_SECONDS`). */
+  peerMaxTtlSeconds: number;
+  /** Member copies up to this size are checked whole before a byte is sent (`PEER_VERIFY_WHOLE_BYTES`). */
+  peerVerifyWholeBytes: number;
 }
 
 export interface ProxyCore {
@@ -50,6 +54,12 @@ export interface ProxyCore {
   links: { tlsPort: number | undefined; followHttpsUpgrade: boolean };
   members: FleetMembers | undefined;
   peerAuth: PeerAuth | undefined;
+  /**
+   * This node's own address policy for an origin URL, for when a member is about to fetch it on
+   * this node's behalf (SmartConnector.checkAddressPolicy): rejects with the ProxyError
+   * `CORAL_ORIGIN_FORBIDDEN` when this node would refuse to connect to it.
+   */
+  checkOrigin(url: string): Promise<void>;
   /** undici agents for origins and for peers, and the peer socket policy. */
   origin: Upstream;
   peers: Upstream;

@@ -52,7 +52,11 @@ export const NOT_STORED = new Set([
   'coral-control',
 ]);
 
-/** Request fields never forwarded upstream by the cache (it makes its own conditionals). */
+/**
+ * Request fields never forwarded upstream on site mode's other methods (../fetch/request-headers.ts
+ * decides the rest): the cache's own conditionals and ranges, the fleet's fields, Via (ours is
+ * appended), the framing ones.
+ */
 export const NOT_FORWARDED_COMMON = new Set([
   'host',
   'if-none-match',
@@ -70,9 +74,6 @@ export const NOT_FORWARDED_COMMON = new Set([
   'content-length',
   'expect',
 ]);
-
-/** Extra request fields dropped on Coralized names: cookies are neither forwarded nor cached. */
-export const NOT_FORWARDED_CORAL = new Set([...NOT_FORWARDED_COMMON, 'cookie']);
 
 /** Append our Via member to an existing Via value. */
 export function appendVia(existing: string | undefined, token: string): string {

@@ -50,6 +50,12 @@ export interface ProxyMetrics {
   optOut?(event: 'recorded' | 'learned' | 'redirected'): void;
   /** A fetched response not stored because `admit` refused it (a purge came while it was fetched). */
   commitRefused?(): void;
+  /**
+   * A member's copy failed its check (size, SHA-256) or stalled: `origin` when it was caught
+   * before anything was sent and the origin answered the client instead, `aborted` when it was
+   * found at the end of a streamed body and the clients reading it were cut off.
+   */
+  peerIntegrity?(outcome: 'origin' | 'aborted'): void;
 }
 
 export type { Resolver } from '../connect/index.js';
@@ -125,12 +131,13 @@ export interface ProxyOptions {
   /** Freshness for responses with neither explicit expiry nor Last-Modified (s). Default 0 = off. */
   defaultTtlSeconds?: number;
   /**
-   * Serve a stale copy when the origin fails, for this long past expiry (s), to responses that
-   * name no `stale-if-error` of their own. Default `STALE_IF_ERROR_SECONDS` (0: only when the
-   * response or the request allows it, RFC 9111 §4.2.4). Never overrides must-revalidate,
-   * proxy-revalidate, s-maxage or no-cache.
+   * Serve a stale copy when the origin fails (connection refused, DNS, timeout, a 5xx to a
+   * revalidation), for this long past expiry (s), to responses that name no `stale-if-error` of
+   * their own (theirs takes precedence). Default `STALE_ON_ERROR_SECONDS` (6 h); 0 = only when the
+   * response or the request allows it. Never under must-revalidate, proxy-revalidate, s-maxage
+   * or no-cache (RFC 9111 §4.2.4).
    */
-  staleIfErrorSeconds?: number;
+  staleOnErrorSeconds?: number;
   /**
    * Allow origins (and peers that are not verified members) on loopback/private/link-local
    * addresses. Default false. Verified fleet members are reached at their address either way.
@@ -161,6 +168,19 @@ export interface ProxyOptions {
   indexTimeoutMs?: number;
   /** Patience for holders that announced `fetching` (ms, injected clock). Default `PEER_FETCHING_TIMEOUT_MS` (src/constants.ts). */
   peerFetchingTimeoutMs?: number;
+  /**
+   * The most freshness a copy fetched from a member is believed to have left (s): the member's
+   * declared freshness is capped to it (the copy is stored as that much older). Default
+   * `PEER_MAX_TTL_SECONDS` (src/constants.ts, 1 h).
+   */
+  peerMaxTtlSeconds?: number;
+  /**
+   * A member's copy of at most this many bytes (Content-Length) is read and checked whole before
+   * any of it is sent, so a wrong size or SHA-256 falls back to the origin without cutting the
+   * client off; larger ones stream. Default `PEER_VERIFY_WHOLE_BYTES` (src/constants.ts, 1 MiB);
+   * 0 = always stream.
+   */
+  peerVerifyWholeBytes?: number;
   /** Holders raced at once. Default `PEER_RACE` (src/constants.ts). */
   peerRace?: number;
   /** Origin connect + header timeout (ms). Default `ORIGIN_TIMEOUT_MS` (src/constants.ts). */

@@ -4,6 +4,7 @@
  * response with `Connection: close`, then the socket is ended: after a framing error nothing more
  * on that connection can be trusted (request smuggling), and a CDN node is not a tunnel.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ProxyError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
@@ -55,6 +56,40 @@ function whenIdle(socket: Duplex, then: () => void): void {
 }
 
 /**
+ * Requests whose handler waits for their body (site mode's other methods stream it upstream,
+ * ../site/site.ts), and requests whose body failed to parse before their handler got that far.
+ */
+const readingBody = new WeakSet<IncomingMessage>();
+const badBody = new WeakMap<IncomingMessage, ProxyError>();
+
+/**
+ * `req`'s answer is about to wait for its body: returns the framing error already found in that
+ * body, if any (then answer it at once, Connection: close); a later one is answered by
+ * `answerClientError` at once.
+ */
+export function awaitsBody(req: IncomingMessage): ProxyError | undefined {
+  readingBody.add(req);
+  return badBody.get(req);
+}
+
+/** Answer the request being handled with `e` and close (it owes nothing more). */
+function answerInPlace(socket: Duplex, res: ServerResponse, e: ProxyError, via: string): void {
+  if (res.headersSent) {
+    // Its answer has already begun: all that can be done is to cut it.
+    socket.destroy();
+    return;
+  }
+  const { headers, body } = errorPage(e, via, { connection: 'close' });
+  res.writeHead(e.status, headers);
+  res.end(body);
+}
+
+/** Answer a body framing error found by `awaitsBody` (node:http closes after the answer). */
+export function answerBadBody(res: ServerResponse, e: ProxyError, via: string): void {
+  answerInPlace(res.socket ?? res.req.socket, res, e, via);
+}
+
+/**
  * `server.on('clientError', …)`: answer 400 / 408 / 431 and close. Responses to requests that
  * came before the bad one on the same connection are finished first (our bytes never land in the
  * middle of one); nothing after the bad bytes is read. Returns the error answered (for counting),
@@ -71,6 +106,22 @@ export function answerClientError(
     return undefined;
   }
   const e = clientErrorOf(err);
+  // HTTP/1.1 is parsed one message at a time: bytes that fail while the request being answered
+  // is incomplete are its body's (a malformed chunk, a chunk size that overflows).
+  const current = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+  const req = current?.req as IncomingMessage | undefined;
+  if (current && req && !req.complete) {
+    if (readingBody.has(req)) {
+      // Its handler waits for a body that will never end (streaming it to a site's origin,
+      // which waits too): answer now. node:http closes the socket once it is written, which
+      // ends the upstream request.
+      answerInPlace(socket, current, e, via);
+      return e;
+    }
+    // Its handler has not reached the body yet: it answers when it does (`awaitsBody`); one
+    // that never reads it (a GET) finishes its answer, then gets the 400 below.
+    badBody.set(req, e);
+  }
   whenIdle(socket, () => {
     if (socket.writable) socket.end(rawErrorResponse(e, via));
     else socket.destroy();

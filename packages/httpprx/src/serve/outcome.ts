@@ -155,7 +155,12 @@ export async function serveOutcome(
   }
   if (collapsed) params.push('collapsed');
   if (o.detail) params.push(`detail=${o.detail}`);
-  const kind = o.detail === 'stale-if-error' ? 'stale' : o.fwd === 'stale' ? 'revalidated' : o.fwd;
+  const kind =
+    o.detail === 'stale-if-error' || o.detail === 'stale-on-error'
+      ? 'stale'
+      : o.fwd === 'stale'
+        ? 'revalidated'
+        : o.fwd;
   if (!(await serveEntry(core, ctx, o.meta, params, kind))) {
     await core.store.delete(o.meta.key);
     return refetch();

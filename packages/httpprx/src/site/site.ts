@@ -5,9 +5,10 @@
  */
 import { CACHE_NAME } from '../constants.js';
 import { originError } from '../fetch/origin.js';
-import { forwardHeaders } from '../fetch/fetcher.js';
+import { forwardHeaders } from '../fetch/request-headers.js';
 import { urlKey } from '../mapping/coral-name.js';
 import { cookiesForClient } from '../mapping/links.js';
+import { answerBadBody, awaitsBody } from '../request/client-error.js';
 import { splitHostHeader } from '../request/host.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
@@ -25,19 +26,29 @@ export async function invalidate(core: ProxyCore, primary: string): Promise<numb
 }
 
 export async function forwardUnsafe(core: ProxyCore, ctx: RequestCtx): Promise<void> {
-  const headers = forwardHeaders(ctx, core.via);
+  const headers = forwardHeaders(core, ctx);
   const cl = ctx.reqHeaders['content-length'];
   if (cl !== undefined) headers['content-length'] = cl;
+  const streamed = ctx.method !== 'OPTIONS' && ctx.method !== 'DELETE';
+  const bad = streamed ? awaitsBody(ctx.req) : undefined;
+  if (bad) return answerBadBody(ctx.res, bad, core.via);
   let res: UpstreamResponse;
   try {
     res = await core.origin.request({
       url: ctx.url,
       method: ctx.method,
       headers,
-      ...(ctx.method !== 'OPTIONS' && ctx.method !== 'DELETE' ? { body: ctx.req } : {}),
+      ...(streamed ? { body: ctx.req } : {}),
     });
   } catch (e) {
+    // Already answered: the request's own body failed to parse (../request/client-error.ts).
+    if (ctx.res.writableEnded) return;
     return sendError(ctx.res, ctx.method, originError(e), core.via, core.metrics);
+  }
+  if (ctx.res.writableEnded) {
+    res.body.on('error', () => {});
+    res.body.destroy();
+    return;
   }
   if (res.status >= 200 && res.status < 400) {
     await invalidate(core, ctx.primary);

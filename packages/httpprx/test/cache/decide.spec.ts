@@ -208,7 +208,7 @@ describe('decide (RFC 9111 §4)', () => {
       staleOnErrorOk(req({ 'cache-control': 'max-stale=60' }), stored('max-age=10'), at(20), P),
     ).toBe(true);
     expect(
-      staleOnErrorOk(req(), stored('max-age=10'), at(20), { ...P, staleIfErrorSeconds: 60 }),
+      staleOnErrorOk(req(), stored('max-age=10'), at(20), { ...P, staleOnErrorSeconds: 60 }),
     ).toBe(true);
     expect(
       staleOnErrorOk(

@@ -214,13 +214,13 @@ describe('stale responses (RFC 9111 §4.2.4, RFC 5861)', () => {
       staleIfErrorWindow(rules('max-age=1'), requestRules({ 'cache-control': 'max-stale=5' }), P),
     ).toBe(5);
     expect(
-      staleIfErrorWindow(rules('max-age=1'), undefined, { ...P, staleIfErrorSeconds: 60 }),
+      staleIfErrorWindow(rules('max-age=1'), undefined, { ...P, staleOnErrorSeconds: 60 }),
     ).toBe(60);
     // The response's own window replaces the operator's default.
     expect(
       staleIfErrorWindow(rules('max-age=1, stale-if-error=4'), undefined, {
         ...P,
-        staleIfErrorSeconds: 60,
+        staleOnErrorSeconds: 60,
       }),
     ).toBe(4);
     // Prohibited by must-revalidate, proxy-revalidate, s-maxage and no-cache whatever else says yes.
@@ -229,7 +229,7 @@ describe('stale responses (RFC 9111 §4.2.4, RFC 5861)', () => {
         staleIfErrorWindow(
           rules(`${cc}, stale-if-error=99`),
           requestRules({ 'cache-control': 'max-stale' }),
-          { ...P, staleIfErrorSeconds: 60 },
+          { ...P, staleOnErrorSeconds: 60 },
         ),
         cc,
       ).toBe(0);

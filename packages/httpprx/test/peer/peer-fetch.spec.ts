@@ -62,7 +62,13 @@ async function fleet(
     '127.0.0.1',
   );
   const b = await startProxy(
-    { self: { nodeId: 'bb'.repeat(20), ip: '127.0.0.4', httpPort: 0 }, peerTimeoutMs },
+    {
+      self: { nodeId: 'bb'.repeat(20), ip: '127.0.0.4', httpPort: 0 },
+      peerTimeoutMs,
+      // These tests are about streamed member copies, as every copy larger than
+      // PEER_VERIFY_WHOLE_BYTES is (smaller ones: test/adversary/lying-member.spec.ts).
+      peerVerifyWholeBytes: 0,
+    },
     { clock, index, logger, members },
     '127.0.0.4',
   );

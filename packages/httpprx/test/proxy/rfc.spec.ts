@@ -183,9 +183,9 @@ describe('stale responses (RFC 9111 §4.2.4, RFC 5861 §4)', () => {
     return { h, breakIt: () => (fail = true) };
   };
 
-  it('without permission the origin error is passed on', async () => {
+  it('without permission (staleOnErrorSeconds: 0) the origin error is passed on', async () => {
     const o = failing();
-    await setup({ '/s': o.h });
+    await setup({ '/s': o.h }, { staleOnErrorSeconds: 0 });
     await fetchP('/s');
     o.breakIt();
     await px.clock.advance(20_000);
@@ -194,7 +194,7 @@ describe('stale responses (RFC 9111 §4.2.4, RFC 5861 §4)', () => {
 
   it('with the operator setting, or the client asking, the stale copy is served', async () => {
     const o = failing();
-    await setup({ '/s': o.h }, { staleIfErrorSeconds: 60 });
+    await setup({ '/s': o.h }, { staleOnErrorSeconds: 60 });
     await fetchP('/s');
     o.breakIt();
     await px.clock.advance(20_000);
@@ -202,7 +202,7 @@ describe('stale responses (RFC 9111 §4.2.4, RFC 5861 §4)', () => {
     expect(r.status).toBe(200);
     expect(r.body.toString()).toBe('ok1');
     expect(r.headers['cache-status']).toMatch(
-      /fwd=stale; fwd-status=503; ttl=-10; detail=stale-if-error/,
+      /fwd=stale; fwd-status=503; ttl=-10; detail=stale-on-error/,
     );
     await px.clock.advance(60_000);
     expect((await fetchP('/s')).status).toBe(503);

@@ -93,6 +93,7 @@ export const realServices: ServiceFactory = {
         memoryBudgetBytes: p.memoryBudgetBytes,
         maxObjectBytes: p.maxObjectBytes,
         defaultTtlSeconds: p.defaultTtlSeconds,
+        staleOnErrorSeconds: p.staleOnErrorSeconds,
         allowPrivateOrigins: config.allowPrivateOrigins,
         originCa: config.tls.originCa.map((file) => readPem(file)),
         followHttpsUpgrade: p.followHttpsUpgrade,

@@ -30,6 +30,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.memoryBudgetBytes', 'int'],
   ['proxy.maxObjectBytes', 'int'],
   ['proxy.defaultTtlSeconds', 'int'],
+  ['proxy.staleOnErrorSeconds', 'int'],
   ['proxy.sites', 'map'],
   ['proxy.peerTimeoutMs', 'int'],
   ['proxy.indexTimeoutMs', 'int'],

@@ -5,6 +5,7 @@
  * zone nyud.net.
  */
 import { isIP } from 'node:net';
+import { STALE_ON_ERROR_SECONDS } from '@coral/httpprx';
 import { decodeKey } from '@coral/keyring';
 import { z } from 'zod';
 import {
@@ -119,6 +120,12 @@ const proxySchema = z.strictObject({
   maxObjectBytes: z.number().int().positive().default(DEFAULT_MAX_OBJECT_BYTES),
   /** Freshness for responses with neither explicit expiry nor Last-Modified (Coral: 12 h); off by default. */
   defaultTtlSeconds: z.number().int().positive().optional(),
+  /**
+   * Serve a stale copy for up to this long past expiry when the origin (and every member) cannot
+   * answer — refused, timeout, 5xx — unless the response forbids it; an origin's own
+   * `stale-if-error` takes precedence. 0 turns it off. Default 6 h (the proxy's).
+   */
+  staleOnErrorSeconds: z.number().int().nonnegative().default(STALE_ON_ERROR_SECONDS),
   /** Bound on waiting for a peer's answer and each body chunk; 0 = the proxy's default (1 s). */
   peerTimeoutMs: z.number().int().nonnegative().default(0),
   /** Bound on one index lookup (claims included); 0 = the proxy's default (2 s). */
