@@ -6,7 +6,7 @@
  * cluster module's view, and every answer of the DNS directory — which never names one IP twice.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DshtClusterBinding } from '../../src/cluster/dsht-binding.js';
+import type { DshtClusterBinding } from '../../src/cluster/dsht-binding.js';
 import { encodeNodeRecord, networkHintKeys } from '../../src/directory/hints.js';
 import { DshtDirectory, type DirectoryNode } from '../../src/directory/node-directory.js';
 import { Dsht } from '../../src/dsht.js';
@@ -28,11 +28,11 @@ describe.each(MODES)('100 identities from one IP (%s mode)', (mode: Mode) => {
   const honest: Dsht[] = [];
 
   beforeAll(async () => {
-    binding = new DshtClusterBinding();
     victim = await Dsht.open(
       {
         bind: { host: ip(1), port: 0 },
         levels: 3,
+        clustering: {},
         service: { httpPort: 8090, region: 'eu' },
         // Generous limits: this test is about identities, not rates (rate-limits.spec covers those).
         rateLimits: {
@@ -40,9 +40,9 @@ describe.each(MODES)('100 identities from one IP (%s mode)', (mode: Mode) => {
           STORE: { perSecond: 10_000, burst: 10_000 },
         },
       },
-      { cluster: binding, keyring: keyringFor(mode) },
+      { keyring: keyringFor(mode) },
     );
-    binding.attach(victim);
+    binding = victim.clustering!;
     await victim.start();
     directory = new DshtDirectory({ dsht: victim });
     canary = await Peer.bind(ip(99), new Wire(mode));
@@ -80,7 +80,6 @@ describe.each(MODES)('100 identities from one IP (%s mode)', (mode: Mode) => {
   });
   afterAll(async () => {
     for (const s of [canary, ...sybils]) await s.close();
-    binding.detach();
     for (const n of [...honest, victim]) await n.stop();
   });
 

@@ -214,8 +214,10 @@ describe('persisted values', () => {
     ops.push({ type: 'put', key: `v!0!${toHex(keyFromName('bad'))}!${entry(0)}`, value: '{' });
     await db.batch(ops);
 
+    const quiet = { warn: () => undefined } as never;
     let p = new Persistence({ db });
-    let store = new ValueStore({ clock });
+    // Written through from the start: restoring writes nothing back.
+    let store = new ValueStore({ clock, onChange: writeThrough(p, quiet) });
     await restoreState(p, store);
     expect(store.size).toBe(1202);
     expect(p.migrated).toBe(1203);
@@ -234,7 +236,6 @@ describe('persisted values', () => {
     expect(legacy).toEqual([`v!0!${toHex(keyFromName('bad'))}!${entry(0)}`]);
 
     // The node runs on: a value replaced, one deleted by expiry, written through.
-    writeThrough(store, p, { warn: () => undefined } as never);
     store.store(
       0,
       keyFromName('k1'),
@@ -246,7 +247,7 @@ describe('persisted values', () => {
 
     db = await openDb(dir);
     p = new Persistence({ db });
-    store = new ValueStore({ clock });
+    store = new ValueStore({ clock, onChange: writeThrough(p, quiet) });
     await restoreState(p, store);
     expect(p.migrated).toBe(0);
     expect(store.size).toBe(1202);
@@ -254,7 +255,6 @@ describe('persisted values', () => {
     expect(store.get(1, keyFromName('k0'))).toHaveLength(1);
     // Past the records' expiry: a sweep deletes them, and they stay deleted after a restart.
     await clock.advance(4_500_000);
-    writeThrough(store, p, { warn: () => undefined } as never);
     expect(store.sweep()).toBe(1201);
     await p.close();
     db = await openDb(dir);

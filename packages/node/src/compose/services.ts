@@ -1,11 +1,11 @@
 /**
- * The real services: @coral/dsht (with its clustering binding and its `DshtDirectory`),
+ * The real services: @coral/dsht (forming its clusters, with its `DshtDirectory`),
  * @coral/httpprx and @coral/dnssrv, built from the node's configuration. This is the only file
  * that knows their constructors and option names.
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { Dsht, DshtClusterBinding, DshtDirectory, LEVEL_COUNT } from '@coral/dsht';
+import { Dsht, DshtDirectory, LEVEL_COUNT } from '@coral/dsht';
 import { CoralProxy, urlKey } from '@coral/httpprx';
 import { DnsServer, type NodeInfo } from '@coral/dnssrv';
 import { TlsError } from '../errors.js';
@@ -34,10 +34,6 @@ export class FleetDirectory extends DshtDirectory {
 
 export const realServices: ServiceFactory = {
   async dsht({ config, logger, metrics, bind, advertise, dataDir, service, keyring }) {
-    const cluster = new DshtClusterBinding(
-      {},
-      { manager: { thresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] } },
-    );
     const dsht = await Dsht.open(
       {
         bind,
@@ -46,14 +42,15 @@ export const realServices: ServiceFactory = {
         dataDir,
         service,
         levels: LEVEL_COUNT,
+        clustering: { manager: { thresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] } },
         hints: true,
         open: keyring === undefined,
         maxIdsPerIp: config.dsht.maxIdsPerIp,
         auth: { isolationAfterMs: config.fleet.isolationAfterMs },
       },
-      { logger, metrics: metrics.dsht, cluster, ...(keyring ? { keyring } : {}) },
+      { logger, metrics: metrics.dsht, ...(keyring ? { keyring } : {}) },
     );
-    cluster.attach(dsht);
+    const cluster = dsht.clustering!;
     return Object.assign(dsht, {
       clusters: () => cluster.manager.snapshot(),
     }) as unknown as DshtPort;
