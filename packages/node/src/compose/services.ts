@@ -1,36 +1,17 @@
 /**
- * The real services: @coral/dsht (forming its clusters, with its `DshtDirectory`),
+ * The real services: @coral/dsht (forming its clusters, with the `DshtDirectory` adapter over it),
  * @coral/httpprx and @coral/dnssrv, built from the node's configuration. This is the only file
  * that knows their constructors and option names.
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { Dsht, DshtDirectory, LEVEL_COUNT } from '@coral/dsht';
+import { Dsht, LEVEL_COUNT } from '@coral/dsht';
 import { CoralProxy, urlKey } from '@coral/httpprx';
-import { DnsServer, type NodeInfo } from '@coral/dnssrv';
+import { DnsServer } from '@coral/dnssrv';
+import { DshtDirectory } from '../adapters/node-directory.js';
 import { TlsError } from '../errors.js';
 import { registerProxyTraffic } from '../metrics/proxy-traffic.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
-
-/**
- * The DSHT's directory, plus this node itself where the DNS server asks about a region or a node
- * id: `DshtDirectory` answers those from the routing tables, which never hold the node itself, so a
- * view naming this node (or its region) would otherwise skip it on its own DNS server.
- */
-export class FleetDirectory extends DshtDirectory {
-  override inRegion(region: string, count: number): NodeInfo[] {
-    const self = this.self();
-    const others = super.inRegion(region, count);
-    return self.region === region ? [self, ...others].slice(0, count) : others;
-  }
-
-  /** The live proxy with this id (this node included), when known. */
-  get(id: string): NodeInfo | undefined {
-    const self = this.self();
-    if (self.id === id) return self;
-    return super.random(Number.MAX_SAFE_INTEGER).find((n) => n.id === id);
-  }
-}
 
 export const realServices: ServiceFactory = {
   async dsht({ config, logger, metrics, bind, advertise, dataDir, service, keyring }) {
@@ -57,7 +38,7 @@ export const realServices: ServiceFactory = {
   },
 
   directory({ config, dsht }) {
-    return new FleetDirectory(
+    return new DshtDirectory(
       { dsht: dsht as unknown as Dsht },
       { levelThresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] },
     );

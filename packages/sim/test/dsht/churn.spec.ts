@@ -6,10 +6,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SeededRandom, shuffle } from '@coral/testkit';
-import type { DshtClusterBinding } from '../src/cluster/index.js';
-import { DEFAULT_LEVEL_THRESHOLDS_MS } from '../src/constants.js';
-import { keyFromName } from '../src/id/id.js';
-import { SimFleet, geoTopology, purityReport, type GeoTopology } from '@coral/sim';
+import { DEFAULT_LEVEL_THRESHOLDS_MS, type DshtClusterBinding, keyFromName } from '@coral/dsht';
+import { SimFleet, geoTopology, purityReport, type GeoTopology } from '../../src/index.js';
 
 const MINUTE = 60_000;
 const NODES = 300;

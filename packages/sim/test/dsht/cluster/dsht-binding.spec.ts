@@ -4,9 +4,8 @@
  * routing tables follow them, and gets are answered at the most local level that has the value.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { peerKey, type DshtClusterBinding } from '../../src/cluster/index.js';
-import { keyFromName } from '../../src/id/id.js';
-import { SimFleet, geoTopology, purityReport, type GeoTopology } from '@coral/sim';
+import { type DshtClusterBinding, keyFromName, peerKey } from '@coral/dsht/internal';
+import { SimFleet, geoTopology, purityReport, type GeoTopology } from '../../../src/index.js';
 
 const MINUTE = 60_000;
 

@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
-import type { Contact } from '../../src/contact.js';
-import { nodeIdFor } from '../../src/id/id.js';
-import { Rpc, type RequestHandler, type RpcObserver } from '../../src/rpc/rpc.js';
-import { SimNetwork } from '@coral/sim';
-import { encode } from '../../src/wire/codec.js';
-import type { Message } from '../../src/wire/messages.js';
+import {
+  type Contact,
+  encode,
+  type Message,
+  nodeIdFor,
+  type RequestHandler,
+  Rpc,
+  type RpcObserver,
+} from '@coral/dsht/internal';
+import { SimNetwork } from '../../../src/index.js';
 
 function setup(latency = 25) {
   const clock = new ManualClock();

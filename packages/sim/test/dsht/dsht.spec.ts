@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
-import { Dsht } from '../src/dsht.js';
-import type { DshtOptions } from '../src/types.js';
-import { commonPrefixLength, compareDistance, keyFromName, toHex } from '../src/id/id.js';
-import { SimFleet, SimNetwork } from '@coral/sim';
+import {
+  commonPrefixLength,
+  compareDistance,
+  Dsht,
+  type DshtOptions,
+  keyFromName,
+  toHex,
+} from '@coral/dsht/internal';
+import { SimFleet, SimNetwork } from '../../src/index.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const dec = (b: Uint8Array): string => new TextDecoder().decode(b);
