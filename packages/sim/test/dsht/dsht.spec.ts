@@ -252,6 +252,15 @@ describe('Dsht', () => {
       code: 'DSHT_ERR_INVALID_ARGUMENT',
     });
     await expect(node.start({ bootstrap: ['nonsense'] })).resolves.toBeUndefined(); // already running: no-op
+    // A fixed cluster policy and clusters formed by the node are two answers to one question.
+    const fixed = { adverts: () => [], admits: () => true };
+    expect(
+      () =>
+        new Dsht(
+          { transport: net.createTransport('10.0.0.2', 4000), clock, cluster: fixed },
+          { levels: 3, clustering: {} },
+        ),
+    ).toThrow(expect.objectContaining({ code: 'DSHT_ERR_INVALID_ARGUMENT' }));
     const ac = new AbortController();
     ac.abort();
     await expect(node.get(key, { signal: ac.signal })).rejects.toMatchObject({
