@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-const pkg = (name: string) =>
-  fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url));
+const pkg = (name: string, entry = 'index') =>
+  fileURLToPath(new URL(`./packages/${name}/src/${entry}.ts`, import.meta.url));
 
 // One vitest run covers every package. Workspace imports resolve to TypeScript sources, so tests
 // never run against a stale build; spawned processes (multi-process tests) use the `tsc -b` output.
@@ -14,6 +14,8 @@ export default defineConfig({
       '@coral/keyring': pkg('keyring'),
       '@coral/names': pkg('names'),
       '@coral/connguard': pkg('connguard'),
+      // Before '@coral/dsht': an alias matches a prefix, the first that matches wins.
+      '@coral/dsht/internal': pkg('dsht', 'internal'),
       '@coral/dsht': pkg('dsht'),
       '@coral/sim': pkg('sim'),
       '@coral/dnssrv': pkg('dnssrv'),

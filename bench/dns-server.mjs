@@ -12,7 +12,7 @@
 import dgram from 'node:dgram';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { DshtDirectory } from '../packages/dsht/dist/index.js';
+import { DshtDirectory } from '../packages/node/dist/adapters/node-directory.js';
 import { SimFleet } from '../packages/sim/dist/index.js';
 
 // Another build of dnssrv may be measured (bench/dns.mjs --dist <its dist/index.js>): an A/B.

@@ -14,8 +14,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Level } from 'level';
 import { ManualClock, SeededRandom } from '../packages/testkit/dist/index.js';
-import { ValueStore, Persistence, keyFromName } from '../packages/dsht/dist/index.js';
-import { restoreState } from '../packages/dsht/dist/persistence/node-state.js';
+import {
+  ValueStore,
+  Persistence,
+  keyFromName,
+  restoreState,
+} from '../packages/dsht/dist/internal.js';
 
 const { values: args } = parseArgs({
   options: {

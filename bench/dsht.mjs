@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { SeededRandom } from '../packages/testkit/dist/index.js';
-import { keyFromName, toHex, LOADED_STORES } from '../packages/dsht/dist/index.js';
+import { keyFromName, toHex, LOADED_STORES } from '../packages/dsht/dist/internal.js';
 import { LocalFleetDriver, ParallelFleet, trustPart } from '../packages/sim/dist/index.js';
 import { enc, pct, runGeo } from './lib/dsht-geo.mjs';
 

@@ -1,11 +1,7 @@
 // bench:dsht's geographic run (`--topology geo`, issue 3), in process (SimFleet, one thread): the
 // uniform run's parallel fleet does not take a topology's latency model.
 import { SeededRandom } from '../../packages/testkit/dist/index.js';
-import {
-  keyFromName,
-  DshtClusterBinding,
-  DEFAULT_LEVEL_THRESHOLDS_MS,
-} from '../../packages/dsht/dist/index.js';
+import { keyFromName, DEFAULT_LEVEL_THRESHOLDS_MS } from '../../packages/dsht/dist/index.js';
 import { SimFleet, geoTopology, purityReport } from '../../packages/sim/dist/index.js';
 
 export const enc = (s) => new TextEncoder().encode(s);
@@ -50,18 +46,19 @@ export async function runGeo(ctx) {
 
   async function runOnce(hierarchical) {
     const start = performance.now();
-    const bindings = hierarchical ? topo.nodes.map(() => new DshtClusterBinding()) : [];
     const fleet = new SimFleet({
       nodes,
       seed,
       latencyMs: topo.latencyMs,
       ipOf: (i) => topo.nodes[i].ip,
-      dsht: { levels: hierarchical ? 3 : 1, service: { httpPort: 8090 } },
-      clusterFor: hierarchical ? (i) => bindings[i] : undefined,
+      dsht: {
+        levels: hierarchical ? 3 : 1,
+        service: { httpPort: 8090 },
+        ...(hierarchical ? { clustering: {} } : {}),
+      },
       keys,
     });
     fleet.setLoss(loss);
-    if (hierarchical) fleet.nodes.forEach((n, i) => bindings[i].attach(n));
     await fleet.start();
     const sleep = (ms) => fleet.run(new Promise((r) => fleet.clock.setTimeout(r, ms)));
     if (hierarchical) await sleep(clusterMinutes * 60_000);
@@ -103,7 +100,10 @@ export async function runGeo(ctx) {
     let clusters;
     if (hierarchical) {
       const assignment = new Map(
-        topo.nodes.map((n, i) => [n.ip, [0, 1, 2].map((l) => bindings[i].manager.clusterOf(l))]),
+        topo.nodes.map((n, i) => [
+          n.ip,
+          [0, 1, 2].map((l) => fleet.nodes[i].clustering.manager.clusterOf(l)),
+        ]),
       );
       const reports = [1, 2].map((l) => purityReport(l, assignment, topo.baseRttMs, thresholds[l]));
       purity = { 1: Number(reports[0].purity.toFixed(4)), 2: Number(reports[1].purity.toFixed(4)) };
@@ -140,7 +140,7 @@ export async function runGeo(ctx) {
       const assignmentAlive = new Map(
         alive.map((i) => [
           topo.nodes[i].ip,
-          [0, 1, 2].map((l) => bindings[i].manager.clusterOf(l)),
+          [0, 1, 2].map((l) => fleet.nodes[i].clustering.manager.clusterOf(l)),
         ]),
       );
       const rep = [1, 2].map((l) =>

@@ -2,7 +2,8 @@
  * What a node knows about a peer. Every message carries the sender's contact, and answers carry
  * lists of contacts; the optional service fields let the node package build a NodeDirectory.
  */
-import type { Id } from './id/id.js';
+import { InvalidArgumentError } from './errors.js';
+import { nodeIdFor, type Id } from './id/id.js';
 
 /** A node's membership of one cluster level, as advertised in every message. */
 export interface ClusterAdvert {
@@ -53,4 +54,22 @@ export function mergeContact(old: Contact, fresh: Contact): Contact {
     dnsPort: fresh.dnsPort ?? old.dnsPort,
     region: fresh.region ?? old.region,
   };
+}
+
+/** `ip:port` or `[v6]:port` (a bootstrap address) → Address; InvalidArgumentError otherwise. */
+export function parseAddress(s: string): Address {
+  const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(s.trim());
+  if (!m) throw new InvalidArgumentError(`bad address "${s}" (expected ip:port)`);
+  const port = Number(m[2]);
+  if (!(port > 0 && port < 65536)) throw new InvalidArgumentError(`bad port in "${s}"`);
+  return { ip: m[1]!, port };
+}
+
+/** A node's own contact: its id is SHA-1 of its advertised address; its service ports and region. */
+export function selfContact(addr: Address, service: ServiceInfo = {}): Contact {
+  const contact: Contact = { id: nodeIdFor(addr.ip, addr.port), ip: addr.ip, port: addr.port };
+  if (service.httpPort) contact.httpPort = service.httpPort;
+  if (service.dnsPort) contact.dnsPort = service.dnsPort;
+  if (service.region) contact.region = service.region;
+  return contact;
 }

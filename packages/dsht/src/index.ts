@@ -22,140 +22,70 @@
  * node.members(); node.member(idHex); node.authState(); // verified members, trust counters
  * await node.stop();
  * ```
+ *
+ * This is what a node's users need (the node package, simulations, benchmarks). The parts a node is
+ * built from — RPC layer, authenticator, tokens, limiter, registry, SWIM, routing table, value
+ * store, codec, persistence, cluster manager — are `@coral/dsht/internal`, for the simulator, the
+ * benchmarks and tests only.
  */
 export { Dsht } from './dsht.js';
 export type {
+  ClusterPolicy,
+  DshtAuthState,
   DshtComponents,
+  DshtEvents,
+  DshtMember,
   DshtOptions,
   DshtSnapshot,
-  GetResult,
-  PutResult,
-  LookupStats,
-  ClusterPolicy,
-  DshtMember,
   FailureDetectionState,
-  DshtAuthState,
+  GetResult,
+  LookupStats,
+  PutResult,
 } from './types.js';
-export type { Contact, ClusterAdvert, ServiceInfo, Address } from './contact.js';
-export { mergeContact } from './contact.js';
+export type { Address, ClusterAdvert, Contact, ServiceInfo } from './contact.js';
+export type { FindNodeOptions } from './lookup/find-node.js';
+export type { GetOptions, GetProbe } from './lookup/get.js';
+export type { PutOptions } from './lookup/put.js';
+export type { LookupEvent } from './lookup/lookup.js';
+export type { FailureDetectionOptions, MemberChange } from './membership/failure-detector.js';
+export type { DshtMetrics, Logger } from './rpc/rpc.js';
+export type { KeyValueDb } from './persistence/persistence.js';
+export { UdpTransport, type DatagramHandler, type Transport } from './transport/index.js';
 export {
-  DatagramAuth,
-  emptyAuthCounters,
-  type AuthCounters,
-  type AuthDrop,
-  type AuthMode,
-  type IsolationState,
-  type DatagramAuthOptions,
-} from './auth/datagram-auth.js';
-export { WriteTokens, PeerTokens } from './rpc/tokens.js';
+  DEFAULT_LEVEL_THRESHOLDS_MS,
+  ID_BYTES,
+  LEVEL_COUNT,
+  MAX_TTL_SECONDS,
+  MAX_VALUE_BYTES,
+} from './constants.js';
 export {
-  SourceLimiter,
-  GlobalBucket,
-  type RateLimit,
-  type RateLimits,
-  type SourceLimiterOptions,
-} from './limits/rate-limiter.js';
-export { hostKey, netKey } from './limits/address.js';
+  AbortedError,
+  DshtError,
+  ERROR_CODES,
+  InvalidArgumentError,
+  MalformedMessageError,
+  MessageTooLargeError,
+  NotRunningError,
+  PutRejectedError,
+  RemoteError,
+  RpcTimeoutError,
+  TransportError,
+} from './errors.js';
 export {
-  PeerRegistry,
-  type MemberRecord,
-  type PeerRegistryOptions,
-} from './membership/registry.js';
-export {
-  Swim,
-  SWIM_PROBE_INTERVAL_MS,
-  SWIM_PROBE_TIMEOUT_MS,
-  SWIM_INDIRECT_PROBES,
-  SWIM_GOSSIP_INTERVAL_MS,
-  SWIM_GOSSIP_NODES,
-  SWIM_SUSPICION_MULT,
-  SWIM_MIN_SUSPICION_MS,
-  SWIM_RETRANSMIT_MULT,
-  type SwimState,
-  type SwimUpdate,
-  type SwimOptions,
-} from './membership/swim.js';
-export {
-  FailureDetector,
-  type FailureDetectionOptions,
-  type FailureDetectorCounters,
-  type MemberChange,
-} from './membership/failure-detector.js';
-export * from './constants.js';
-export * from './errors.js';
-export {
+  compareDistance,
+  fromHex,
+  idEquals,
   keyFromName,
   nodeIdFor,
   toHex,
-  fromHex,
-  xor,
-  compareDistance,
-  commonPrefixLength,
-  idEquals,
-  sha1,
   type Id,
 } from './id/id.js';
-export {
-  RoutingTable,
-  type RoutingEntry,
-  type RoutingTableOptions,
-} from './routing-table/routing-table.js';
-export {
-  ValueStore,
-  entryKey,
-  toWireValue,
-  type StoredValue,
-  type StoreOrigin,
-  type ValueStoreOptions,
-} from './store/value-store.js';
-export { fmix32 } from './store/slot-index.js';
-export {
-  encode,
-  decode,
-  encodePayload,
-  decodePayload,
-  TypeCode,
-  Flag,
-  type EncodeOptions,
-} from './wire/codec.js';
+export { networkHintKeys, regionHintKey, type HintKey } from './directory/hints.js';
+// Clustering (levels 1 and 2, `DshtOptions.clustering`): see docs/dsht-clustering.md.
 export type {
-  Message,
-  Envelope,
-  MemberState,
-  Request,
-  Response,
-  WireMemberUpdate,
-  WireValue,
-} from './wire/messages.js';
-export { StoreStatus, WireErrorCode } from './wire/messages.js';
-export { Rpc, RttTable, type DshtMetrics, type Logger, type RpcCounters } from './rpc/index.js';
-export { lookup, type LookupEvent, type LookupOptions, type Visit } from './lookup/lookup.js';
-export { type Transport, type DatagramHandler, UdpTransport } from './transport/index.js';
-export { Persistence, LEGACY_SOURCE, type KeyValueDb } from './persistence/persistence.js';
-export {
-  DshtDirectory,
-  toNodeInfo,
-  type DirectoryNode,
-  type DirectoryHintResult,
-  type DshtDirectoryComponents,
-  type DshtDirectoryOptions,
-} from './directory/node-directory.js';
-export {
-  networkHintKeys,
-  regionHintKey,
-  hintKeysFor,
-  encodeNodeRecord,
-  decodeNodeRecord,
-  type HintKey,
-} from './directory/hints.js';
-// Clustering (levels 1 and 2): see docs/dsht-clustering.md.
-export {
   ClusterManager,
+  ClusterManagerOptions,
+  ClusterSnapshot,
   DshtClusterBinding,
-  RttEstimator,
-  type ClusterAd,
-  type ClusterChange,
-  type ClusterSnapshot,
-  type ClusterManagerOptions,
-  type DshtClusterBindingOptions,
+  DshtClusterBindingOptions,
 } from './cluster/index.js';

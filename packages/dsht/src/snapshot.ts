@@ -1,17 +1,19 @@
 /**
- * What a node reports about itself: `authState()` (trust mode, drops by reason, isolation) and
- * `snapshot()` (a plain JSON view for the admin API and tests). Pure reads of the node's parts.
+ * What a node reports about itself: `authState()` (trust mode, drops by reason, isolation),
+ * `failureDetection()` and `snapshot()` (a plain JSON view for the admin API and tests). Pure
+ * reads of the node's parts.
  */
 import type { Clock } from '@coral/testkit';
 import type { Keyring } from '@coral/keyring';
 import { emptyAuthCounters, type AuthCounters, type DatagramAuth } from './auth/datagram-auth.js';
 import type { Contact } from './contact.js';
 import { toHex } from './id/id.js';
+import type { FailureDetector } from './membership/failure-detector.js';
 import type { Peers } from './membership/peers.js';
 import { emptyCounters, type Rpc } from './rpc/rpc.js';
 import type { ValueStore } from './store/value-store.js';
 import type { Transport } from './transport/transport.js';
-import type { ClusterPolicy, DshtAuthState, DshtSnapshot } from './types.js';
+import type { ClusterPolicy, DshtAuthState, DshtSnapshot, FailureDetectionState } from './types.js';
 
 /** The parts of a node its reports read (`rpc`, `auth` and `contact` exist once it has started). */
 export interface ReportSources {
@@ -59,6 +61,24 @@ export function authStateOf(s: ReportSources): DshtAuthState {
   };
   if (s.keyring) state.primaryKeyId = s.keyring.primaryId;
   return state;
+}
+
+/** Failure detection's state, undefined when it does not run (or has not started). */
+export function failureDetectionOf(
+  d: FailureDetector | undefined,
+): FailureDetectionState | undefined {
+  const swim = d?.swim;
+  if (!d || !swim) return undefined;
+  const states = { alive: 0, suspect: 0, dead: 0, left: 0 };
+  const members = swim.snapshot();
+  for (const m of members) states[m.state]++;
+  return {
+    incarnation: swim.incarnation,
+    suspicionMs: swim.suspicionMs(),
+    states,
+    members,
+    counters: { ...swim.counters, ...d.counters },
+  };
 }
 
 export function snapshotOf(s: ReportSources): DshtSnapshot {

@@ -1,14 +1,17 @@
 /**
- * The public types of a DSHT node: what `new Dsht(components, options)` takes, what its get, put,
- * members(), authState() and snapshot() return, and the cluster policy it consults for levels > 0.
+ * The public types of a DSHT node: what `new Dsht(components, options)` takes, the events it
+ * emits, what its get, put, members(), authState() and snapshot() return, and the cluster policy
+ * it consults for levels > 0.
  */
 import type { Clock, Random } from '@coral/testkit';
 import type { Keyring } from '@coral/keyring';
 import type { AuthCounters, AuthMode, IsolationState } from './auth/datagram-auth.js';
+import type { DshtClusterBindingOptions } from './cluster/dsht-binding.js';
 import type { Address, ClusterAdvert, Contact, ServiceInfo } from './contact.js';
 import type {
   FailureDetectionOptions,
   FailureDetectorCounters,
+  MemberChange,
 } from './membership/failure-detector.js';
 import type { Swim, SwimState } from './membership/swim.js';
 import type { KeyValueDb } from './persistence/persistence.js';
@@ -28,6 +31,26 @@ export interface ClusterPolicy {
   snapshot?(): unknown;
 }
 
+/** The events of a `Dsht` node. */
+export type DshtEvents = {
+  /** Every RTT sample from a round trip with a member. */
+  rtt: [peer: Contact, rttMs: number];
+  /** Every round-trip-verified sender admitted as a member (its contact carries its cluster adverts). */
+  contact: [peer: Contact];
+  /** A member dropped: replaced at its IP by a newer id, or forgotten beyond capacity. */
+  evicted: [peer: Contact];
+  /** Keyed mode: the node became isolated (its fleet's keys changed without it) or recovered. */
+  isolated: [state: DshtAuthState];
+  /** Failure detection: a member did not answer probes, direct or indirect (still a member). */
+  'member-suspect': [change: MemberChange];
+  /** Failure detection: a suspicion ran out unrefuted; the member is out of members() and the tables. */
+  'member-dead': [change: MemberChange];
+  /** A member left gracefully (its LEAVE): out at once. */
+  'member-left': [change: MemberChange];
+  /** A dead or departed member is back (a round trip with a higher incarnation). */
+  'member-alive': [change: MemberChange];
+};
+
 export interface DshtComponents {
   transport: Transport;
   clock?: Clock;
@@ -36,7 +59,11 @@ export interface DshtComponents {
   /** A `level` database (contacts and values persist there); none keeps everything in memory. */
   db?: KeyValueDb;
   metrics?: DshtMetrics;
-  /** Cluster membership for levels > 0. Without one, a level > 0 admits nobody. */
+  /**
+   * A fixed cluster membership for levels > 0 (tests, simulations). Nodes that form their
+   * clusters set `options.clustering` instead (not both). Without either, a level > 0 admits
+   * nobody.
+   */
   cluster?: ClusterPolicy;
   /**
    * The fleet keyring: keyed mode (every datagram authenticated) when present. Its 'change'
@@ -48,6 +75,12 @@ export interface DshtComponents {
 export interface DshtOptions {
   /** Cluster levels run by this node (1 = global only, up to LEVEL_COUNT). Default 1. */
   levels?: number;
+  /**
+   * Form the clusters of levels > 0 from measured RTTs (Coral's epidemic clustering,
+   * docs/dsht-clustering.md): the node builds and owns a `DshtClusterBinding` with these options
+   * (`node.clustering`). Default: none (a fixed `components.cluster`, or no clusters).
+   */
+  clustering?: DshtClusterBindingOptions;
   /** k. Default KBUCKET_SIZE (20). */
   k?: number;
   /** Contacts per GET / STORE_PROBE answer, and asked per FIND_NODE by a walk. Default WALK_CONTACTS (8). */

@@ -28,7 +28,14 @@ export {
 export { CoralNode, rendezvousRank, type CoralNodeComponents } from './compose/node.js';
 export type { ServiceFactory, DshtPort, ProxyPort, DnsPort, ServiceArgs } from './compose/ports.js';
 export { runNode } from './compose/run.js';
-export { realServices, FleetDirectory } from './compose/services.js';
+export { realServices } from './compose/services.js';
+export {
+  DshtDirectory,
+  toNodeInfo,
+  type DshtDirectoryComponents,
+  type DshtDirectoryOptions,
+  type DshtMembers,
+} from './adapters/node-directory.js';
 export {
   DshtContentIndex,
   DEFAULT_CLAIM_RANK_CAP,

@@ -72,6 +72,13 @@ export interface DatagramAuthComponents {
   clock: Clock;
   /** Keyed mode when present. */
   keyring?: Keyring;
+  /** Called when the isolation state flips. */
+  onIsolation?: (state: IsolationState) => void;
+  /**
+   * Called on a datagram under a key id this node does not hold while it is not isolated: the
+   * owner then calls `evaluate()` periodically while `judging` holds.
+   */
+  onUnknownKey?: () => void;
 }
 
 export interface DatagramAuthOptions {
@@ -109,13 +116,8 @@ export class DatagramAuth {
   /** Bytes added around a payload: 1 (open) or 1 + AUTH_BYTES (keyed). */
   readonly overhead: number;
   readonly counters: AuthCounters = emptyAuthCounters();
-  /** Called when the isolation state flips. */
-  onIsolation: ((state: IsolationState) => void) | undefined;
-  /**
-   * Called on a datagram under a key id this node does not hold while it is not isolated: the
-   * owner then calls `evaluate()` periodically while `judging` holds.
-   */
-  onUnknownKey: (() => void) | undefined;
+  readonly #onIsolation: ((state: IsolationState) => void) | undefined;
+  readonly #onUnknownKey: (() => void) | undefined;
   #clock: Clock;
   #keyring: Keyring | undefined;
   #replay: ReplayGuard | undefined;
@@ -138,6 +140,8 @@ export class DatagramAuth {
   constructor(components: DatagramAuthComponents, options: DatagramAuthOptions = {}) {
     this.#clock = components.clock;
     this.#keyring = components.keyring;
+    this.#onIsolation = components.onIsolation;
+    this.#onUnknownKey = components.onUnknownKey;
     this.mode = this.#keyring ? 'keyed' : 'open';
     this.overhead = this.#keyring ? 1 + AUTH_BYTES : 1;
     this.#isolationAfter = options.isolationAfterMs ?? ISOLATION_AFTER_MS;
@@ -295,7 +299,7 @@ export class DatagramAuth {
     } else {
       this.#reason = undefined;
     }
-    this.onIsolation?.(this.isolation());
+    this.#onIsolation?.(this.isolation());
   }
 
   #noteUnknown(kid: number): void {
@@ -310,7 +314,7 @@ export class DatagramAuth {
     this.#unknownSinceAuth++;
     this.#lastUnknownAt = now;
     this.evaluate();
-    if (!this.#isolated) this.onUnknownKey?.();
+    if (!this.#isolated) this.#onUnknownKey?.();
   }
 
   /** Datagrams received per unknown key id (most recent first). */

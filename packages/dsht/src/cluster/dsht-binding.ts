@@ -1,21 +1,21 @@
 /**
- * Wires a `ClusterManager` into a `Dsht` node through the node's public surface only:
+ * A `ClusterManager` wired into the `Dsht` node that owns it (`DshtOptions.clustering`), through
+ * the node's public surface only:
  *
- * - it is the node's `ClusterPolicy` (`components.cluster`): `adverts()` puts the manager's
- *   advertisement in every message; `admits(level, contact)` lets a contact into the level's routing
- *   table when it last advertised this node's cluster at that level;
- * - `attach(node)` feeds the node's `rtt` events to `onRttSample` and its `contact` events (every
- *   verified sender, carrying its adverts) to `onAdvertisement`; on a membership change it pings a
- *   few members of the cluster it left and calls `node.resetLevel(level, members)` so the level's
- *   table holds the new cluster; every `tickMs` it ticks the manager, pings a few of its
- *   `probeTargets()` (whose answers come back as `rtt`) and, when due, explores with a random
- *   level-0 lookup.
+ * - it is the node's `ClusterPolicy`: `adverts()` puts the manager's advertisement in every
+ *   message; `admits(level, contact)` lets a contact into the level's routing table when it last
+ *   advertised this node's cluster at that level;
+ * - from its construction it feeds the node's `rtt` events to `onRttSample` and its `contact`
+ *   events (every verified sender, carrying its adverts) to `onAdvertisement`; on a membership
+ *   change it pings a few members of the cluster it left and calls `node.resetLevel(level,
+ *   members)` so the level's table holds the new cluster; every `tickMs` while the node runs it
+ *   ticks the manager, pings a few of its `probeTargets()` (whose answers come back as `rtt`) and,
+ *   when due, explores with a random level-0 lookup.
  *
  * ```ts
- * const binding = new DshtClusterBinding();
- * const node = new Dsht({ transport, clock, random, cluster: binding }, { levels: 3 });
- * binding.attach(node);
+ * const node = new Dsht({ transport, clock, random }, { levels: 3, clustering: {} });
  * await node.start({ bootstrap });
+ * node.clustering!.manager.snapshot();
  * ```
  */
 import type { TimerHandle } from '@coral/testkit';
@@ -45,12 +45,12 @@ export const CLUSTER_EXPLORE_ALONE_MS = 15_000;
 export const CLUSTER_EXPLORE_MS = 300_000;
 
 export interface DshtClusterBindingComponents {
-  /** A manager to use; by default `attach()` builds one on the node's clock and random source. */
-  manager?: ClusterManager;
+  /** The node whose clusters this binding forms (its owner). */
+  node: Dsht;
 }
 
 export interface DshtClusterBindingOptions {
-  /** Options of the manager `attach()` builds. */
+  /** Options of the manager the binding builds on the node's clock and random source. */
   manager?: ClusterManagerOptions;
   /** Default {@link CLUSTER_PROBES_PER_TICK}. */
   probesPerTick?: number;
@@ -71,28 +71,53 @@ export function peerKey(c: { ip: string; port: number }): string {
 
 export class DshtClusterBinding implements ClusterPolicy {
   readonly #options: DshtClusterBindingOptions;
-  #manager: ClusterManager | undefined;
-  #node: Dsht | undefined;
+  readonly #manager: ClusterManager;
+  readonly #node: Dsht;
   /** Last contact seen per peer key (least recently seen first), for probes and table seeds. */
   readonly #contacts = new Map<string, Contact>();
   #timer: TimerHandle | undefined;
-  #detach: (() => void) | undefined;
   #probes = 0;
   #explores = 0;
   #lookupsFailed = 0;
   #lastExplore = -Infinity;
 
-  constructor(
-    components: DshtClusterBindingComponents = {},
-    options: DshtClusterBindingOptions = {},
-  ) {
-    this.#manager = components.manager;
+  /** Subscribes to `node` and starts ticking on its clock (a tick does nothing while it is stopped). */
+  constructor(components: DshtClusterBindingComponents, options: DshtClusterBindingOptions = {}) {
+    const node = components.node;
+    this.#node = node;
     this.#options = options;
+    const m = new ClusterManager({ clock: node.clock, random: node.random }, options.manager);
+    this.#manager = m;
+    node.on('rtt', (peer, rttMs) => {
+      this.#remember(peer);
+      m.onRttSample(peerKey(peer), rttMs);
+    });
+    node.on('contact', (peer) => {
+      this.#remember(peer);
+      if (!peer.clusters) return;
+      const key = peerKey(peer);
+      const was = this.#memberLevels(key);
+      m.onAdvertisement(key, peer.clusters);
+      // A member that moved to another cluster leaves that level's table.
+      for (const level of was) {
+        if (!m.isMember(key, level)) node.table(level)?.remove(peer.id);
+      }
+    });
+    // A member the node dropped (another id took its IP, or it was forgotten) leaves the view too:
+    // the cluster view never holds more ids per IP than the node's member registry.
+    node.on('evicted', (peer) => {
+      const key = peerKey(peer);
+      this.#contacts.delete(key);
+      m.onPeerGone(key);
+    });
+    m.on('change', (change: ClusterChange) => {
+      this.#announce(change);
+      this.#rebuild(change.level);
+    });
+    this.resume();
   }
 
-  /** The manager (throws before `attach()` when none was given). */
   get manager(): ClusterManager {
-    if (!this.#manager) throw new Error('DshtClusterBinding: no manager before attach()');
     return this.#manager;
   }
 
@@ -114,13 +139,13 @@ export class DshtClusterBinding implements ClusterPolicy {
   // ---- ClusterPolicy -------------------------------------------------------------------------
 
   adverts(): ClusterAd[] {
-    return this.#manager?.advertisement() ?? [];
+    return this.#manager.advertisement();
   }
 
   admits(level: number, contact: Contact): boolean {
     if (level === 0) return true;
     const m = this.#manager;
-    if (!m || level >= m.levels) return false;
+    if (level >= m.levels) return false;
     const mine = m.clusterOf(level);
     const known = m.peerCluster(peerKey(contact), level);
     if (known !== undefined) return known === mine && m.isMember(peerKey(contact), level);
@@ -128,52 +153,12 @@ export class DshtClusterBinding implements ClusterPolicy {
     return advert !== undefined && toHex(advert.clusterId) === mine;
   }
 
-  // ---- wiring --------------------------------------------------------------------------------
+  // ---- ticking (the node calls these) --------------------------------------------------------
 
-  /** Subscribe to `node` and start ticking on its clock. */
-  attach(node: Dsht): void {
-    if (this.#node) throw new Error('DshtClusterBinding: already attached');
-    this.#node = node;
-    const m = (this.#manager ??= new ClusterManager(
-      { clock: node.clock, random: node.random },
-      this.#options.manager,
-    ));
-    const onRtt = (peer: Contact, rttMs: number): void => {
-      this.#remember(peer);
-      m.onRttSample(peerKey(peer), rttMs);
-    };
-    const onContact = (peer: Contact): void => {
-      this.#remember(peer);
-      if (!peer.clusters) return;
-      const key = peerKey(peer);
-      const was = this.#memberLevels(key);
-      m.onAdvertisement(key, peer.clusters);
-      // A member that moved to another cluster leaves that level's table.
-      for (const level of was) {
-        if (!m.isMember(key, level)) node.table(level)?.remove(peer.id);
-      }
-    };
-    // A member the node dropped (another id took its IP, or it was forgotten) leaves the view too:
-    // the cluster view never holds more ids per IP than the node's member registry.
-    const onEvicted = (peer: Contact): void => {
-      const key = peerKey(peer);
-      this.#contacts.delete(key);
-      m.onPeerGone(key);
-    };
-    const onChange = (change: ClusterChange): void => {
-      this.#announce(change);
-      this.#rebuild(change.level);
-    };
-    node.on('rtt', onRtt);
-    node.on('contact', onContact);
-    node.on('evicted', onEvicted);
-    const off = m.on('change', onChange);
-    this.#detach = () => {
-      node.off('rtt', onRtt);
-      node.off('contact', onContact);
-      node.off('evicted', onEvicted);
-      off();
-    };
+  /** Tick every `tickMs` of the node's clock (from construction; again after `pause()`). */
+  resume(): void {
+    if (this.#timer) return;
+    const node = this.#node;
     const every = this.#options.tickMs ?? this.#options.manager?.tickMs ?? CLUSTER_TICK_MS;
     const loop = (): void => {
       this.#timer = node.clock.setTimeout(() => {
@@ -184,19 +169,16 @@ export class DshtClusterBinding implements ClusterPolicy {
     loop();
   }
 
-  /** Unsubscribe and stop ticking. */
-  detach(): void {
+  /** Stop ticking (the node stopped). */
+  pause(): void {
     this.#timer?.cancel();
     this.#timer = undefined;
-    this.#detach?.();
-    this.#detach = undefined;
-    this.#node = undefined;
   }
 
   #tick(): void {
     const node = this.#node;
     const m = this.#manager;
-    if (!node || !m || !node.running) return;
+    if (!node.running) return;
     m.tick();
     const max = this.#options.probesPerTick ?? CLUSTER_PROBES_PER_TICK;
     for (const key of m.probeTargets(max)) {
@@ -241,7 +223,7 @@ export class DshtClusterBinding implements ClusterPolicy {
   #announce(change: ClusterChange): void {
     const node = this.#node;
     const m = this.#manager;
-    if (!node || !m || !node.running) return;
+    if (!node.running) return;
     const old: string[] = [];
     for (const [key] of this.#contacts) {
       if (m.peerCluster(key, change.level) === change.oldClusterId) old.push(key);
@@ -261,7 +243,7 @@ export class DshtClusterBinding implements ClusterPolicy {
   #rebuild(level: number): void {
     const node = this.#node;
     const m = this.#manager;
-    if (!node || !m || !node.running || level >= node.levels) return;
+    if (!node.running || level >= node.levels) return;
     const seeds: Contact[] = [];
     for (const key of m.members(level)) {
       const c = this.#contacts.get(key);
@@ -281,9 +263,9 @@ export class DshtClusterBinding implements ClusterPolicy {
   }
 
   #memberLevels(key: string): number[] {
-    const m = this.#manager!;
+    const m = this.#manager;
     const out: number[] = [];
-    for (let level = 1; level < Math.min(m.levels, this.#node?.levels ?? 0); level++) {
+    for (let level = 1; level < Math.min(m.levels, this.#node.levels); level++) {
       if (m.isMember(key, level)) out.push(level);
     }
     return out;

@@ -1,11 +1,11 @@
 /**
  * Coral's epidemic clustering: robust per-peer RTT estimates and the per-level cluster decisions
- * built on them. `DshtClusterBinding` wires a manager into a `Dsht` node:
+ * built on them. `DshtClusterBinding` wires a manager into the `Dsht` node that owns it:
  *
  * ```ts
- * const binding = new DshtClusterBinding();
- * const node = new Dsht({ transport, clock, random, cluster: binding }, { levels: 3 });
- * binding.attach(node); // then node.start(...)
+ * const node = new Dsht({ transport, clock, random }, { levels: 3, clustering: {} });
+ * await node.start({ bootstrap });
+ * node.clustering!.manager.clusterOf(2);
  * ```
  *
  * What the binding does, for another host:

@@ -5,10 +5,16 @@
  * visited node that can accept, the next one out when it refuses. A cluster level where the key is
  * already loaded is skipped: it holds plenty of copies.
  */
-import { PUT_REVERSE_TRIES, PUT_SHORTCUT_MS, SHORTCUT_ENTRIES } from '../constants.js';
+import {
+  MAX_TTL_SECONDS,
+  MAX_VALUE_BYTES,
+  PUT_REVERSE_TRIES,
+  PUT_SHORTCUT_MS,
+  SHORTCUT_ENTRIES,
+} from '../constants.js';
 import type { Contact } from '../contact.js';
 import type { NodeContext } from '../context.js';
-import { AbortedError, PutRejectedError, throwIfAborted } from '../errors.js';
+import { AbortedError, InvalidArgumentError, PutRejectedError, throwIfAborted } from '../errors.js';
 import { compareDistance, idEquals, toHex, type Id } from '../id/id.js';
 import type { PutResult } from '../types.js';
 import { StoreStatus } from '../wire/messages.js';
@@ -45,6 +51,18 @@ interface Placement {
  * PUT_SHORTCUT_MS at most (and half the value's TTL), so a key's holders are looked for afresh that
  * often, as nodes join nearer the key.
  */
+/** A put's value and TTL as the public API takes them; InvalidArgumentError otherwise. */
+export function checkPut(value: unknown, ttlSeconds: number): void {
+  if (!(value instanceof Uint8Array) || value.length > MAX_VALUE_BYTES) {
+    throw new InvalidArgumentError(
+      `value must be a Uint8Array of at most ${MAX_VALUE_BYTES} bytes`,
+    );
+  }
+  if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS) {
+    throw new InvalidArgumentError(`ttlSeconds must be an integer in [1, ${MAX_TTL_SECONDS}]`);
+  }
+}
+
 export class Putter {
   readonly #ctx: NodeContext;
   readonly #placed = new Shortcuts<Placement>(SHORTCUT_ENTRIES);

@@ -14,6 +14,8 @@ import {
   ID_BYTES,
   HINT_REFRESH_MS,
   ISOLATION_CHECK_MS,
+  MEMBER_DISCOVERY_BELOW,
+  MEMBER_DISCOVERY_MS,
   PERSIST_INTERVAL_MS,
   REFRESH_CHECK_MS,
 } from '../constants.js';
@@ -23,64 +25,56 @@ import { publishHints } from '../directory/hint-walks.js';
 import { idEquals, randomIdInBucket, toHex } from '../id/id.js';
 import { findNode } from '../lookup/find-node.js';
 
-export interface MaintenanceJobs {
-  /** Forget what expired besides the store's values (the i3 shortcuts). */
+export interface MaintenanceComponents {
+  /** Forget what expired besides the store's values (the i3 shortcuts of the get and the put). */
   sweep(now: number): void;
-  /**
-   * Keyed mode: re-judge isolation; true while there is still something to judge (datagrams under
-   * key ids this node lacks, lately, and no authenticated one since), so the check runs again.
-   */
-  checkIsolation?(): boolean;
-  /** With a database: write what changed. */
-  persist?(): void;
-  /**
-   * Member discovery (`DshtOptions.discovery`): the number of verified live members now; while it
-   * is below `below`, a lookup of a random id every `intervalMs` makes round trips with members
-   * the node has not met (see `discover`).
-   */
-  discovery?: {
-    intervalMs: number;
-    below: number;
-    /** The verified live members' contacts. */
-    members(): Contact[];
-    /** Is this id (hex) a verified member already? */
-    isMember(hex: string): boolean;
-  };
 }
 
 export class Maintenance {
   readonly #ctx: NodeContext;
-  readonly #jobs: MaintenanceJobs;
+  readonly #sweep: (now: number) => void;
   #timers: TimerHandle[] = [];
   /** The pending isolation check (armed by `wakeIsolationCheck`), if any. */
   #isolationTimer: TimerHandle | undefined;
 
-  constructor(ctx: NodeContext, jobs: MaintenanceJobs) {
+  constructor(ctx: NodeContext, components: MaintenanceComponents) {
     this.#ctx = ctx;
-    this.#jobs = jobs;
+    this.#sweep = (now) => components.sweep(now);
   }
 
+  /**
+   * Start the timers: expiry sweep, bucket refresh, hint refresh (`options.hints`), member
+   * discovery (unless `options.discovery` is false: while fewer than `below` verified live members
+   * are known, every `intervalMs`; see `discover`), and with a database the periodic write.
+   */
   start(): void {
     const ctx = this.#ctx;
-    const jobs = this.#jobs;
     this.#every(EXPIRY_SWEEP_MS, () => {
       ctx.store.sweep();
-      jobs.sweep(ctx.clock.now());
+      this.#sweep(ctx.clock.now());
       this.#timers = this.#timers.slice(-8);
     });
     this.#every(REFRESH_CHECK_MS, () => this.refreshStale());
     if (ctx.options.hints) {
       this.#every(HINT_REFRESH_MS, () => void publishHints(ctx).catch(() => undefined));
     }
-    const d = jobs.discovery;
-    if (d) {
-      this.#every(d.intervalMs, () => {
-        const members = d.members();
-        if (members.length < d.below) void this.discover(members, d.isMember);
+    const d = ctx.options.discovery;
+    if (d !== false) {
+      const below = d?.below ?? MEMBER_DISCOVERY_BELOW;
+      const isMember = (hex: string): boolean => ctx.peers.member(hex) !== undefined;
+      this.#every(d?.intervalMs ?? MEMBER_DISCOVERY_MS, () => {
+        const members = ctx.peers.registry.liveContacts();
+        if (members.length < below) void this.discover(members, isMember);
       });
     }
-    if (jobs.persist) {
-      this.#every(ctx.options.persistIntervalMs ?? PERSIST_INTERVAL_MS, () => jobs.persist?.());
+    const persistence = ctx.persistence;
+    if (persistence) {
+      this.#every(ctx.options.persistIntervalMs ?? PERSIST_INTERVAL_MS, () => {
+        if (ctx.peers.contactsDirty) ctx.saveContacts();
+        void persistence
+          .flush()
+          .catch((err: unknown) => ctx.logger.warn({ err }, 'persist failed'));
+      });
     }
   }
 
@@ -92,14 +86,19 @@ export class Maintenance {
   }
 
   /**
-   * Keyed mode: judge isolation every ISOLATION_CHECK_MS from now while `checkIsolation` says there
-   * is something to judge (the authenticator calls this on a datagram under an unknown key id).
-   * A node hearing only its fleet's keys — every node, nearly always — runs no isolation timer.
+   * Keyed mode: judge isolation every ISOLATION_CHECK_MS from now while the authenticator is still
+   * judging (datagrams under key ids this node lacks, lately, and no authenticated one since); the
+   * authenticator calls this on a datagram under an unknown key id. A node hearing only its
+   * fleet's keys — every node, nearly always — runs no isolation timer.
    */
   wakeIsolationCheck(): void {
     const ctx = this.#ctx;
-    const check = this.#jobs.checkIsolation;
-    if (this.#isolationTimer || !check || !ctx.running) return;
+    if (this.#isolationTimer || !ctx.keyring || !ctx.running) return;
+    const check = (): boolean => {
+      const auth = ctx.rpc.auth;
+      auth.evaluate();
+      return auth.judging;
+    };
     const tick = (): void => {
       this.#isolationTimer = undefined;
       if (!ctx.running) return;

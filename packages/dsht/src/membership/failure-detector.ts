@@ -20,7 +20,7 @@
 import { ioFirst, type Clock, type Random, type TimerHandle } from '@coral/testkit';
 import type { Address, Contact } from '../contact.js';
 import { LEAVE_TIMEOUT_MS } from '../constants.js';
-import { fromHex, toHex } from '../id/id.js';
+import { fromHex, nodeIdFor, toHex } from '../id/id.js';
 import type { RequestSource } from '../rpc/handlers/context.js';
 import type { Logger, Rpc } from '../rpc/rpc.js';
 import { MAX_MEMBER_UPDATES, MAX_PING_REQ_TIMEOUT_MS } from '../wire/codec.js';
@@ -60,6 +60,8 @@ export interface FailureDetectorComponents {
    * otherwise speak for it.
    */
   allowNat?: boolean;
+  /** A member changed state (the node drops or restores it, logs and emits the change). */
+  onChange?: (change: MemberChange) => void;
 }
 
 /** Counters of the wire side (the Swim component keeps its own). */
@@ -84,8 +86,6 @@ export class FailureDetector {
     leavesIgnored: 0,
     gossipIgnored: 0,
   };
-  /** A member changed state. */
-  onChange: ((change: MemberChange) => void) | undefined;
   #c: FailureDetectorComponents;
   #swim: Swim | undefined;
 
@@ -166,6 +166,11 @@ export class FailureDetector {
       ),
     );
     return acks.filter(Boolean).length;
+  }
+
+  /** The RPC layer's `decorate`: a PING to `to` gets `decorate`d for the node at that address. */
+  outgoing(body: Request, to: Address): Request {
+    return body.type === 'PING' ? this.decorate(body, toHex(nodeIdFor(to.ip, to.port))) : body;
   }
 
   /** What an outgoing PING to `to` carries: this node's incarnation, and gossip for members. */
@@ -346,6 +351,6 @@ export class FailureDetector {
       incarnation: this.#swim?.record(hex)?.incarnation ?? 0,
     };
     if (c.httpPort) change.httpPort = c.httpPort;
-    this.onChange?.(change);
+    this.#c.onChange?.(change);
   }
 }

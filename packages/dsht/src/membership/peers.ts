@@ -17,6 +17,12 @@ export interface PeersComponents {
   cluster?: ClusterPolicy;
   /** Liveness check of a table's oldest contact when its bucket is full. */
   ping: (c: Contact) => Promise<boolean>;
+  /** Failure detection's verdict, when it runs (see `PeerRegistryComponents.isDown`). */
+  isDown?: (hex: string) => boolean;
+  /** A member was admitted (after a round trip). */
+  onLearn?: (peer: Contact) => void;
+  /** A member was dropped from the registry (and from every table). */
+  onEvict?: (peer: Contact) => void;
 }
 
 export interface PeersOptions {
@@ -37,10 +43,7 @@ export class Peers {
   tables: RoutingTable[] = [];
   /** A table gained a contact since the contacts were last saved. */
   contactsDirty = false;
-  /** A member was admitted (after a round trip). */
-  onLearn: ((peer: Contact) => void) | undefined;
-  /** A member was dropped from the registry (and from every table). */
-  onEvict: ((peer: Contact) => void) | undefined;
+  readonly #onLearn: ((peer: Contact) => void) | undefined;
   readonly #clock: Clock;
   readonly #cluster: ClusterPolicy | undefined;
   readonly #ping: (c: Contact) => Promise<boolean>;
@@ -57,20 +60,25 @@ export class Peers {
     this.#k = options.k ?? KBUCKET_SIZE;
     this.#maxIdsPerIp = options.maxIdsPerIp ?? MAX_IDS_PER_IP;
     this.#authenticated = options.authenticated;
+    this.#onLearn = components.onLearn;
+    const onEvict = components.onEvict;
     this.registry = new PeerRegistry(
-      { clock: this.#clock },
+      {
+        clock: this.#clock,
+        isDown: components.isDown,
+        // Beyond its capacity the registry drops others before any routing table's contact.
+        keep: (c) => this.tables.some((t) => t.has(c.id)),
+        onEvict: (rec) => {
+          for (const t of this.tables) t.remove(rec.contact.id);
+          onEvict?.(rec.contact);
+        },
+      },
       {
         maxIdsPerIp: this.#maxIdsPerIp,
         capacity: options.maxMembers,
         liveWindowMs: options.liveWindowMs,
       },
     );
-    // Beyond its capacity the registry drops others before any routing table's contact.
-    this.registry.keep = (c) => this.tables.some((t) => t.has(c.id));
-    this.registry.onEvict = (rec) => {
-      for (const t of this.tables) t.remove(rec.contact.id);
-      this.onEvict?.(rec.contact);
-    };
   }
 
   /** Fresh, empty tables for `levels` levels around `selfId` (at start). */
@@ -95,11 +103,11 @@ export class Peers {
     if (!this.registry.heard(sender, hex, sourceIp)) return;
     // Dead or departed (failure detection): remembered, but out of the tables until it is back.
     if (this.registry.isDown?.(hex)) {
-      this.onLearn?.(sender);
+      this.#onLearn?.(sender);
       return;
     }
     this.#enter(sender);
-    this.onLearn?.(sender);
+    this.#onLearn?.(sender);
   }
 
   /** A member failure detection took back: into the tables that admit it again. */

@@ -17,6 +17,10 @@
  * (the map holds the slot number). A record object per member with three boxed times cost about
  * 150 bytes of heap; the slot about 50. `get`, `all`, `admit` and `onEvict` hand out copies
  * (`MemberRecord`), read when called; the per-datagram path (`heard`) makes none.
+ *
+ * Its owner's view comes in with the components, fixed for the registry's life: failure
+ * detection's verdict (`isDown`), the contacts to keep beyond capacity (`keep`), and who is told of
+ * an eviction (`onEvict`).
  */
 import type { Clock } from '@coral/testkit';
 import { mergeContact, type Contact } from '../contact.js';
@@ -35,6 +39,20 @@ export interface MemberRecord {
   lastHeard: number;
   /** Clock time of the last failed RPC to it, if any. */
   failedAt?: number;
+}
+
+export interface PeerRegistryComponents {
+  clock: Clock;
+  /**
+   * Failure detection's verdict, given when it runs (it alone then decides who is live): a member
+   * it holds dead or departed is not live, however recently a datagram came from it (it comes
+   * back only with a higher incarnation). Without it, liveness is the live window and failed RPCs.
+   */
+  isDown?: (hex: string) => boolean;
+  /** Members to drop beyond capacity only when no other is left (the routing tables' contacts). */
+  keep?: (contact: Contact) => boolean;
+  /** Called for every member dropped (replaced at its IP, or beyond capacity). */
+  onEvict?: (rec: MemberRecord) => void;
 }
 
 export interface PeerRegistryOptions {
@@ -72,21 +90,18 @@ export class PeerRegistry {
    * there are several: a lone id, the usual case, costs no array.
    */
   #byHost = new Map<string, string | string[]>();
-  /** Called for every member dropped (replaced at its IP, or beyond capacity). */
-  onEvict: ((rec: MemberRecord) => void) | undefined;
   /** Newcomers refused because their IP already holds `maxIdsPerIp` live members. */
   refused = 0;
-  /**
-   * Failure detection's verdict, set while it runs (it alone then decides who is live): a member
-   * it holds dead or departed is not live, however recently a datagram came from it (it comes
-   * back only with a higher incarnation).
-   */
-  isDown: ((hex: string) => boolean) | undefined;
-  /** Members to drop beyond capacity only when no other is left (the routing tables' contacts). */
-  keep: ((contact: Contact) => boolean) | undefined;
+  /** Failure detection's verdict, when it runs (see `PeerRegistryComponents.isDown`). */
+  readonly isDown: ((hex: string) => boolean) | undefined;
+  readonly #keep: ((contact: Contact) => boolean) | undefined;
+  readonly #onEvict: ((rec: MemberRecord) => void) | undefined;
 
-  constructor(components: { clock: Clock }, options: PeerRegistryOptions = {}) {
+  constructor(components: PeerRegistryComponents, options: PeerRegistryOptions = {}) {
     this.#clock = components.clock;
+    this.isDown = components.isDown;
+    this.#keep = components.keep;
+    this.#onEvict = components.onEvict;
     this.maxIdsPerIp = options.maxIdsPerIp ?? MAX_IDS_PER_IP;
     this.#capacity = options.capacity ?? MAX_MEMBERS;
     this.liveWindowMs = options.liveWindowMs ?? LIVE_WINDOW_MS;
@@ -258,7 +273,7 @@ export class PeerRegistry {
     const kept: number[] = [];
     for (const s of this.#byId.values()) {
       if (s === fresh) continue;
-      if (this.keep?.(this.#contact[s]!)) kept.push(s);
+      if (this.#keep?.(this.#contact[s]!)) kept.push(s);
       else others.push(s);
     }
     const byHeard = (a: number, b: number): number => t[3 * a + HEARD]! - t[3 * b + HEARD]!;
@@ -271,7 +286,7 @@ export class PeerRegistry {
   #evict(s: number): void {
     const rec = this.#record(s);
     this.#unlink(s);
-    this.onEvict?.(rec);
+    this.#onEvict?.(rec);
   }
 
   #unlink(s: number): void {

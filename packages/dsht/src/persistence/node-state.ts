@@ -8,7 +8,7 @@ import { PERSIST_MAX_CONTACTS } from '../constants.js';
 import { idEquals, nodeIdFor, toHex } from '../id/id.js';
 import type { RoutingTable } from '../routing-table/routing-table.js';
 import type { Logger } from '../rpc/rpc.js';
-import type { ValueStore } from '../store/value-store.js';
+import type { StoreChange, ValueStore } from '../store/value-store.js';
 import type { Persistence } from './persistence.js';
 
 /** Expired records deleted per batch while restoring. */
@@ -39,10 +39,13 @@ export async function restoreState(p: Persistence, store: ValueStore): Promise<C
     });
 }
 
-/** Write every change of `store` through to `p`: queued at once, flushed once per turn. */
-export function writeThrough(store: ValueStore, p: Persistence, logger: Logger): void {
+/**
+ * What writes every change of a store through to `p` (its `onChange` component): queued at once,
+ * flushed once per turn.
+ */
+export function writeThrough(p: Persistence, logger: Logger): (change: StoreChange) => void {
   let scheduled = false;
-  store.onChange = (ch) => {
+  return (ch) => {
     if (ch.kind === 'put') p.putValue(ch.value);
     else p.deleteValue(ch.value);
     if (!scheduled) {

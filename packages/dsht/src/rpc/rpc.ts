@@ -81,6 +81,31 @@ export interface RpcComponents {
   tokens?: WriteTokens;
   /** Per-source request limits. Default: a SourceLimiter with RATE_LIMITS. */
   limiter?: SourceLimiter;
+  /** Answers incoming requests. Default: every request answered ERROR INTERNAL "no handler". */
+  handler?: RequestHandler;
+  /** Told of every verified sender, answer, RTT sample and first token. */
+  observer?: RpcObserver;
+  /** Completes an outgoing request's body just before it is sent (failure detection's PING fields). */
+  decorate?: (body: Request, to: Address) => Request;
+}
+
+/** What the RPC layer tells its owner, in this order for an answer: seen, answered, rtt. */
+export interface RpcObserver {
+  /**
+   * Every verified datagram's sender (request or answer). `roundTrip` is true for answers to this
+   * node's requests and for requests carrying its write token: only those prove the address.
+   */
+  seen?(sender: Contact, roundTrip: boolean, from: Address): void;
+  /** Every answer to this node's requests (a round trip), after `seen`. */
+  answered?(sender: Contact, body: Response): void;
+  /** Every RTT sample, after the smoothed estimate was updated. */
+  rtt?(sender: Contact, rttMs: number): void;
+  /**
+   * A peer handed this node its first (or first fresh) token, and no request carrying it is on the
+   * way: the owner may send one (a PING) so the peer, too, sees a round trip and can admit this
+   * node — peers only learn contacts from requests that carry their token.
+   */
+  firstToken?(peer: Contact): void;
 }
 
 export interface RpcOptions {
@@ -182,12 +207,18 @@ interface Pending {
 }
 
 /** Answers a request: at once, or later (an indirect probe waits for its own ping). */
-export type RequestHandler = (
-  req: Request,
-  sender: Contact,
-  from: Address,
-  source: RequestSource,
-) => Response | Promise<Response>;
+export interface RequestHandler {
+  handle(
+    req: Request,
+    sender: Contact,
+    from: Address,
+    source: RequestSource,
+  ): Response | Promise<Response>;
+}
+
+const NO_HANDLER: RequestHandler = {
+  handle: () => ({ type: 'ERROR', code: WireErrorCode.INTERNAL, message: 'no handler' }),
+};
 
 /**
  * Requests refused without a write token (no state, no rate bucket, a token in answer): the one
@@ -236,35 +267,18 @@ export class Rpc {
   readonly unverifiedReplies: GlobalBucket;
   readonly rtt = new RttTable(RTT_PEERS);
   readonly counters: RpcCounters = emptyCounters();
-  /** Answers incoming requests. */
-  onRequest: RequestHandler = () => ({
-    type: 'ERROR',
-    code: WireErrorCode.INTERNAL,
-    message: 'no handler',
-  });
-  /**
-   * Every verified datagram's sender (request or answer). `roundTrip` is true for answers to this
-   * node's requests and for requests carrying its write token: only those prove the address.
-   */
-  onSeen: ((sender: Contact, roundTrip: boolean, from: Address) => void) | undefined;
-  /** Every RTT sample, after the smoothed estimate was updated. */
-  onRtt: ((sender: Contact, rttMs: number) => void) | undefined;
-  /**
-   * A peer handed this node its first (or first fresh) token, and no request carrying it is on the
-   * way: the owner may send one (a PING) so the peer, too, sees a round trip and can admit this
-   * node — peers only learn contacts from requests that carry their token.
-   */
-  onFirstToken: ((peer: Contact) => void) | undefined;
-  /** Completes an outgoing request's body just before it is sent (failure detection's PING fields). */
-  decorate: ((body: Request, to: Address) => Request) | undefined;
-  /** Every answer to this node's requests (a round trip), after `onSeen`. */
-  onAnswer: ((sender: Contact, body: Response) => void) | undefined;
+  readonly #handler: RequestHandler;
+  readonly #observer: RpcObserver;
+  readonly #decorate: ((body: Request, to: Address) => Request) | undefined;
 
   constructor(components: RpcComponents, options: RpcOptions) {
     this.#transport = components.transport;
     this.#clock = components.clock;
     this.#random = components.random;
     this.#metrics = components.metrics;
+    this.#handler = components.handler ?? NO_HANDLER;
+    this.#observer = components.observer ?? {};
+    this.#decorate = components.decorate;
     this.#self = options.self;
     this.#timeout = options.timeoutMs ?? RPC_TIMEOUT_MS;
     this.#minTimeout = options.minTimeoutMs ?? RPC_MIN_TIMEOUT_MS;
@@ -303,7 +317,7 @@ export class Rpc {
   ): Promise<RpcReply> {
     const signal = opts.signal;
     if (signal?.aborted) return Promise.reject(new AbortedError());
-    if (this.decorate) body = this.decorate(body, to);
+    if (this.#decorate) body = this.#decorate(body, to);
     const retries = opts.retries ?? this.#retries;
     const peer = addressKey(to.ip, to.port);
     const type = body.type;
@@ -469,16 +483,17 @@ export class Rpc {
       this.#filterListed(msg.body);
       const rttMs = this.#clock.now() - p.sentAt;
       this.rtt.sample(addr, rttMs);
-      this.onSeen?.(msg.sender, true, from);
-      this.onAnswer?.(msg.sender, msg.body);
-      this.onRtt?.(msg.sender, rttMs);
+      const observer = this.#observer;
+      observer.seen?.(msg.sender, true, from);
+      observer.answered?.(msg.sender, msg.body);
+      observer.rtt?.(msg.sender, rttMs);
       const reply: RpcReply = { body: msg.body, sender: msg.sender, rttMs };
       if (msg.truncated) reply.truncated = true;
       const asksAgain =
         msg.truncated ||
         (msg.body.type === 'ERROR' && msg.body.code === WireErrorCode.TOKEN_REQUIRED);
       p.resolve(reply);
-      if (first && !asksAgain) this.onFirstToken?.(msg.sender);
+      if (first && !asksAgain) observer.firstToken?.(msg.sender);
       return;
     }
     this.#serve(msg, from, data.length);
@@ -541,10 +556,13 @@ export class Rpc {
       this.counters.rateLimited++;
       return;
     }
-    this.onSeen?.(msg.sender, verified, from);
+    this.#observer.seen?.(msg.sender, verified, from);
     let answer: Response | Promise<Response>;
     try {
-      answer = this.onRequest(msg.body, msg.sender, from, { host: hostKey(from.ip), verified });
+      answer = this.#handler.handle(msg.body, msg.sender, from, {
+        host: hostKey(from.ip),
+        verified,
+      });
     } catch (err) {
       answer = internalError(err);
     }

@@ -69,6 +69,8 @@ export interface StoredValue {
 export interface ValueStoreComponents {
   clock: Clock;
   random?: Random;
+  /** Called on every accepted store and every removal (persistence writes them through). */
+  onChange?: (change: StoreChange) => void;
 }
 
 export interface ValueStoreOptions {
@@ -209,8 +211,7 @@ export class ValueStore {
   /** Source index; NIL for this node's own values. */
   #rSource = NO_I32;
 
-  /** Called on every accepted store and every removal (persistence listens). */
-  onChange: ((change: StoreChange) => void) | undefined;
+  readonly #onChange: ((change: StoreChange) => void) | undefined;
   /** Accepted stores, by slot key `level:keyhex` (for the hot-key measurement). */
   readonly accepted: SlotCounters = this.#counters((s) => this.#sAccepted[s]!);
   /** Store requests (accepted or refused) for keys that hold a slot here, by slot key. */
@@ -221,6 +222,7 @@ export class ValueStore {
   constructor(components: ValueStoreComponents, options: ValueStoreOptions = {}) {
     this.#clock = components.clock;
     this.#random = components.random;
+    this.#onChange = components.onChange;
     this.#l = options.fullValues ?? FULL_VALUES;
     this.#beta = options.loadedStores ?? LOADED_STORES;
     this.#window = options.loadedWindowMs ?? LOADED_WINDOW_MS;
@@ -492,7 +494,7 @@ export class ValueStore {
     }
     this.#sBucket[target]! += this.#window;
     this.#sAccepted[target]!++;
-    this.onChange?.({ kind: 'put', value: this.#view(r) });
+    this.#onChange?.({ kind: 'put', value: this.#view(r) });
     return StoreStatus.ACCEPTED;
   }
 
@@ -721,7 +723,7 @@ export class ValueStore {
   /** Remove record `r` (from its slot's list when linked) and free it. */
   #delete(r: number, notify = true): void {
     if (!(this.#rFlags[r]! & LIVE)) return;
-    const value = notify && this.onChange ? this.#view(r) : undefined;
+    const value = notify && this.#onChange ? this.#view(r) : undefined;
     const s = this.#rSlot[r]!;
     let prev = NIL;
     for (let c = this.#sHead[s]!; c !== NIL && c !== r; c = this.#rNext[c]!) prev = c;
@@ -744,7 +746,7 @@ export class ValueStore {
     this.#rFlags[r] = 0;
     this.#rNext[r] = this.#recFree;
     this.#recFree = r;
-    if (value) this.onChange?.({ kind: 'delete', value });
+    if (value) this.#onChange?.({ kind: 'delete', value });
   }
 
   /**

@@ -1,7 +1,11 @@
 import { Keyring } from '@coral/keyring';
 import { ManualClock } from '@coral/testkit';
 import { describe, expect, it } from 'vitest';
-import { DatagramAuth, type IsolationState } from '../../src/auth/datagram-auth.js';
+import {
+  DatagramAuth,
+  type DatagramAuthComponents,
+  type IsolationState,
+} from '../../src/auth/datagram-auth.js';
 import { AUTH_BYTES, WIRE_VERSION_KEYED } from '../../src/constants.js';
 
 // Key = bytes 0..31 (id 630dcd29). The frame and its MAC were computed independently:
@@ -13,13 +17,17 @@ const VECTOR =
 const PAYLOAD = [0x93, 1, 2, 3, 0, 0, 0, 0, 0];
 const T0 = 1_700_000_000_000;
 
-function setup(keys: string[] | undefined, now = T0) {
+function setup(
+  keys: string[] | undefined,
+  now = T0,
+  hooks: Pick<DatagramAuthComponents, 'onIsolation' | 'onUnknownKey'> = {},
+) {
   const clock = new ManualClock(now);
   const keyring = keys ? Keyring.parse(keys) : undefined;
   return {
     clock,
     keyring,
-    auth: new DatagramAuth({ clock, keyring }, { isolationAfterMs: 30_000 }),
+    auth: new DatagramAuth({ clock, keyring, ...hooks }, { isolationAfterMs: 30_000 }),
   };
 }
 
@@ -105,10 +113,9 @@ describe('DatagramAuth', () => {
   it('reports isolation when only unknown key ids are heard, naming them, and recovers', async () => {
     const A = Keyring.generateKey();
     const B = Keyring.generateKey();
-    const me = setup([A]);
-    const fleet = setup([B]);
     const changes: IsolationState[] = [];
-    me.auth.onIsolation = (s) => changes.push(s);
+    const me = setup([A], T0, { onIsolation: (s) => changes.push(s) });
+    const fleet = setup([B]);
     const p = Uint8Array.from([0x90]);
     // Unknown-key traffic alone, right after start: not yet (authenticated traffic may come).
     for (let i = 0; i < 5; i++) me.auth.open(fleet.auth.seal(p));
@@ -135,11 +142,10 @@ describe('DatagramAuth', () => {
   it('asks for isolation checks only while unknown-key datagrams are being judged', async () => {
     const A = Keyring.generateKey();
     const B = Keyring.generateKey();
-    const me = setup([A]);
+    let wakes = 0;
+    const me = setup([A], T0, { onUnknownKey: () => wakes++ });
     const friend = setup([A]);
     const stranger = setup([B]);
-    let wakes = 0;
-    me.auth.onUnknownKey = () => wakes++;
     const p = Uint8Array.from([0x90]);
     // Its own fleet's datagrams: nothing to judge, no check asked for.
     for (let i = 0; i < 3; i++) me.auth.open(friend.auth.seal(p));

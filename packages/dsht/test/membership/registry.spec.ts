@@ -14,9 +14,11 @@ const c = (ip: string, port: number, httpPort?: number): Contact => ({
 describe('PeerRegistry', () => {
   it('keeps at most maxIdsPerIp live ids per IP; a dead one is replaced', async () => {
     const clock = new ManualClock(0);
-    const r = new PeerRegistry({ clock }, { liveWindowMs: 1000 });
     const evicted: string[] = [];
-    r.onEvict = (rec) => evicted.push(rec.contact.ip + ':' + rec.contact.port);
+    const r = new PeerRegistry(
+      { clock, onEvict: (rec) => evicted.push(rec.contact.ip + ':' + rec.contact.port) },
+      { liveWindowMs: 1000 },
+    );
     expect(r.admit(c('10.0.0.1', 1))).toBeDefined();
     for (let p = 2; p < 100; p++) expect(r.admit(c('10.0.0.1', p))).toBeUndefined();
     expect(r.refused).toBe(98);
@@ -34,9 +36,8 @@ describe('PeerRegistry', () => {
 
   it('with failure detection running, its verdict alone decides who is live', async () => {
     const clock = new ManualClock(0);
-    const r = new PeerRegistry({ clock }, { liveWindowMs: 1000 });
     const down = new Set<string>();
-    r.isDown = (hex) => down.has(hex);
+    const r = new PeerRegistry({ clock, isDown: (hex) => down.has(hex) }, { liveWindowMs: 1000 });
     const rec = r.admit(c('10.0.0.1', 1))!;
     // A request that timed out on a busy member, or a long silence, is not a death.
     r.noteFailure(rec.hex);
@@ -47,11 +48,11 @@ describe('PeerRegistry', () => {
     expect(r.isLive(rec)).toBe(false);
     expect(r.admit(c('10.0.0.1', 2))).toBeDefined();
     // Without it, the failed RPC and the live window decide.
-    r.isDown = undefined;
-    const other = r.admit(c('10.0.0.3', 1))!;
-    expect(r.isLive(other)).toBe(true);
-    r.noteFailure(other.hex);
-    expect(r.isLive(other)).toBe(false);
+    const plain = new PeerRegistry({ clock }, { liveWindowMs: 1000 });
+    const other = plain.admit(c('10.0.0.3', 1))!;
+    expect(plain.isLive(other)).toBe(true);
+    plain.noteFailure(other.hex);
+    expect(plain.isLive(other)).toBe(false);
   });
 
   it('counts identities per source IP (behind a NAT the advertised IP is not what counts)', () => {
@@ -77,9 +78,11 @@ describe('PeerRegistry', () => {
 
   it('beyond capacity drops the least recently heard member, whatever the order they came in', async () => {
     const clock = new ManualClock(0);
-    const r = new PeerRegistry({ clock }, { capacity: 3 });
     const evicted: string[] = [];
-    r.onEvict = (rec) => evicted.push(rec.contact.ip);
+    const r = new PeerRegistry(
+      { clock, onEvict: (rec) => evicted.push(rec.contact.ip) },
+      { capacity: 3 },
+    );
     r.admit(c('10.0.0.1', 1));
     await clock.advance(10);
     r.admit(c('10.0.0.2', 1));
@@ -102,13 +105,18 @@ describe('PeerRegistry', () => {
 
   it('beyond capacity keeps the members `keep` holds on to (routing-table contacts) while others remain', async () => {
     const clock = new ManualClock(0);
-    const r = new PeerRegistry({ clock }, { capacity: 128 });
     const inTable = new Set(['10.9.0.1', '10.9.0.2']);
-    r.keep = (ct) => inTable.has(ct.ip);
+    const evicted: string[] = [];
+    const r = new PeerRegistry(
+      {
+        clock,
+        keep: (ct) => inTable.has(ct.ip),
+        onEvict: (rec) => evicted.push(rec.contact.ip),
+      },
+      { capacity: 128 },
+    );
     for (const ip of inTable) r.admit(c(ip, 1));
     await clock.advance(1_000);
-    const evicted: string[] = [];
-    r.onEvict = (rec) => evicted.push(rec.contact.ip);
     for (let i = 0; i < 1_000; i++) {
       r.admit(c(`10.1.${i >> 8}.${i & 255}`, 1));
       await clock.advance(1);
@@ -120,8 +128,7 @@ describe('PeerRegistry', () => {
     expect(evicted.slice(0, 4)).toEqual(['10.1.0.0', '10.1.0.1', '10.1.0.2', '10.1.0.3']);
     expect(evicted.some((ip) => inTable.has(ip))).toBe(false);
     // When only kept members are left beyond the bound, they go too (the bound holds).
-    const small = new PeerRegistry({ clock }, { capacity: 2 });
-    small.keep = () => true;
+    const small = new PeerRegistry({ clock, keep: () => true }, { capacity: 2 });
     for (let i = 0; i < 5; i++) small.admit(c(`10.2.0.${i}`, 1));
     expect(small.size).toBe(2);
   });

@@ -3,13 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Level } from 'level';
-import { ManualClock, SeededRandom } from '@coral/testkit';
-import { Dsht } from '../../src/dsht.js';
-import { compareDistance, keyFromName, toHex } from '../../src/id/id.js';
+import { ManualClock } from '@coral/testkit';
+import { keyFromName, toHex } from '../../src/id/id.js';
 import { LEGACY_SOURCE, Persistence, type KeyValueDb } from '../../src/persistence/persistence.js';
 import { ValueStore, type StoredValue } from '../../src/store/value-store.js';
 import { restoreState, writeThrough } from '../../src/persistence/node-state.js';
-import { SimNetwork } from '@coral/sim';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -21,91 +19,6 @@ async function openDb(dir: string): Promise<KeyValueDb> {
   await db.open();
   return db as unknown as KeyValueDb;
 }
-
-describe('persistence', () => {
-  it('a restarted node reloads its values and rejoins from stored contacts without a bootstrap', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'dsht-persist-'));
-    dirs.push(dir);
-    const clock = new ManualClock(5_000_000);
-    const net = new SimNetwork({ clock, random: new SeededRandom(3) });
-    const run = async <T>(p: Promise<T>): Promise<T> => {
-      let done = false;
-      const q = p.finally(() => (done = true));
-      q.catch(() => undefined);
-      // Database I/O is real, so yield to the event loop between simulated events, and never move
-      // the clock while only I/O is pending (the nodes run without periodic timers, so every
-      // scheduled timer belongs to the operation in progress).
-      while (!done) {
-        await new Promise((r) => setImmediate(r));
-        const at = clock.nextAt();
-        if (at !== undefined) await clock.advanceTo(at);
-      }
-      return q;
-    };
-    const peers = Array.from(
-      { length: 8 },
-      (_, i) =>
-        new Dsht(
-          {
-            transport: net.createTransport(`10.0.1.${i + 1}`, 4000),
-            clock,
-            random: new SeededRandom(i),
-          },
-          { timers: false },
-        ),
-    );
-    await run(peers[0]!.start());
-    for (const p of peers.slice(1)) await run(p.start({ bootstrap: ['10.0.1.1:4000'] }));
-
-    let db = await openDb(dir);
-    let node = new Dsht(
-      {
-        transport: net.createTransport('10.0.9.9', 4000),
-        clock,
-        random: new SeededRandom(99),
-        db,
-      },
-      { timers: false },
-    );
-    await run(node.start({ bootstrap: ['10.0.1.1:4000'] }));
-    // A key this node is the closest to, as a put would have chosen.
-    const all = [node, ...peers];
-    let key = keyFromName('kept-0');
-    for (let i = 1; all.some((p) => compareDistance(p.id, node.id, key) < 0); i++)
-      key = keyFromName(`kept-${i}`);
-    node.store.store(0, key, keyFromName('pub'), new Uint8Array([1, 2, 3]), 600);
-    node.store.store(0, keyFromName('short'), keyFromName('pub'), new Uint8Array([4]), 5);
-    const known = node.routes(0).length;
-    expect(known).toBeGreaterThan(3);
-    await run(new Promise((r) => clock.setTimeout(() => r(undefined), 2_000)));
-    await run(node.stop());
-    await (db as unknown as Level<string, string>).close();
-
-    // The clock moved only by simulated work, never while waiting on disk.
-    // Ten seconds later: the 5 s value has expired, the 600 s one has not.
-    await clock.advance(10_000);
-    db = await openDb(dir);
-    node = new Dsht(
-      {
-        transport: net.createTransport('10.0.9.9', 4000),
-        clock,
-        random: new SeededRandom(100),
-        db,
-      },
-      { timers: false },
-    );
-    await run(node.start()); // no bootstrap
-    expect(node.localGet(key)).toEqual([new Uint8Array([1, 2, 3])]);
-    expect(node.localGet(keyFromName('short'))).toEqual([]);
-    expect(node.routes(0).length).toBeGreaterThanOrEqual(known);
-    // Its peers answer it, and it answers them.
-    const r = await run(peers[4]!.get(key));
-    expect(r.values).toEqual([new Uint8Array([1, 2, 3])]);
-    expect(toHex(r.stats.answeredBy!.id)).toBe(toHex(node.id));
-    await run(node.stop());
-    await (db as unknown as Level<string, string>).close();
-  });
-});
 
 describe('persisted values', () => {
   it('keep their source and copy marks; records written before sources load as legacy', async () => {
@@ -214,8 +127,10 @@ describe('persisted values', () => {
     ops.push({ type: 'put', key: `v!0!${toHex(keyFromName('bad'))}!${entry(0)}`, value: '{' });
     await db.batch(ops);
 
+    const quiet = { warn: () => undefined } as never;
     let p = new Persistence({ db });
-    let store = new ValueStore({ clock });
+    // Written through from the start: restoring writes nothing back.
+    let store = new ValueStore({ clock, onChange: writeThrough(p, quiet) });
     await restoreState(p, store);
     expect(store.size).toBe(1202);
     expect(p.migrated).toBe(1203);
@@ -234,7 +149,6 @@ describe('persisted values', () => {
     expect(legacy).toEqual([`v!0!${toHex(keyFromName('bad'))}!${entry(0)}`]);
 
     // The node runs on: a value replaced, one deleted by expiry, written through.
-    writeThrough(store, p, { warn: () => undefined } as never);
     store.store(
       0,
       keyFromName('k1'),
@@ -246,7 +160,7 @@ describe('persisted values', () => {
 
     db = await openDb(dir);
     p = new Persistence({ db });
-    store = new ValueStore({ clock });
+    store = new ValueStore({ clock, onChange: writeThrough(p, quiet) });
     await restoreState(p, store);
     expect(p.migrated).toBe(0);
     expect(store.size).toBe(1202);
@@ -254,7 +168,6 @@ describe('persisted values', () => {
     expect(store.get(1, keyFromName('k0'))).toHaveLength(1);
     // Past the records' expiry: a sweep deletes them, and they stay deleted after a restart.
     await clock.advance(4_500_000);
-    writeThrough(store, p, { warn: () => undefined } as never);
     expect(store.sweep()).toBe(1201);
     await p.close();
     db = await openDb(dir);

@@ -9,9 +9,9 @@ const key = keyFromName('hot');
 const pub = (i: number): Uint8Array => keyFromName(`publisher-${i}`);
 const val = (s: string): Uint8Array => new TextEncoder().encode(s);
 
-function setup(opts = {}) {
+function setup(opts = {}, onChange?: (change: StoreChange) => void) {
   const clock = new ManualClock();
-  const store = new ValueStore({ clock, random: new SeededRandom(1) }, opts);
+  const store = new ValueStore({ clock, random: new SeededRandom(1), onChange }, opts);
   return { clock, store };
 }
 
@@ -73,9 +73,8 @@ describe('ValueStore', () => {
   });
 
   it('expires values and sweeps them', async () => {
-    const { clock, store } = setup();
     const changes: string[] = [];
-    store.onChange = (c) => changes.push(c.kind);
+    const { clock, store } = setup({}, (c) => changes.push(c.kind));
     store.store(0, key, pub(1), val('a'), 10);
     store.store(0, key, pub(2), val('b'), 20);
     await clock.advance(10_000);

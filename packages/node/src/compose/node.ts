@@ -9,7 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import { systemClock, type Clock } from '@coral/testkit';
 import { ASSUMED_DESCRIPTOR_LIMIT, ConnectionBudget, connectionCeiling } from '@coral/connguard';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
-import { toNodeInfo, type DshtAuthState } from '@coral/dsht';
+import type { DshtAuthState } from '@coral/dsht';
 import { rendezvousRank as rankAmong, type PeerAuth } from '@coral/httpprx';
 import { HttpPeerSigner, type KeyInfo } from '@coral/keyring';
 import { FleetChallenges } from '../acme/fleet-challenges.js';
@@ -32,6 +32,7 @@ import type {
 import { AdminApi } from '../admin/server.js';
 import { fleetView, type FleetView } from '../admin/dashboard/fleet.js';
 import { DshtContentIndex } from '../adapters/content-index.js';
+import { toNodeInfo } from '../adapters/node-directory.js';
 import { resolveAddresses, type NameLookup, type ResolvedAddresses } from '../config/resolve.js';
 import type { CoralConfig } from '../config/schema.js';
 import { CoralNodeError, StartError } from '../errors.js';

@@ -1,45 +1,22 @@
 /**
- * The real services: @coral/dsht (with its clustering binding and its `DshtDirectory`),
+ * The real services: @coral/dsht (forming its clusters, with the `DshtDirectory` adapter over it),
  * @coral/httpprx and @coral/dnssrv, built from the node's configuration. This is the only file
  * that knows their constructors and option names.
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { Dsht, DshtClusterBinding, DshtDirectory, LEVEL_COUNT } from '@coral/dsht';
+import { Dsht, LEVEL_COUNT } from '@coral/dsht';
 import { CoralProxy, urlKey } from '@coral/httpprx';
-import { DnsServer, type NodeInfo } from '@coral/dnssrv';
+import { DnsServer } from '@coral/dnssrv';
 import type { ListenerLimits } from '@coral/connguard';
 import type { CoralConfig } from '../config/schema.js';
+import { DshtDirectory } from '../adapters/node-directory.js';
 import { TlsError } from '../errors.js';
 import { registerProxyTraffic } from '../metrics/proxy-traffic.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
 
-/**
- * The DSHT's directory, plus this node itself where the DNS server asks about a region or a node
- * id: `DshtDirectory` answers those from the routing tables, which never hold the node itself, so a
- * view naming this node (or its region) would otherwise skip it on its own DNS server.
- */
-export class FleetDirectory extends DshtDirectory {
-  override inRegion(region: string, count: number): NodeInfo[] {
-    const self = this.self();
-    const others = super.inRegion(region, count);
-    return self.region === region ? [self, ...others].slice(0, count) : others;
-  }
-
-  /** The live proxy with this id (this node included), when known. */
-  get(id: string): NodeInfo | undefined {
-    const self = this.self();
-    if (self.id === id) return self;
-    return super.random(Number.MAX_SAFE_INTEGER).find((n) => n.id === id);
-  }
-}
-
 export const realServices: ServiceFactory = {
   async dsht({ config, logger, metrics, bind, advertise, dataDir, service, keyring }) {
-    const cluster = new DshtClusterBinding(
-      {},
-      { manager: { thresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] } },
-    );
     const dsht = await Dsht.open(
       {
         bind,
@@ -48,21 +25,22 @@ export const realServices: ServiceFactory = {
         dataDir,
         service,
         levels: LEVEL_COUNT,
+        clustering: { manager: { thresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] } },
         hints: true,
         open: keyring === undefined,
         maxIdsPerIp: config.dsht.maxIdsPerIp,
         auth: { isolationAfterMs: config.fleet.isolationAfterMs },
       },
-      { logger, metrics: metrics.dsht, cluster, ...(keyring ? { keyring } : {}) },
+      { logger, metrics: metrics.dsht, ...(keyring ? { keyring } : {}) },
     );
-    cluster.attach(dsht);
+    const cluster = dsht.clustering!;
     return Object.assign(dsht, {
       clusters: () => cluster.manager.snapshot(),
     }) as unknown as DshtPort;
   },
 
   directory({ config, dsht }) {
-    return new FleetDirectory(
+    return new DshtDirectory(
       { dsht: dsht as unknown as Dsht },
       { levelThresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] },
     );

@@ -19,7 +19,7 @@ import {
   type Message,
   type Request,
   type Response,
-} from '@coral/dsht';
+} from '@coral/dsht/internal';
 import { Keyring } from '@coral/keyring';
 import { systemClock } from '@coral/testkit';
 import { loadConfig } from '../../src/config/index.js';

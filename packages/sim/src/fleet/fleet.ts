@@ -24,8 +24,11 @@ export interface SimFleetOptions {
    * probe interval of simulated time); tests of failure detection pass `swim: {}`.
    */
   dsht?: DshtOptions;
-  /** Cluster policy per node (issue 3's cluster module). */
-  clusterFor?: (i: number, node: () => Dsht) => ClusterPolicy | undefined;
+  /**
+   * A fixed cluster policy per node. Nodes that form their clusters take `dsht.clustering`
+   * instead (each then owns its binding: `fleet.nodes[i].clustering`).
+   */
+  clusterFor?: (i: number) => ClusterPolicy | undefined;
   /** Nodes joining at once after the first ten. Default 25. */
   joinBatch?: number;
   /**
@@ -61,11 +64,10 @@ export class SimFleet {
     const ipOf = options.ipOf ?? defaultIp;
     for (let i = 0; i < options.nodes; i++) {
       const transport = this.network.createTransport(ipOf(i), options.port ?? 4000);
-      let node: Dsht | undefined = undefined;
-      const cluster = options.clusterFor?.(i, () => node!);
+      const cluster = options.clusterFor?.(i);
       const keyring = options.keys ? Keyring.parse(options.keys) : undefined;
       if (keyring) this.keyrings.push(keyring);
-      node = new Dsht(
+      const node = new Dsht(
         { transport, clock: this.clock, random: this.random.fork(), cluster, keyring },
         { swim: false, discovery: false, ...options.dsht },
       );

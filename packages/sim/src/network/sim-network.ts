@@ -9,13 +9,8 @@
  * - partitions: `partition(a, b)` drops everything between two groups of IPs until `heal()`.
  */
 import type { Clock, Random } from '@coral/testkit';
-import {
-  fmix32,
-  TransportError,
-  type Address,
-  type DatagramHandler,
-  type Transport,
-} from '@coral/dsht';
+import { TransportError, type Address, type DatagramHandler, type Transport } from '@coral/dsht';
+import { fmix32 } from '@coral/dsht/internal';
 
 /**
  * One-way latency in ms of a datagram from `fromIp` to `toIp`. `minOneWayMs`, when the model

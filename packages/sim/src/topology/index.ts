@@ -44,6 +44,7 @@ export {
   purityReport,
   clusterPurity,
 } from './purity.js';
+export { type FixedClusters, type FixedClustersOptions, fixedClusters } from './fixed-clusters.js';
 export {
   TopologyError,
   ERR_TOPOLOGY_OPTIONS,

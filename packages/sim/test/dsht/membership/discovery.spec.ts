@@ -4,8 +4,8 @@
  * the same membership. Simulated network and clock; SWIM keeps the members it met live.
  */
 import { describe, expect, it } from 'vitest';
-import { SimFleet } from '@coral/sim';
-import { MEMBER_DISCOVERY_MS } from '../../src/constants.js';
+import { SimFleet } from '../../../src/index.js';
+import { MEMBER_DISCOVERY_MS } from '@coral/dsht/internal';
 
 /** Run the fleet for `ms` of clock time. */
 function sleep(fleet: SimFleet, ms: number): Promise<void> {

@@ -6,10 +6,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SeededRandom, shuffle } from '@coral/testkit';
-import { DshtClusterBinding } from '../src/cluster/index.js';
-import { DEFAULT_LEVEL_THRESHOLDS_MS } from '../src/constants.js';
-import { keyFromName } from '../src/id/id.js';
-import { SimFleet, geoTopology, purityReport, type GeoTopology } from '@coral/sim';
+import { DEFAULT_LEVEL_THRESHOLDS_MS, type DshtClusterBinding, keyFromName } from '@coral/dsht';
+import { SimFleet, geoTopology, purityReport, type GeoTopology } from '../../src/index.js';
 
 const MINUTE = 60_000;
 const NODES = 300;
@@ -57,16 +55,14 @@ describe('churn: 20% of a 300-node clustered fleet leaves abruptly', () => {
 
   beforeAll(async () => {
     topo = geoTopology({ seed: 3, regions: 3, metrosPerRegion: 3, nodes: NODES });
-    bindings = topo.nodes.map(() => new DshtClusterBinding());
     fleet = new SimFleet({
       nodes: NODES,
       seed: 3,
       latencyMs: topo.latencyMs,
       ipOf: (i) => topo.nodes[i]!.ip,
-      dsht: { levels: 3 },
-      clusterFor: (i) => bindings[i],
+      dsht: { levels: 3, clustering: {} },
     });
-    fleet.nodes.forEach((node, i) => bindings[i]!.attach(node));
+    bindings = fleet.nodes.map((node) => node.clustering!);
     await fleet.start();
     await sleep(fleet, 5 * MINUTE);
     alive = [...Array(NODES).keys()];

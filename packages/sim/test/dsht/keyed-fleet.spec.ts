@@ -5,9 +5,8 @@
  */
 import { Keyring } from '@coral/keyring';
 import { describe, expect, it } from 'vitest';
-import type { DshtAuthState } from '../src/types.js';
-import { keyFromName, toHex } from '../src/id/id.js';
-import { SimFleet } from '@coral/sim';
+import { type DshtAuthState, keyFromName, toHex } from '@coral/dsht';
+import { SimFleet } from '../../src/index.js';
 
 const A = 'a'.repeat(64);
 const B = Buffer.alloc(32, 0xbb).toString('base64');

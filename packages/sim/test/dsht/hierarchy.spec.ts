@@ -1,52 +1,22 @@
 /**
  * Hierarchical get and put across three levels, with a fixed cluster policy (metro = level 2,
- * region = level 1, by address 10.<region>.<metro>.<n>) so the test isolates the DSHT's level logic
- * from cluster formation (tested in test/cluster/).
+ * region = level 1, by address 10.<region>.<metro>.<n>: `fixedClusters`) so the test isolates the
+ * DSHT's level logic from cluster formation (tested in cluster/). The DNS directory over the same
+ * layout is tested in @coral/node (test/adapters/node-directory.spec.ts).
  */
 import { describe, expect, it } from 'vitest';
-import type { Contact } from '../src/contact.js';
-import type { ClusterPolicy } from '../src/types.js';
-import { keyFromName, toHex } from '../src/id/id.js';
-import type { LookupEvent } from '../src/lookup/lookup.js';
-import { SimFleet } from '@coral/sim';
-import { DshtDirectory } from '../src/directory/node-directory.js';
+import { keyFromName, toHex, type ClusterPolicy, type LookupEvent } from '@coral/dsht';
+import { SimFleet, fixedClusters } from '../../src/index.js';
 
-const REGIONS = 3;
-const METROS = 2;
-const PER_METRO = 8;
-const ipOf = (i: number): string => {
-  const g = i % (REGIONS * METROS);
-  return `10.${Math.floor(g / METROS) + 1}.${(g % METROS) + 1}.${Math.floor(i / (REGIONS * METROS)) + 1}`;
-};
-const parts = (ip: string): [string, string] => {
-  const [, r, m] = ip.split('.');
-  return [r!, `${r}.${m}`];
-};
-const latency = (a: string, b: string): number => {
-  const [ra, ma] = parts(a);
-  const [rb, mb] = parts(b);
-  return ma === mb ? 3 : ra === rb ? 20 : 75; // one-way ms: RTT 6 / 40 / 150
-};
-
-function staticPolicy(ip: string): ClusterPolicy {
-  const [region, metro] = parts(ip);
-  const id = (s: string) => new TextEncoder().encode(s);
-  return {
-    adverts: () => [
-      { level: 1, clusterId: id(`r${region}`), size: PER_METRO * METROS, age: 60 },
-      { level: 2, clusterId: id(`m${metro}`), size: PER_METRO, age: 60 },
-    ],
-    admits: (level: number, c: Contact) => {
-      const [r, m] = parts(c.ip);
-      return level === 1 ? r === region : level === 2 ? m === metro : true;
-    },
-  };
-}
+// Metro = level 2, region = level 1, by address 10.<region>.<metro>.<n>.
+const layout = fixedClusters({ regions: 3, metros: 2, perMetro: 8 });
+const { ipOf, latencyMs: latency, parts } = layout;
+const staticPolicy = (ip: string): ClusterPolicy => layout.policyFor(ip);
 
 describe('hierarchical get and put', () => {
   it('finds a key at level 2 in its metro and at level 0 across regions, each level continuing from the previous', async () => {
     const fleet = new SimFleet({
-      nodes: REGIONS * METROS * PER_METRO,
+      nodes: layout.nodes,
       seed: 2,
       ipOf,
       latencyMs: latency,
@@ -111,38 +81,9 @@ describe('hierarchical get and put', () => {
     expect(got.values).toEqual([value]);
   });
 
-  it('NodeDirectory.near answers with live proxies of the own metro for a nearby address', async () => {
-    const fleet = new SimFleet({
-      nodes: REGIONS * METROS * PER_METRO,
-      seed: 6,
-      ipOf,
-      latencyMs: latency,
-      dsht: { levels: 3, service: { httpPort: 8090 } },
-      clusterFor: (i) => staticPolicy(ipOf(i)),
-    });
-    await fleet.start();
-    const me = fleet.nodes.find((n) => n.contact.ip === '10.2.1.3')!;
-    // RTT to resolvers as the DNS server would measure them: 6 ms in 10.2.1.x, 40 ms in 10.2.x, else 150.
-    const rttTo = (ip: string): number => 2 * latency('10.2.1.3', ip);
-    const dir = new DshtDirectory({ dsht: me, rttTo });
-    // Make the metro's members recently heard (as index traffic would).
-    await fleet.run(Promise.all(me.routes(2).map((c) => me.ping(c))));
-    const dead = me.routes(2)[0]!;
-    await fleet.run(fleet.nodes.find((n) => n.contact.ip === dead.ip)!.stop());
-    await fleet.run(me.ping(dead).catch(() => undefined)); // its failure is noticed
-    const near = await fleet.run(dir.near({ ip: '10.2.1.200' }, 4));
-    expect(near).toHaveLength(4);
-    expect(near[0]!.ipv4).toBe('10.2.1.3'); // this node serves too, first
-    expect(near.every((n) => n.ipv4!.startsWith('10.2.1.'))).toBe(true);
-    expect(near.some((n) => n.ipv4 === dead.ip)).toBe(false);
-    const regional = await fleet.run(dir.near({ ip: '10.2.2.200' }, 4));
-    expect(regional.every((n) => n.ipv4!.startsWith('10.2.'))).toBe(true);
-    expect(dir.cluster(2, 50).some((n) => n.ipv4 === dead.ip)).toBe(false);
-  });
-
   it('skips a cluster level where the key is already loaded', async () => {
     const fleet = new SimFleet({
-      nodes: REGIONS * METROS * PER_METRO,
+      nodes: layout.nodes,
       seed: 3,
       ipOf,
       latencyMs: latency,

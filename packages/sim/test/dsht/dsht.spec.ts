@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
-import { Dsht } from '../src/dsht.js';
-import type { DshtOptions } from '../src/types.js';
-import { commonPrefixLength, compareDistance, keyFromName, toHex } from '../src/id/id.js';
-import { SimFleet, SimNetwork } from '@coral/sim';
+import {
+  commonPrefixLength,
+  compareDistance,
+  Dsht,
+  type DshtOptions,
+  keyFromName,
+  toHex,
+} from '@coral/dsht/internal';
+import { SimFleet, SimNetwork } from '../../src/index.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const dec = (b: Uint8Array): string => new TextDecoder().decode(b);
@@ -247,6 +252,15 @@ describe('Dsht', () => {
       code: 'DSHT_ERR_INVALID_ARGUMENT',
     });
     await expect(node.start({ bootstrap: ['nonsense'] })).resolves.toBeUndefined(); // already running: no-op
+    // A fixed cluster policy and clusters formed by the node are two answers to one question.
+    const fixed = { adverts: () => [], admits: () => true };
+    expect(
+      () =>
+        new Dsht(
+          { transport: net.createTransport('10.0.0.2', 4000), clock, cluster: fixed },
+          { levels: 3, clustering: {} },
+        ),
+    ).toThrow(expect.objectContaining({ code: 'DSHT_ERR_INVALID_ARGUMENT' }));
     const ac = new AbortController();
     ac.abort();
     await expect(node.get(key, { signal: ac.signal })).rejects.toMatchObject({

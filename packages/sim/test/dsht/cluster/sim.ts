@@ -7,11 +7,11 @@
  */
 import { ManualClock, SeededRandom, shuffle } from '@coral/testkit';
 import {
-  ClusterManager,
   type ClusterChange,
+  ClusterManager,
   type ClusterManagerOptions,
-} from '../../src/cluster/index.js';
-import type { Topology } from '@coral/sim';
+} from '@coral/dsht/internal';
+import type { Topology } from '../../../src/index.js';
 
 export interface SimOptions {
   seed: number;

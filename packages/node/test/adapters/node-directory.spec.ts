@@ -1,34 +1,17 @@
+/**
+ * The DSHT as the DNS server's NodeDirectory, over simulated fleets: proxies near an address from
+ * hints, the own metro's cluster for a nearby resolver, never a dead or silent node, few pings for
+ * junk hint records, each member's DNS port as it advertised it, and a crashed member out of
+ * every node's directory once failure detection has judged it.
+ */
 import { describe, expect, it } from 'vitest';
-import { decodeNodeRecord, encodeNodeRecord, networkHintKeys } from '../../src/directory/hints.js';
-import { DshtDirectory, toNodeInfo } from '../../src/directory/node-directory.js';
-import { keyFromName, nodeIdFor, toHex } from '../../src/id/id.js';
-import { SimFleet } from '@coral/sim';
+import { keyFromName, networkHintKeys, nodeIdFor, toHex, type MemberChange } from '@coral/dsht';
+import { encodeNodeRecord } from '@coral/dsht/internal';
+import { SimFleet, fixedClusters } from '@coral/sim';
+import { DshtDirectory, toNodeInfo } from '../../src/adapters/node-directory.js';
 
 const ipOf = (i: number): string =>
   i < 10 ? `10.1.1.${i + 1}` : i < 20 ? `10.1.2.${i - 9}` : `10.2.1.${i - 19}`;
-
-describe('locality hints', () => {
-  it('names /24 and /16 keys and round-trips checked records', () => {
-    expect(networkHintKeys('203.0.113.9').map((h) => h.name)).toEqual([
-      'net:203.0.113.0/24',
-      'net:203.0.0.0/16',
-    ]);
-    expect(networkHintKeys('203.0.113.9')[0]!.key).toEqual(keyFromName('net:203.0.113.0/24'));
-    expect(networkHintKeys('::1')).toEqual([]);
-    const c = {
-      id: nodeIdFor('10.0.0.1', 4000),
-      ip: '10.0.0.1',
-      port: 4000,
-      httpPort: 8090,
-      region: 'eu',
-    };
-    expect(decodeNodeRecord(encodeNodeRecord(c))).toEqual(c);
-    // A record whose id is not SHA-1 of its address is rejected, as is garbage.
-    expect(decodeNodeRecord(encodeNodeRecord({ ...c, port: 4001 }))).toBeUndefined();
-    expect(decodeNodeRecord(new Uint8Array([0xc1]))).toBeUndefined();
-    expect(decodeNodeRecord(new Uint8Array([1, 2, 3]))).toBeUndefined();
-  });
-});
 
 describe('DshtDirectory', () => {
   it('finds proxies near an address through hints, never returns dead nodes', async () => {
@@ -131,4 +114,88 @@ describe('DshtDirectory and junk hint records', () => {
       'dnsPort',
     );
   });
+});
+
+describe('DshtDirectory over fixed clusters (metro = level 2, region = level 1)', () => {
+  const layout = fixedClusters({ regions: 3, metros: 2, perMetro: 8 });
+
+  it('NodeDirectory.near answers with live proxies of the own metro for a nearby address', async () => {
+    const fleet = new SimFleet({
+      nodes: layout.nodes,
+      seed: 6,
+      ipOf: layout.ipOf,
+      latencyMs: layout.latencyMs,
+      dsht: { levels: 3, service: { httpPort: 8090 } },
+      clusterFor: (i) => layout.policyFor(layout.ipOf(i)),
+    });
+    await fleet.start();
+    const me = fleet.nodes.find((n) => n.contact.ip === '10.2.1.3')!;
+    // RTT to resolvers as the DNS server would measure them: 6 ms in 10.2.1.x, 40 ms in 10.2.x, else 150.
+    const rttTo = (ip: string): number => 2 * layout.latencyMs('10.2.1.3', ip);
+    const dir = new DshtDirectory({ dsht: me, rttTo });
+    // Make the metro's members recently heard (as index traffic would).
+    await fleet.run(Promise.all(me.routes(2).map((c) => me.ping(c))));
+    const dead = me.routes(2)[0]!;
+    await fleet.run(fleet.nodes.find((n) => n.contact.ip === dead.ip)!.stop());
+    await fleet.run(me.ping(dead).catch(() => undefined)); // its failure is noticed
+    const near = await fleet.run(dir.near({ ip: '10.2.1.200' }, 4));
+    expect(near).toHaveLength(4);
+    expect(near[0]!.ipv4).toBe('10.2.1.3'); // this node serves too, first
+    expect(near.every((n) => n.ipv4!.startsWith('10.2.1.'))).toBe(true);
+    expect(near.some((n) => n.ipv4 === dead.ip)).toBe(false);
+    const regional = await fleet.run(dir.near({ ip: '10.2.2.200' }, 4));
+    expect(regional.every((n) => n.ipv4!.startsWith('10.2.'))).toBe(true);
+    expect(dir.cluster(2, 50).some((n) => n.ipv4 === dead.ip)).toBe(false);
+  });
+});
+
+describe('DshtDirectory and failure detection', () => {
+  it.each([
+    [1, false],
+    [2, false],
+    [3, true],
+    [4, true],
+  ])(
+    'a crashed member is not live in any node’s directory once it is dead (seed %i, keyed %s)',
+    async (seed, keyed) => {
+      const fleet = new SimFleet({
+        nodes: 6,
+        seed,
+        latencyMs: () => 2,
+        dsht: { swim: {}, service: { httpPort: 8090 } },
+        ...(keyed ? { keys: ['ab'.repeat(32)] } : {}),
+      });
+      await fleet.start();
+      /** Whether `cond` came to hold within `limitMs` of clock time (checked every 50 ms). */
+      const until = async (cond: () => boolean, limitMs: number): Promise<boolean> => {
+        const end = fleet.clock.now() + limitMs;
+        while (!cond() && fleet.clock.now() < end)
+          await fleet.run(new Promise((r) => fleet.clock.setTimeout(r, 50)));
+        return cond();
+      };
+      // Everyone verifies everyone (a few probe rounds and the introductions).
+      expect(await until(() => fleet.nodes.every((n) => n.members().length >= 5), 30_000)).toBe(
+        true,
+      );
+      const victim = fleet.nodes[3]!;
+      const hex = toHex(victim.id);
+      const others = fleet.nodes.filter((n) => n !== victim);
+      const dirs = others.map((n) => new DshtDirectory({ dsht: n }));
+      for (const d of dirs) expect(d.isLive(hex)).toBe(true);
+      const dead: MemberChange[] = [];
+      for (const n of others) n.on('member-dead', (c) => dead.push(c));
+      // A crash (or SIGSTOP): nothing gets in or out of it any more.
+      fleet.network.partition(
+        [victim.contact.ip],
+        others.map((n) => n.contact.ip),
+      );
+      expect(await until(() => dead.length === others.length, 5_000)).toBe(true);
+      for (const d of dirs) {
+        expect(d.isLive(hex)).toBe(false);
+        expect(d.random(50).some((n) => n.id === hex)).toBe(false);
+      }
+      fleet.network.heal();
+      await fleet.stop();
+    },
+  );
 });

@@ -1,7 +1,6 @@
 /**
- * A NodeDirectory over a DSHT node: what the DNS redirector asks ("which live proxies are near this
- * address?"). Structurally the `NodeDirectory` of `@coral/dnssrv` (packages/dnssrv/src/node-directory.ts),
- * without importing it, so dsht stays below dnssrv; `@coral/node` passes it through.
+ * The DSHT as the DNS server's `NodeDirectory` (`@coral/dnssrv`): what the DNS redirector asks
+ * ("which live proxies are near this address?"), answered from this node's DSHT.
  *
  * `near(target, count)`, best first:
  * 1. this node's own cluster at the most local level whose RTT threshold the target is within
@@ -15,36 +14,39 @@
  * never what a hint record or a value claims — and never two ids of one IP in one answer. A hinted
  * node that is not a member yet gets one direct ping (which verifies it) and is named only if that
  * made it a member.
+ *
+ * This node itself is named where the DNS server asks about a region or a node id (`inRegion`,
+ * `get`): the routing tables and the members never hold it, so a view naming this node (or its
+ * region) would otherwise skip it on its own DNS server.
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import type { Contact } from '../contact.js';
-import { DEFAULT_LEVEL_THRESHOLDS_MS } from '../constants.js';
-import type { Dsht } from '../dsht.js';
-import { idEquals, toHex } from '../id/id.js';
-import { networkHintKeys, regionHintKey } from './hints.js';
+import {
+  DEFAULT_LEVEL_THRESHOLDS_MS,
+  idEquals,
+  networkHintKeys,
+  regionHintKey,
+  toHex,
+  type Contact,
+  type Dsht,
+} from '@coral/dsht';
+import type { HintResult, NodeDirectory, NodeInfo } from '@coral/dnssrv';
 
-/** Same shape as `@coral/dnssrv`'s NodeInfo. */
-export interface DirectoryNode {
-  id: string;
-  ipv4?: string;
-  ipv6?: string;
-  httpPort: number;
-  /**
-   * The port the node's DNS server answers on, at the same addresses, as the member advertised it
-   * in its contact when verified; absent when it advertises none. dnssrv's nearby-nameserver
-   * delegation names only members with one.
-   */
-  dnsPort?: number;
-  region?: string;
-}
-
-export interface DirectoryHintResult {
-  nodes: DirectoryNode[];
-  prefix: 24 | 16 | null;
-}
+/** The part of the DSHT this adapter uses. */
+export type DshtMembers = Pick<
+  Dsht,
+  | 'contact'
+  | 'levels'
+  | 'random'
+  | 'member'
+  | 'members'
+  | 'routeEntries'
+  | 'isSuspect'
+  | 'ping'
+  | 'lookupHint'
+> & { readonly rpc: Pick<Dsht['rpc'], 'rtt'> };
 
 export interface DshtDirectoryComponents {
-  dsht: Dsht;
+  dsht: DshtMembers;
   /** Measured RTT from this node to an address (e.g. the DNS server's resolver probes). */
   rttTo?: (ip: string) => number | undefined;
 }
@@ -58,15 +60,16 @@ export interface DshtDirectoryOptions {
   checkTimeoutMs?: number;
 }
 
+/** A contact or member as the DNS server knows a proxy; undefined when it serves no HTTP. */
 export function toNodeInfo(c: {
   id: Uint8Array | string;
   ip: string;
   httpPort?: number;
   dnsPort?: number;
   region?: string;
-}): DirectoryNode | undefined {
+}): NodeInfo | undefined {
   if (!c.httpPort) return undefined;
-  const info: DirectoryNode = {
+  const info: NodeInfo = {
     id: typeof c.id === 'string' ? c.id : toHex(c.id),
     httpPort: c.httpPort,
   };
@@ -83,7 +86,7 @@ const HINT_PINGS = 8;
 
 /** Collects directory answers: distinct ids, never two of one IP, up to `count`. */
 class Answer {
-  readonly nodes: DirectoryNode[] = [];
+  readonly nodes: NodeInfo[] = [];
   #ids = new Set<string>();
   #ips = new Set<string>();
   constructor(readonly count: number) {}
@@ -92,7 +95,7 @@ class Answer {
     return this.nodes.length >= this.count;
   }
 
-  add(n: DirectoryNode | undefined): void {
+  add(n: NodeInfo | undefined): void {
     if (!n || this.full) return;
     const ip = n.ipv4 ?? n.ipv6 ?? '';
     if (this.#ids.has(n.id) || this.#ips.has(ip)) return;
@@ -102,9 +105,9 @@ class Answer {
   }
 }
 
-export class DshtDirectory {
+export class DshtDirectory implements NodeDirectory {
   readonly levelThresholdsMs: readonly number[];
-  #dsht: Dsht;
+  #dsht: DshtMembers;
   #rttTo: ((ip: string) => number | undefined) | undefined;
 
   constructor(components: DshtDirectoryComponents, options: DshtDirectoryOptions = {}) {
@@ -113,13 +116,13 @@ export class DshtDirectory {
     this.levelThresholdsMs = options.levelThresholdsMs ?? DEFAULT_LEVEL_THRESHOLDS_MS;
   }
 
-  self(): DirectoryNode {
+  self(): NodeInfo {
     const c = this.#dsht.contact;
     return toNodeInfo(c) ?? { id: toHex(c.id), ipv4: isIPv4(c.ip) ? c.ip : undefined, httpPort: 0 };
   }
 
   /** The verified live member with this hex id, as a proxy, or undefined. */
-  #proxy(hex: string): DirectoryNode | undefined {
+  #proxy(hex: string): NodeInfo | undefined {
     const m = this.#dsht.member(hex);
     return m ? toNodeInfo(m) : undefined;
   }
@@ -136,7 +139,7 @@ export class DshtDirectory {
   }
 
   /** Live proxies in this node's table at `level` (its cluster there), this node first when it serves. */
-  cluster(level: number, count: number): DirectoryNode[] {
+  cluster(level: number, count: number): NodeInfo[] {
     const out = new Answer(count);
     out.add(toNodeInfo(this.#dsht.contact));
     const entries = [...this.#dsht.routeEntries(level)].sort((a, b) => b.lastSeen - a.lastSeen);
@@ -148,7 +151,7 @@ export class DshtDirectory {
   }
 
   /** Up to `count` live proxies at random, from the verified members. */
-  random(count: number): DirectoryNode[] {
+  random(count: number): NodeInfo[] {
     const pool = this.#dsht.members().filter((m) => m.httpPort);
     const out = new Answer(count);
     const rng = this.#dsht.random;
@@ -159,11 +162,19 @@ export class DshtDirectory {
     return out.nodes;
   }
 
-  /** Live proxies whose region is `region`, from the verified members. */
-  inRegion(region: string, count: number): DirectoryNode[] {
+  /** Live proxies whose region is `region`: this node first when it is there, then the members. */
+  inRegion(region: string, count: number): NodeInfo[] {
+    const self = this.self();
     const out = new Answer(count);
     for (const m of this.#dsht.members()) if (m.region === region) out.add(toNodeInfo(m));
-    return out.nodes;
+    return self.region === region ? [self, ...out.nodes].slice(0, count) : out.nodes;
+  }
+
+  /** The live proxy with this id (this node included), when known. */
+  get(id: string): NodeInfo | undefined {
+    const self = this.self();
+    if (self.id === id) return self;
+    return this.random(Number.MAX_SAFE_INTEGER).find((n) => n.id === id);
   }
 
   /** Live proxies hinted under the target's /24, else its /16. */
@@ -171,7 +182,7 @@ export class DshtDirectory {
     target: { ip: string; subnet?: string },
     count: number,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<DirectoryHintResult> {
+  ): Promise<HintResult> {
     for (const h of networkHintKeys(target.ip)) {
       const found = await this.#dsht.lookupHint(h.key, opts).catch(() => [] as Contact[]);
       const nodes = await this.#verified(found, count, opts.signal);
@@ -185,7 +196,7 @@ export class DshtDirectory {
     region: string,
     count: number,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<DirectoryNode[]> {
+  ): Promise<NodeInfo[]> {
     const found = await this.#dsht
       .lookupHint(regionHintKey(region).key, opts)
       .catch(() => [] as Contact[]);
@@ -196,9 +207,9 @@ export class DshtDirectory {
     target: { ip: string; subnet?: string },
     count: number,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<DirectoryNode[]> {
+  ): Promise<NodeInfo[]> {
     const out = new Answer(count);
-    const add = (list: DirectoryNode[]): void => list.forEach((n) => out.add(n));
+    const add = (list: NodeInfo[]): void => list.forEach((n) => out.add(n));
     const rtt = this.#rttTo?.(target.ip) ?? this.#peerRtt(target.ip);
     if (rtt !== undefined) {
       for (
@@ -228,7 +239,7 @@ export class DshtDirectory {
    * Hinted nodes as directory entries: members as they verified themselves; others pinged once
    * (the round trip makes them members when their IP is free) and named only if that worked.
    */
-  async #verified(found: Contact[], count: number, signal?: AbortSignal): Promise<DirectoryNode[]> {
+  async #verified(found: Contact[], count: number, signal?: AbortSignal): Promise<NodeInfo[]> {
     const self = this.#dsht.contact;
     const candidates = found.filter(
       (c) => c.httpPort && !idEquals(c.id, self.id) && !this.#dsht.isSuspect(c.id),

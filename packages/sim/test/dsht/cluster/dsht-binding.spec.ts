@@ -4,9 +4,8 @@
  * routing tables follow them, and gets are answered at the most local level that has the value.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DshtClusterBinding, peerKey } from '../../src/cluster/index.js';
-import { keyFromName } from '../../src/id/id.js';
-import { SimFleet, geoTopology, purityReport, type GeoTopology } from '@coral/sim';
+import { type DshtClusterBinding, keyFromName, peerKey } from '@coral/dsht/internal';
+import { SimFleet, geoTopology, purityReport, type GeoTopology } from '../../../src/index.js';
 
 const MINUTE = 60_000;
 
@@ -29,16 +28,14 @@ describe('clustering inside a DSHT fleet on a geo topology', () => {
       nodes: 48,
       regionRttMs: [20, 50],
     });
-    bindings = topo.nodes.map(() => new DshtClusterBinding());
     fleet = new SimFleet({
       nodes: topo.nodes.length,
       seed: 1,
       latencyMs: topo.latencyMs,
       ipOf: (i) => topo.nodes[i]!.ip,
-      dsht: { levels: 3 },
-      clusterFor: (i) => bindings[i],
+      dsht: { levels: 3, clustering: {} },
     });
-    fleet.nodes.forEach((node, i) => bindings[i]!.attach(node));
+    bindings = fleet.nodes.map((node) => node.clustering!);
     await fleet.start();
     await sleep(fleet, 6 * MINUTE);
   });

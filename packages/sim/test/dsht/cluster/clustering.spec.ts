@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ClusterSim, type LoggedChange } from './sim.js';
-import { geoTopology, matrixTopology, purityReport } from '@coral/sim';
+import { geoTopology, matrixTopology, purityReport } from '../../../src/index.js';
 
 const MINUTE = 60_000;
 

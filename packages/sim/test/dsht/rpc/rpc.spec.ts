@@ -1,21 +1,28 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
-import type { Contact } from '../../src/contact.js';
-import { nodeIdFor } from '../../src/id/id.js';
-import { Rpc } from '../../src/rpc/rpc.js';
-import { SimNetwork } from '@coral/sim';
-import { encode } from '../../src/wire/codec.js';
-import type { Message } from '../../src/wire/messages.js';
+import {
+  type Contact,
+  encode,
+  type Message,
+  nodeIdFor,
+  type RequestHandler,
+  Rpc,
+  type RpcObserver,
+} from '@coral/dsht/internal';
+import { SimNetwork } from '../../../src/index.js';
 
 function setup(latency = 25) {
   const clock = new ManualClock();
   const net = new SimNetwork({ clock, random: new SeededRandom(1) }, { latencyMs: () => latency });
-  const make = async (ip: string) => {
+  const make = async (
+    ip: string,
+    parts: { handler?: RequestHandler; observer?: RpcObserver } = {},
+  ) => {
     const transport = net.createTransport(ip, 4000);
     await transport.start();
     const self: Contact = { id: nodeIdFor(ip, 4000), ip, port: 4000 };
     const rpc = new Rpc(
-      { transport, clock, random: new SeededRandom(ip.length) },
+      { transport, clock, random: new SeededRandom(ip.length), ...parts },
       { self: () => self, timeoutMs: 1000 },
     );
     return { transport, rpc, self };
@@ -26,13 +33,13 @@ function setup(latency = 25) {
 describe('Rpc', () => {
   it('answers a request and samples the RTT', async () => {
     const { clock, make } = setup(25);
-    const a = await make('10.0.0.1');
-    const b = await make('10.0.0.2');
-    b.rpc.onRequest = () => ({ type: 'PONG' });
     const seen: string[] = [];
-    b.rpc.onSeen = (c) => seen.push(c.ip);
     const rtts: number[] = [];
-    a.rpc.onRtt = (_c, ms) => rtts.push(ms);
+    const a = await make('10.0.0.1', { observer: { rtt: (_c, ms) => rtts.push(ms) } });
+    const b = await make('10.0.0.2', {
+      handler: { handle: () => ({ type: 'PONG' }) },
+      observer: { seen: (c) => seen.push(c.ip) },
+    });
     const p = a.rpc.request(b.self, { type: 'PING' });
     await clock.advance(100);
     const r = await p;
@@ -78,16 +85,19 @@ describe('Rpc', () => {
 
   it('counts and drops malformed and spoofed datagrams without answering', async () => {
     const { clock, make, net } = setup(5);
-    const b = await make('10.0.0.2');
+    let handled = 0;
+    const b = await make('10.0.0.2', {
+      handler: {
+        handle: () => {
+          handled++;
+          return { type: 'PONG' };
+        },
+      },
+    });
     const evil = net.createTransport('10.0.0.66', 4000);
     let answers = 0;
     evil.onDatagram(() => answers++);
     await evil.start();
-    let handled = 0;
-    b.rpc.onRequest = () => {
-      handled++;
-      return { type: 'PONG' };
-    };
     evil.send(new Uint8Array([1, 2, 3, 4]), b.self);
     evil.send(new Uint8Array(0), b.self);
     // A claimed id that is not sha1(ip:port).
@@ -124,10 +134,13 @@ describe('Rpc', () => {
   it('turns a throwing handler into an ERROR answer (RemoteError at the caller)', async () => {
     const { clock, make } = setup(5);
     const a = await make('10.0.0.1');
-    const b = await make('10.0.0.2');
-    b.rpc.onRequest = () => {
-      throw new Error('boom');
-    };
+    const b = await make('10.0.0.2', {
+      handler: {
+        handle: () => {
+          throw new Error('boom');
+        },
+      },
+    });
     const p = a.rpc.request(b.self, { type: 'PING' }).catch((e: unknown) => e);
     await clock.advance(100);
     expect(await p).toMatchObject({ code: 'DSHT_ERR_REMOTE', remoteCode: 3 });
