@@ -37,4 +37,23 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  {
+    // Production code takes its clock, random source, IP parsing and certificates from
+    // @coral/runtime; @coral/testkit holds the test doubles and is a devDependency only.
+    files: ['packages/*/src/**/*.ts'],
+    ignores: ['packages/testkit/src/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@coral/testkit',
+              message: 'production code imports @coral/runtime; @coral/testkit is for tests only',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -4,7 +4,7 @@
  * members that only exist while the node runs (`id`, `rpc`, the tables) throw `NotRunningError`
  * before `start()`, exactly as the public getters do.
  */
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import type { Contact } from './contact.js';
 import type { Id } from './id/id.js';
 import type { RoutingTable } from './routing-table/routing-table.js';

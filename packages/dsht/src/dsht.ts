@@ -13,7 +13,7 @@
  * They share a `NodeContext` (context.ts); the public types are in types.ts.
  */
 import { EventEmitter } from 'node:events';
-import { systemClock, systemRandom, type Clock, type Random } from '@coral/testkit';
+import { systemClock, systemRandom, type Clock, type Random } from '@coral/runtime';
 import type { Keyring, KeyringChange } from '@coral/keyring';
 import { DatagramAuth, type IsolationState } from './auth/datagram-auth.js';
 import type { Address, Contact } from './contact.js';

@@ -2,7 +2,7 @@
  * The public types of a DSHT node: what `new Dsht(components, options)` takes, what its get, put,
  * members(), authState() and snapshot() return, and the cluster policy it consults for levels > 0.
  */
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import type { Keyring } from '@coral/keyring';
 import type { AuthCounters, AuthMode, IsolationState } from './auth/datagram-auth.js';
 import type { Address, ClusterAdvert, Contact, ServiceInfo } from './contact.js';

@@ -16,7 +16,7 @@
  * 'replayed', and counts each. Structurally it satisfies @coral/httpprx's `PeerAuth`.
  */
 import { randomBytes } from 'node:crypto';
-import { systemClock, type Clock } from '@coral/testkit';
+import { systemClock, type Clock } from '@coral/runtime';
 import { KEYRING_ERR_INVALID_ARGUMENT, KeyringError } from './errors.js';
 import type { Keyring } from './keyring.js';
 import { mac, verifyMac } from './mac.js';

@@ -3,7 +3,7 @@
  * nameserver names, the configured nameservers, `_acme-challenge`, and NXDOMAIN for names that
  * are no origin.
  */
-import type { Random } from '@coral/testkit';
+import type { Random } from '@coral/runtime';
 import type { ChallengeStore } from '../acme/challenge-store.js';
 import type { Delegation } from '../delegation/delegation.js';
 import type { LocationContext, Locator } from '../locate/locator.js';

@@ -18,7 +18,7 @@
  * named, each address once, through the same candidate filter as proxies. A member's nameserver
  * name is `ns<node id>.<sub-zone>`; its address is answered only while it is such a member.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { TokenBucket } from '../limits/token-bucket.js';
 import { admitCandidates, CANDIDATE_OVERSAMPLE } from '../locate/candidates.js';
 import type { LocationContext, Locator } from '../locate/locator.js';

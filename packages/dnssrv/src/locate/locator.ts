@@ -13,7 +13,7 @@
  * through the bounded, cached {@link HintWalks}. The synchronous part (view match, probe state) is
  * computed first as a {@link LocationContext}, whose `bucket` keys the answer cache.
  */
-import { type Clock, type Random, shuffle, systemRandom } from '@coral/testkit';
+import { type Clock, type Random, shuffle, systemRandom } from '@coral/runtime';
 import { type Cidr, cidrContains, formatIp, parseCidr } from '../net/ip.js';
 import type { NodeDirectory, NodeInfo, HintResult } from '../node-directory.js';
 import { ResolverProbes } from '../probe/resolver-probes.js';

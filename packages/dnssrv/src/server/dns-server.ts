@@ -10,7 +10,7 @@
 import type dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
-import { type Clock, type Random, systemClock, systemRandom } from '@coral/testkit';
+import { type Clock, type Random, systemClock, systemRandom } from '@coral/runtime';
 import { AnswerBuilder, zonesAndNameservers } from '../answer/answer-builder.js';
 import { AnswerCache } from '../cache/answer-cache.js';
 import { Delegation } from '../delegation/delegation.js';

@@ -22,7 +22,7 @@
  * table gives way to newcomers.
  */
 import type net from 'node:net';
-import type { Clock, TimerHandle } from '@coral/testkit';
+import type { Clock, TimerHandle } from '@coral/runtime';
 import type { Peer } from '../answer/meta.js';
 import { prefixKey } from '../net/ip.js';
 

@@ -1,5 +1,5 @@
 /** Collaborator interfaces, option types and defaults of the DNS server. */
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import type { ChallengeStore } from '../acme/challenge-store.js';
 import type { DelegationOptions } from '../delegation/delegation.js';
 import type { NodeDirectory } from '../node-directory.js';

@@ -17,7 +17,7 @@
  * member, named by id (the probe goes to the address this node verified, never one given in the
  * request): nobody can make this node probe an arbitrary address.
  */
-import { ioFirst, type Clock, type Random, type TimerHandle } from '@coral/testkit';
+import { ioFirst, type Clock, type Random, type TimerHandle } from '@coral/runtime';
 import type { Address, Contact } from '../contact.js';
 import { LEAVE_TIMEOUT_MS } from '../constants.js';
 import { fromHex, toHex } from '../id/id.js';

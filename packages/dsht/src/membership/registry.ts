@@ -18,7 +18,7 @@
  * 150 bytes of heap; the slot about 50. `get`, `all`, `admit` and `onEvict` hand out copies
  * (`MemberRecord`), read when called; the per-datagram path (`heard`) makes none.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { mergeContact, type Contact } from '../contact.js';
 import { LIVE_WINDOW_MS, MAX_IDS_PER_IP, MAX_MEMBERS } from '../constants.js';
 import { toHex } from '../id/id.js';

@@ -21,8 +21,8 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { ConnectionOptions } from 'node:tls';
 
-import { systemClock } from '@coral/testkit';
-import type { Clock, TimerHandle } from '@coral/testkit';
+import { systemClock } from '@coral/runtime';
+import type { Clock, TimerHandle } from '@coral/runtime';
 import type { buildConnector } from 'undici';
 
 import { filterAddresses } from './address-policy.js';

@@ -18,8 +18,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { Server as TlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { systemClock } from '@coral/testkit';
-import type { TimerHandle } from '@coral/testkit';
+import { systemClock } from '@coral/runtime';
+import type { TimerHandle } from '@coral/runtime';
 import { originKey } from '../connect/index.js';
 import type { SmartConnector } from '../connect/index.js';
 import {

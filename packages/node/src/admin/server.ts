@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { systemClock, type Clock } from '@coral/testkit';
+import { systemClock, type Clock } from '@coral/runtime';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { AdminAuthError, AdminRequestError, CoralNodeError } from '../errors.js';

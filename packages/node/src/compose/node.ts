@@ -6,7 +6,7 @@
  */
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import { systemClock, type Clock } from '@coral/testkit';
+import { systemClock, type Clock } from '@coral/runtime';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
 import { toNodeInfo, type DshtAuthState } from '@coral/dsht';
 import { rendezvousRank as rankAmong, type PeerAuth } from '@coral/httpprx';

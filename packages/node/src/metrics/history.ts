@@ -7,7 +7,7 @@
  * neighbouring samples divided by their time apart, which the page computes. The clock is
  * injected, so tests take samples by advancing a ManualClock.
  */
-import type { Clock, TimerHandle } from '@coral/testkit';
+import type { Clock, TimerHandle } from '@coral/runtime';
 
 /** Counter values by series name (`requests.hit`, `bytes.origin`, ...). */
 export type Readings = Record<string, number>;

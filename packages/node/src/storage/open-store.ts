@@ -16,7 +16,7 @@
  */
 import { readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import type { Logger } from 'pino';
 import { DataDirLockedError } from '../errors.js';
 import type { StorageMetricsSink } from '../metrics/metrics.js';

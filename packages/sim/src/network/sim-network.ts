@@ -8,7 +8,7 @@
  * - loss: each datagram is dropped with probability `lossRate`;
  * - partitions: `partition(a, b)` drops everything between two groups of IPs until `heal()`.
  */
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import {
   fmix32,
   TransportError,

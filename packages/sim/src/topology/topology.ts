@@ -3,7 +3,7 @@
  * one-way latency with seeded jitter for each datagram, and the jitter-free RTT for measurements
  * such as cluster purity. Addresses are simulation-only labels (10.x.y.z); they never reach a socket.
  */
-import { SeededRandom } from '@coral/testkit';
+import { SeededRandom } from '@coral/runtime';
 import { ERR_TOPOLOGY_OPTIONS, ERR_TOPOLOGY_UNKNOWN_IP, TopologyError } from './errors.js';
 
 /** Largest extra share of the one-way latency added by jitter (drawn as `jitter × u²`). */

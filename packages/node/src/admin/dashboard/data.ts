@@ -4,7 +4,7 @@
  * while the admin API listens. Every number comes from the same prom-client counters `/metrics`
  * exposes (CoralMetrics.read), so the page and a Prometheus scrape agree.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { MetricsHistory, type HistoryColumns, type Readings } from '../../metrics/history.js';
 import type { CoralMetrics } from '../../metrics/metrics.js';
 import { ProxyTrafficObserver, type ProxyTrafficOptions } from '../../metrics/traffic.js';
