@@ -240,7 +240,7 @@ export class Dsht extends EventEmitter<DshtEvents> {
         cacheSize: options.dbCacheBytes ?? DB_CACHE_BYTES,
       });
       await level.open();
-      db = level as unknown as KeyValueDb;
+      db = level;
     }
     const node = new Dsht({ transport, db, ...components }, options);
     node.#ownsDb = db !== undefined;

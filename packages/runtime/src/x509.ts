@@ -19,7 +19,6 @@ import { createHash, webcrypto, X509Certificate } from 'node:crypto';
 import type * as X509 from '@peculiar/x509';
 
 type KeyPair = webcrypto.CryptoKeyPair;
-type Key = Parameters<typeof X509.X509CertificateGenerator.create>[0]['publicKey'];
 
 let loading: Promise<typeof X509> | undefined;
 
@@ -29,7 +28,7 @@ function x509lib(): Promise<typeof X509> {
     // @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata API.
     await import('reflect-metadata');
     const x509 = await import('@peculiar/x509');
-    x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+    x509.cryptoProvider.set(webcrypto);
     return x509;
   })();
   return loading;
@@ -162,8 +161,8 @@ export async function issueCert(ca: CertificateAuthority, opts: IssueOptions): P
     notBefore: opts.notBefore ?? new Date(now - DAY_MS),
     notAfter: opts.notAfter ?? new Date(now + 90 * DAY_MS),
     signingAlgorithm: ALG,
-    publicKey: keys.publicKey as unknown as Key,
-    signingKey: signingKey as unknown as Key & object,
+    publicKey: keys.publicKey,
+    signingKey,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),

@@ -66,7 +66,7 @@ export class Upstream {
     return {
       status: res.statusCode,
       headers: res.headers as Record<string, string | string[] | undefined>,
-      body: res.body as unknown as Readable,
+      body: res.body,
     };
   }
 

@@ -5,12 +5,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { Dsht, DshtClusterBinding, DshtDirectory, LEVEL_COUNT } from '@coral/dsht';
+import {
+  Dsht,
+  DshtClusterBinding,
+  DshtDirectory,
+  LEVEL_COUNT,
+  type ClusterSnapshot,
+} from '@coral/dsht';
 import { CoralProxy, urlKey } from '@coral/httpprx';
 import { DnsServer, type NodeInfo } from '@coral/dnssrv';
 import { TlsError } from '../errors.js';
 import { registerProxyTraffic } from '../metrics/proxy-traffic.js';
-import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
+import type { ServiceFactory } from './ports.js';
 
 /**
  * The DSHT's directory, plus this node itself where the DNS server asks about a region or a node
@@ -32,7 +38,10 @@ export class FleetDirectory extends DshtDirectory {
   }
 }
 
-export const realServices: ServiceFactory = {
+/** The real DSHT, with its clustering binding's snapshot. */
+export type ClusteredDsht = Dsht & { clusters(): ClusterSnapshot };
+
+export const realServices: ServiceFactory<ClusteredDsht> = {
   async dsht({ config, logger, metrics, bind, advertise, dataDir, service, keyring }) {
     const cluster = new DshtClusterBinding(
       {},
@@ -54,14 +63,12 @@ export const realServices: ServiceFactory = {
       { logger, metrics: metrics.dsht, cluster, ...(keyring ? { keyring } : {}) },
     );
     cluster.attach(dsht);
-    return Object.assign(dsht, {
-      clusters: () => cluster.manager.snapshot(),
-    }) as unknown as DshtPort;
+    return Object.assign(dsht, { clusters: () => cluster.manager.snapshot() });
   },
 
   directory({ config, dsht }) {
     return new FleetDirectory(
-      { dsht: dsht as unknown as Dsht },
+      { dsht },
       { levelThresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] },
     );
   },
@@ -109,7 +116,7 @@ export const realServices: ServiceFactory = {
       },
     );
     built.proxy = proxy;
-    return proxy as ProxyPort;
+    return proxy;
   },
 
   dns({ config, logger, metrics, directory, challenges }) {
@@ -129,7 +136,7 @@ export const realServices: ServiceFactory = {
         rrl: { responsesPerSecond: config.dns.rateLimitPerSecond },
         delegation: { enabled: config.dns.delegation, port: config.dns.delegationPort },
       },
-    ) as DnsPort;
+    );
   },
 
   urlKey,
