@@ -10,7 +10,7 @@
  * ```
  */
 export { ManualClock, flushMicrotasks } from './clock.js';
-export { waitFor, type WaitForOptions } from './wait.js';
+export { waitFor, type Truthy, type WaitForOptions } from './wait.js';
 export { type TestCa, makeTestCa } from './tls.js';
 export {
   type Clock,

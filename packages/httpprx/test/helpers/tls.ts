@@ -21,7 +21,7 @@ export interface DualHit {
   /** SNI the client sent (https). */
   servername?: string | false;
   /** ALPN protocol agreed (https). */
-  alpn?: string | false;
+  alpn?: string | false | null;
 }
 
 export interface DualOrigin {
@@ -73,7 +73,7 @@ export async function startDualOrigin(
         scheme: 'https',
         method: req.method ?? '',
         url: req.url ?? '',
-        servername: (s as TLSSocket & { servername?: string | false }).servername ?? false,
+        servername: s.servername ?? false,
         alpn: s.alpnProtocol,
       });
       handler('https', req, res);
