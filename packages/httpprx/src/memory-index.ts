@@ -44,7 +44,7 @@ export class InMemoryContentIndex implements ContentIndex {
     const key = Buffer.from(urlKey).toString('hex');
     this.log.push({ op: 'announce', key, holder: { ...holder }, ttl: ttlSeconds });
     let m = this.#entries.get(key);
-    if (!m) this.#entries.set(key, (m = new Map()));
+    if (!m) this.#entries.set(key, (m = new Map<string, { holder: Holder; expiresAt: number }>()));
     m.set(holder.nodeId, {
       holder: { ...holder },
       expiresAt: this.#clock.now() + ttlSeconds * 1000,

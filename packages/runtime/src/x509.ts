@@ -18,8 +18,6 @@
 import { createHash, webcrypto, X509Certificate } from 'node:crypto';
 import type * as X509 from '@peculiar/x509';
 
-type KeyPair = webcrypto.CryptoKeyPair;
-
 let loading: Promise<typeof X509> | undefined;
 
 /** `@peculiar/x509`, loaded once, with WebCrypto as its provider. */
@@ -94,7 +92,7 @@ function serial(): string {
 /** A self-signed root CA (basicConstraints cA, keyCertSign + cRLSign). */
 export async function makeCa(opts: CaOptions): Promise<CertificateAuthority> {
   const x509 = await x509lib();
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as KeyPair;
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const now = Date.now();
   const subject = `CN=${opts.name}`;
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -143,7 +141,7 @@ export async function issueCert(ca: CertificateAuthority, opts: IssueOptions): P
   if (dnsNames.length === 0 && ips.length === 0) {
     throw new TypeError('issueCert needs at least one DNS name or IP address');
   }
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as KeyPair;
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const now = Date.now();
   const caCert = new x509.X509Certificate(ca.cert);
   const signingKey = await webcrypto.subtle.importKey(

@@ -145,10 +145,10 @@ export class Delegation {
   member(id: string): NodeInfo | 'unknown' | 'busy' {
     let n = this.#published.get(id);
     if (!n) {
-      const get = this.#directory.get;
+      const get = this.#directory.get?.bind(this.#directory);
       if (!get) return 'unknown';
       if (!this.#lookups.take()) return 'busy';
-      n = get.call(this.#directory, id);
+      n = get(id);
     }
     if (!n || !this.#isNameserver(n) || (this.#isLive && !this.#isLive(n.id))) return 'unknown';
     return admitCandidates([n], 1, undefined)[0] ?? 'unknown';

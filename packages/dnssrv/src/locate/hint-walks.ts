@@ -57,7 +57,7 @@ interface Row {
   walk?: Promise<HintResult>;
 }
 
-const NO_HINT: HintResult = Object.freeze({ nodes: [], prefix: null }) as HintResult;
+const NO_HINT: HintResult = Object.freeze({ nodes: [], prefix: null });
 
 export class HintWalks {
   readonly #directory: NodeDirectory;

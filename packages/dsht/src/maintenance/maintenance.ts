@@ -30,7 +30,7 @@ export interface MaintenanceJobs {
    * Keyed mode: re-judge isolation; true while there is still something to judge (datagrams under
    * key ids this node lacks, lately, and no authenticated one since), so the check runs again.
    */
-  checkIsolation?(): boolean;
+  checkIsolation?: () => boolean;
   /** With a database: write what changed. */
   persist?(): void;
   /**
@@ -44,7 +44,7 @@ export interface MaintenanceJobs {
     /** The verified live members' contacts. */
     members(): Contact[];
     /** Is this id (hex) a verified member already? */
-    isMember(hex: string): boolean;
+    isMember: (hex: string) => boolean;
   };
 }
 

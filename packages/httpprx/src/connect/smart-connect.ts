@@ -351,7 +351,7 @@ export class SmartConnector {
           timer.cancel();
           done(null, tlsSocket);
         });
-        tlsSocket.once('error', (err) => {
+        tlsSocket.once('error', (err: Error) => {
           timer.cancel();
           tlsSocket.destroy();
           done(err);

@@ -52,9 +52,9 @@ function bounded<T>(
 
 /** `index.claim`, bounded like a lookup (a claim that fails leaves the fetch, and its announcement, to this node). */
 function claimHolders(core: ProxyCore, keyBytes: Uint8Array): Promise<ClaimResult> {
-  const claim = core.index.claim;
+  const claim = core.index.claim?.bind(core.index);
   if (!claim) return Promise.resolve({ won: true });
-  return bounded(core, 'index claim', (signal) => claim.call(core.index, keyBytes, { signal }));
+  return bounded(core, 'index claim', (signal) => claim(keyBytes, { signal }));
 }
 
 /**

@@ -167,7 +167,7 @@ export class HotCache {
     if (!e.fast || e.routes.length >= MAX_ROUTES_PER_ENTRY || this.#lru.peek(e.meta.key) !== e)
       return;
     let byTarget = this.#routes.get(host);
-    if (!byTarget) this.#routes.set(host, (byTarget = new Map()));
+    if (!byTarget) this.#routes.set(host, (byTarget = new Map<string, HotEntry>()));
     const old = byTarget.get(target);
     if (old === e) return;
     if (old) old.routes = old.routes.filter(([h, t]) => h !== host || t !== target);

@@ -75,7 +75,7 @@ function probe(): symbol | undefined {
       '_expect_continue',
       'chunkedEncoding',
     ];
-    const proto = internals(ServerResponse.prototype);
+    const proto = internals(ServerResponse.prototype as ServerResponse);
     if (!fields.every((f) => f in res) || res._header !== null || res._headerSent !== false)
       return undefined;
     if (typeof proto._storeHeader !== 'function' || typeof proto._send !== 'function')

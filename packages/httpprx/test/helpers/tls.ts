@@ -148,7 +148,7 @@ export function follow(location: string, ca: TestCa, ip = '127.0.0.1'): Promise<
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       { host: ip, port, path: u.pathname + u.search, headers: { host: u.host }, agent: false },
-      (res) => readReply(res).then(resolve, reject),
+      (res) => void readReply(res).then(resolve, reject),
     );
     req.on('error', reject);
     req.end();

@@ -107,7 +107,7 @@ export const json = (status: number, value: unknown, indent = 2): AdminResponse 
   body:
     JSON.stringify(
       value,
-      (_k, v) =>
+      (_k, v: unknown) =>
         v instanceof Uint8Array
           ? Buffer.from(v).toString('hex')
           : typeof v === 'bigint'

@@ -26,7 +26,7 @@ export interface FleetJoinComponents {
   logger: Logger;
   lookup: NameLookup | undefined;
   /** Is the node stopping (no retry then)? */
-  stopping(): boolean;
+  stopping: () => boolean;
   /** Called once the node joined on a retry. */
   onJoined(): void;
 }

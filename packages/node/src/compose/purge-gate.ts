@@ -22,8 +22,8 @@ export interface PurgeGateComponents {
   /** Woken by its contact and round-trip events. */
   dsht: Pick<DshtPort, 'on' | 'off'>;
   /** Verified live members other than this node. */
-  otherMembers(): number;
-  stopping(): boolean;
+  otherMembers: () => number;
+  stopping: () => boolean;
   clock: Clock;
   logger: Logger;
 }

@@ -23,9 +23,9 @@ export interface HistoryColumns {
 export interface MetricsHistoryComponents {
   clock: Clock;
   /** Reads every counter once (CoralMetrics.read). */
-  read(): Promise<Readings> | Readings;
+  read: () => Promise<Readings> | Readings;
   /** Told when a read fails (the sample is skipped; sampling goes on). */
-  onError?(err: unknown): void;
+  onError?: (err: unknown) => void;
 }
 
 export interface MetricsHistoryOptions {

@@ -56,7 +56,7 @@ function lockFileOf(err: unknown): string | undefined {
 function* causes(err: unknown): Generator<{ code?: unknown; message?: unknown }> {
   let e = err;
   for (let depth = 0; typeof e === 'object' && e !== null && depth < 8; depth++) {
-    yield e as { code?: unknown; message?: unknown };
+    yield e;
     e = (e as { cause?: unknown }).cause;
   }
 }

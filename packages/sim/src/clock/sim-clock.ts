@@ -166,7 +166,7 @@ export class SimClock implements Clock {
         try {
           fn();
         } catch (err) {
-          reject(err as Error);
+          reject(err);
           return;
         }
         void settled.then(step);

@@ -130,7 +130,7 @@ export class SimNetwork {
     const { ip, port } = t.address;
     let ports = this.#endpoints.get(ip);
     if (ports?.has(port)) throw new TransportError(`address in use: ${ip}:${port}`);
-    if (!ports) this.#endpoints.set(ip, (ports = new Map()));
+    if (!ports) this.#endpoints.set(ip, (ports = new Map<number, SimTransport>()));
     ports.set(port, t);
   }
 
