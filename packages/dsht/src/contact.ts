@@ -2,7 +2,6 @@
  * What a node knows about a peer. Every message carries the sender's contact, and answers carry
  * lists of contacts; the optional service fields let the node package build a NodeDirectory.
  */
-import type { Id } from './id/id.js';
 
 /** A node's membership of one cluster level, as advertised in every message. */
 export interface ClusterAdvert {
@@ -17,7 +16,8 @@ export interface ClusterAdvert {
 }
 
 export interface Contact {
-  id: Id;
+  /** The 160-bit node id (`Id` of id/id.ts: SHA-1 of its advertised address). */
+  id: Uint8Array;
   ip: string;
   port: number;
   /** Port of the node's HTTP proxy, when it runs one. */

@@ -26,13 +26,10 @@ import type { Logger, Rpc } from '../rpc/rpc.js';
 import { MAX_MEMBER_UPDATES, MAX_PING_REQ_TIMEOUT_MS } from '../wire/codec.js';
 import type { Request, Response, SwimFields, WireMemberUpdate } from '../wire/messages.js';
 import type { Peers } from './peers.js';
-import { Swim, type SwimOptions, type SwimState, type SwimUpdate } from './swim.js';
+import { Swim, type SwimState, type SwimUpdate } from './swim.js';
+import type { FailureDetectionOptions, FailureDetectorCounters } from '../types.js';
 
-/** Failure-detection options (`DshtOptions.swim`); each defaults to swim.ts's constant. */
-export type FailureDetectionOptions = Omit<SwimOptions, 'self' | 'incarnation'> & {
-  /** How long `stop({ leave: true })` waits for members to acknowledge the LEAVE. Default LEAVE_TIMEOUT_MS. */
-  leaveTimeoutMs?: number;
-};
+export type { FailureDetectionOptions, FailureDetectorCounters } from '../types.js';
 
 /** A member changed state (what the Dsht emits as 'member-dead', 'member-left', ...). */
 export interface MemberChange {
@@ -60,19 +57,6 @@ export interface FailureDetectorComponents {
    * otherwise speak for it.
    */
   allowNat?: boolean;
-}
-
-/** Counters of the wire side (the Swim component keeps its own). */
-export interface FailureDetectorCounters {
-  /** PING_REQs served (a probe sent on a member's behalf). */
-  indirectServed: number;
-  /** PING_REQs refused: the requester or the target is not a verified live member. */
-  indirectRefused: number;
-  /** LEAVEs applied, and ignored (from a sender that is not a member). */
-  leaves: number;
-  leavesIgnored: number;
-  /** Gossip dropped because its sender is not a verified live member here. */
-  gossipIgnored: number;
 }
 
 export class FailureDetector {
