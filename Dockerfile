@@ -19,6 +19,7 @@ WORKDIR /src
 # skipped here (the root `prepare` builds the workspace, whose sources are not copied yet) and run
 # by `npm rebuild` below.
 COPY package.json package-lock.json ./
+COPY packages/runtime/package.json packages/runtime/
 COPY packages/testkit/package.json packages/testkit/
 COPY packages/keyring/package.json packages/keyring/
 COPY packages/names/package.json packages/names/

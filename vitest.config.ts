@@ -10,6 +10,7 @@ const pkg = (name: string, entry = 'index') =>
 export default defineConfig({
   resolve: {
     alias: {
+      '@coral/runtime': pkg('runtime'),
       '@coral/testkit': pkg('testkit'),
       '@coral/keyring': pkg('keyring'),
       '@coral/names': pkg('names'),

@@ -23,7 +23,7 @@
  *   the connection that has been waiting longest is closed to make room (`shed`), oldest first;
  *   only when none is waiting is the new one refused (`listener-full`, `ceiling`).
  */
-import { systemClock, type Clock, type TimerHandle } from '@coral/testkit';
+import { systemClock, type Clock, type TimerHandle } from '@coral/runtime';
 import { clientKeys, type ClientKeys, type FamilyBits } from './address.js';
 import {
   DEFAULT_ADDRESS_BITS,

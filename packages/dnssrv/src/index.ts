@@ -25,6 +25,7 @@ export {
 } from './directory/in-memory.js';
 export { DnsServer, type DnsStats } from './server/dns-server.js';
 export * from './server/types.js';
+export { DEFAULT_ANSWER_CACHE_MAX_BYTES } from './cache/answer-cache.js';
 export {
   type Prober,
   TcpConnectProber,

@@ -3,7 +3,7 @@
  * lists of contacts; the optional service fields let the node package build a NodeDirectory.
  */
 import { InvalidArgumentError } from './errors.js';
-import { nodeIdFor, type Id } from './id/id.js';
+import { nodeIdFor } from './id/id.js';
 
 /** A node's membership of one cluster level, as advertised in every message. */
 export interface ClusterAdvert {
@@ -18,7 +18,8 @@ export interface ClusterAdvert {
 }
 
 export interface Contact {
-  id: Id;
+  /** The 160-bit node id (`Id` of id/id.ts: SHA-1 of its advertised address). */
+  id: Uint8Array;
   ip: string;
   port: number;
   /** Port of the node's HTTP proxy, when it runs one. */

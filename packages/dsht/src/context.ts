@@ -16,7 +16,7 @@
  * tables) throw `NotRunningError` before `start()`, exactly as the public getters do.
  */
 import type { Keyring } from '@coral/keyring';
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import type { DatagramAuth } from './auth/datagram-auth.js';
 import { MAX_IDS_PER_IP } from './constants.js';
 import type { Contact } from './contact.js';

@@ -18,7 +18,7 @@
  * The public types are in types.ts.
  */
 import { EventEmitter } from 'node:events';
-import { systemClock, systemRandom, type Clock, type Random } from '@coral/testkit';
+import { systemClock, systemRandom, type Clock, type Random } from '@coral/runtime';
 import { DshtClusterBinding } from './cluster/dsht-binding.js';
 import { parseAddress, selfContact, type Address, type Contact } from './contact.js';
 import { ID_BYTES, LEVEL_COUNT } from './constants.js';

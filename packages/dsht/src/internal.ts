@@ -121,3 +121,5 @@ export { openLevelDb, type LevelDbOptions } from './persistence/level.js';
 export { hintKeysFor, encodeNodeRecord, decodeNodeRecord } from './directory/hints.js';
 // Clustering: the manager, the binding, RTT estimates (docs/dsht-clustering.md).
 export * from './cluster/index.js';
+// Named again: index.ts exports these as types only, and an explicit export wins over `export *`.
+export { ClusterManager, DshtClusterBinding } from './cluster/index.js';

@@ -3,7 +3,7 @@
  * `failureDetection()` and `snapshot()` (a plain JSON view for the admin API and tests). Pure
  * reads of the node's parts.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import type { Keyring } from '@coral/keyring';
 import { emptyAuthCounters, type AuthCounters, type DatagramAuth } from './auth/datagram-auth.js';
 import type { Contact } from './contact.js';

@@ -3,17 +3,12 @@
  * emits, what its get, put, members(), authState() and snapshot() return, and the cluster policy
  * it consults for levels > 0.
  */
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import type { Keyring } from '@coral/keyring';
 import type { AuthCounters, AuthMode, IsolationState } from './auth/datagram-auth.js';
 import type { DshtClusterBindingOptions } from './cluster/dsht-binding.js';
 import type { Address, ClusterAdvert, Contact, ServiceInfo } from './contact.js';
-import type {
-  FailureDetectionOptions,
-  FailureDetectorCounters,
-  MemberChange,
-} from './membership/failure-detector.js';
-import type { Swim, SwimState } from './membership/swim.js';
+import type { Swim, SwimOptions, SwimState } from './membership/swim.js';
 import type { KeyValueDb } from './persistence/persistence.js';
 import type { RateLimit, RateLimits } from './limits/rate-limiter.js';
 import type { DshtMetrics, Logger, RpcCounters } from './rpc/rpc.js';
@@ -172,6 +167,38 @@ export interface DshtOptions {
    * MEMBER_DISCOVERY_BELOW (64).
    */
   discovery?: false | { intervalMs?: number; below?: number };
+}
+
+/** Failure-detection options (`DshtOptions.swim`); each defaults to swim.ts's constant. */
+export type FailureDetectionOptions = Omit<SwimOptions, 'self' | 'incarnation'> & {
+  /** How long `stop({ leave: true })` waits for members to acknowledge the LEAVE. Default LEAVE_TIMEOUT_MS. */
+  leaveTimeoutMs?: number;
+};
+
+/** A member changed state (what the Dsht emits as 'member-dead', 'member-left', ...). */
+export interface MemberChange {
+  /** Node id, 40 hex digits. */
+  id: string;
+  ip: string;
+  port: number;
+  httpPort?: number;
+  state: SwimState;
+  /** Its state before (undefined: just verified). */
+  from: SwimState | undefined;
+  incarnation: number;
+}
+
+/** Counters of the wire side (the Swim component keeps its own). */
+export interface FailureDetectorCounters {
+  /** PING_REQs served (a probe sent on a member's behalf). */
+  indirectServed: number;
+  /** PING_REQs refused: the requester or the target is not a verified live member. */
+  indirectRefused: number;
+  /** LEAVEs applied, and ignored (from a sender that is not a member). */
+  leaves: number;
+  leavesIgnored: number;
+  /** Gossip dropped because its sender is not a verified live member here. */
+  gossipIgnored: number;
 }
 
 /** `failureDetection()`: this node's view of its members' liveness. */

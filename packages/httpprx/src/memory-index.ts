@@ -2,8 +2,8 @@
  * A `ContentIndex` in one process's memory: for tests, and for a single node without a fleet.
  * Several proxies sharing one instance behave like a fleet whose index answers instantly.
  */
-import { systemClock } from '@coral/testkit';
-import type { Clock } from '@coral/testkit';
+import { systemClock } from '@coral/runtime';
+import type { Clock } from '@coral/runtime';
 import type { ContentIndex, Holder, SiteControlRecord } from './content-index.js';
 
 export class InMemoryContentIndex implements ContentIndex {
@@ -44,7 +44,7 @@ export class InMemoryContentIndex implements ContentIndex {
     const key = Buffer.from(urlKey).toString('hex');
     this.log.push({ op: 'announce', key, holder: { ...holder }, ttl: ttlSeconds });
     let m = this.#entries.get(key);
-    if (!m) this.#entries.set(key, (m = new Map()));
+    if (!m) this.#entries.set(key, (m = new Map<string, { holder: Holder; expiresAt: number }>()));
     m.set(holder.nodeId, {
       holder: { ...holder },
       expiresAt: this.#clock.now() + ttlSeconds * 1000,

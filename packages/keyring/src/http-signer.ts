@@ -16,7 +16,7 @@
  * 'replayed', and counts each. Structurally it satisfies @coral/httpprx's `PeerAuth`.
  */
 import { randomBytes } from 'node:crypto';
-import { systemClock, type Clock } from '@coral/testkit';
+import { systemClock, type Clock } from '@coral/runtime';
 import { KEYRING_ERR_INVALID_ARGUMENT, KeyringError } from './errors.js';
 import type { Keyring } from './keyring.js';
 import { mac, verifyMac } from './mac.js';
@@ -106,7 +106,7 @@ export class HttpPeerSigner {
     if (req.header === undefined || req.header === '') return 'missing';
     const m = HEADER_RE.exec(req.header.trim());
     if (!m) return 'malformed';
-    const [, kid, ts, nonce, tagText] = m as unknown as [string, string, string, string, string];
+    const [, kid = '', ts = '', nonce = '', tagText = ''] = m; // every group takes part
     const text = canonical(kid, ts, nonce, req);
     if (text === undefined) return 'malformed';
     const key = this.#keyring.derive(kid, PEER_AUTH_PURPOSE);

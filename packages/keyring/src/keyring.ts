@@ -117,7 +117,7 @@ export class Keyring extends EventEmitter<KeyringEvents> {
       throw new KeyringError(KEYRING_ERR_EMPTY, 'a keyring needs at least one key');
     }
     const out: Entry[] = [];
-    keys.forEach((k, i) => {
+    keys.forEach((k: string, i) => {
       const secret = decodeKey(k, `key #${i + 1} of ${keys.length}`);
       const id = keyIdOf(secret);
       const same = out.find((e) => e.id === id);

@@ -14,7 +14,7 @@
  * object or string per nonce; any other nonce (a string, other lengths) in a `Map`. The bound and
  * the floor cover both together.
  */
-import { systemClock, type Clock } from '@coral/testkit';
+import { systemClock, type Clock } from '@coral/runtime';
 import { NonceRing } from './nonce-ring.js';
 import { KEYRING_ERR_INVALID_ARGUMENT, KeyringError } from './errors.js';
 

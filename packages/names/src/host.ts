@@ -11,19 +11,18 @@
  * The canonical spelling is lowercase, A-labels, no trailing dot: the form DNS, SNI and the Host
  * header to the origin use.
  */
+import { parseIPv4 } from '@coral/runtime';
 import { MAX_LABEL_OCTETS, MAX_NAME_OCTETS } from './constants.js';
 import { NamesError } from './errors.js';
 import { hostToAscii, hostToUnicode, isAscii } from './idna.js';
 import { fail, ok, type Checked } from './types.js';
 
 const HOST_LABEL = /^[a-z0-9](?:[a-z0-9_-]*[a-z0-9_])?$/;
-const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
-const IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
 const ALL_DIGITS = /^[0-9]+$/;
 
 /** True for an IPv4 address in canonical dotted-decimal form (`192.0.2.1`, not `192.0.2.01`). */
 export function isIPv4(host: string): boolean {
-  return IPV4.test(host);
+  return parseIPv4(host) !== undefined;
 }
 
 /** Check a host and return its canonical spelling, or a code and reason. Never throws. */

@@ -103,7 +103,7 @@ describe('docker-compose.yml run natively', () => {
     nodeNames.forEach((n, i) => {
       const ip = `127.0.${subnet}.${11 + i}`;
       address.set(n, ip);
-      if (compose.services[n]!.hostname) address.set(compose.services[n]!.hostname!, ip);
+      if (compose.services[n]!.hostname) address.set(compose.services[n]!.hostname, ip);
     });
     const hostsEnv = [...address].map(([n, ip]) => `${n}=${ip}`).join(',');
 

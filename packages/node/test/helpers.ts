@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
-import { waitFor as poll } from '@coral/testkit';
+import { waitFor as poll, type Truthy } from '@coral/testkit';
 import { run, type CliIo } from '../src/cli/program.js';
 
 /** A third octet for 127.0.B.x addresses no other concurrently running test is likely to use. */
@@ -19,7 +19,7 @@ export function waitFor<T>(
   fn: () => Promise<T> | T,
   timeoutMs = 20_000,
   what = 'condition',
-): Promise<T> {
+): Promise<Truthy<T>> {
   return poll(fn, { what, limitMs: timeoutMs, everyMs: 50 });
 }
 
@@ -113,8 +113,8 @@ export function waitReady(
   return waitFor(
     () =>
       admin.json<{ ready: boolean; checks: Record<string, boolean> }>('GET', '/readyz').then(
-        (r) => (r.ready ? r : false),
-        () => false,
+        (r) => (r.ready ? r : undefined),
+        () => undefined,
       ),
     timeoutMs,
     what,

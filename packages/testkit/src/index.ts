@@ -1,8 +1,7 @@
 /**
- * @coral/testkit — time and randomness as injected dependencies.
- *
- * Every Coral component takes a `Clock` (and, where it draws random numbers, a `Random`), so the
- * same code runs on real timers in production and on a hand-driven clock in tests:
+ * @coral/testkit — the test doubles of `@coral/runtime`'s vocabulary: a hand-driven clock, a
+ * waiter for events outside the test's reach, CAs for loopback TLS. No production code imports
+ * it (`npm test` checks); it re-exports the runtime contracts so a test needs one import.
  *
  * ```ts
  * const clock = new ManualClock();
@@ -10,22 +9,21 @@
  * await clock.advance(60_000); // a minute passes, instantly
  * ```
  */
+export { ManualClock, flushMicrotasks } from './clock.js';
+export { waitFor, type Truthy, type WaitForOptions } from './wait.js';
+export { type TestCa, makeTestCa } from './tls.js';
 export {
   type Clock,
   type TimerHandle,
   systemClock,
   ioFirst,
-  ManualClock,
-  flushMicrotasks,
-} from './clock.js';
-export { type Random, SeededRandom, systemRandom, shuffle } from './random.js';
-export { waitFor, type WaitForOptions } from './wait.js';
-export {
+  type Random,
+  SeededRandom,
+  systemRandom,
+  shuffle,
   type CaOptions,
   type IssueOptions,
   type IssuedCert,
-  type TestCa,
   issueCert,
   loadCa,
-  makeTestCa,
-} from './tls.js';
+} from '@coral/runtime';

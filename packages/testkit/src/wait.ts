@@ -13,16 +13,19 @@ export interface WaitForOptions {
   everyMs?: number;
 }
 
+/** What a truthy value of type `T` can be (`T` without `false`, `0`, `''`, `null`, `undefined`). */
+export type Truthy<T> = Exclude<T, false | 0 | 0n | '' | null | undefined>;
+
 /** Poll `fn` until it returns something truthy, and return that; throws after `limitMs`. */
 export async function waitFor<T>(
   fn: () => T | Promise<T>,
   options: WaitForOptions = {},
-): Promise<T> {
+): Promise<Truthy<T>> {
   const { what = 'condition', limitMs = 10_000, everyMs = 0 } = options;
   const deadline = Date.now() + limitMs;
   for (;;) {
     const v = await fn();
-    if (v) return v;
+    if (v) return v as Truthy<T>;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => (everyMs > 0 ? setTimeout(r, everyMs) : setImmediate(r)));
   }

@@ -5,7 +5,7 @@
  * while it goes on listening) is counted and logged — never an uncaught `error` event.
  */
 import type net from 'node:net';
-import { systemClock, type Clock } from '@coral/testkit';
+import { systemClock, type Clock } from '@coral/runtime';
 import type { GuardedConnection, ListenerBudget } from '../budget.js';
 
 /** Where accept errors are logged (pino's shape). */

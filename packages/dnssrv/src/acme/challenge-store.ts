@@ -20,7 +20,7 @@
  * The node wires the admin API and the CLI to `set`/`remove` and propagates them to the fleet
  * (any nameserver of the zone may be asked by the CA).
  */
-import { type Clock, systemClock } from '@coral/testkit';
+import { type Clock, systemClock } from '@coral/runtime';
 import { normalizeZone } from '@coral/names';
 import { DnsChallengeError } from '../errors.js';
 

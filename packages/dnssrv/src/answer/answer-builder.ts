@@ -9,7 +9,7 @@
  * the records both write. The location of the client comes from the {@link Locator}, the
  * delegation's nameservers from {@link Delegation}. The pipeline caches what this returns.
  */
-import type { Random } from '@coral/testkit';
+import type { Random } from '@coral/runtime';
 import type { ChallengeStore } from '../acme/challenge-store.js';
 import type { Delegation } from '../delegation/delegation.js';
 import { DnsConfigError } from '../errors.js';

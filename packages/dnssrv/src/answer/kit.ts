@@ -8,7 +8,7 @@ import type { Location } from '../locate/locator.js';
 import { memberNameserverName, type ZoneInfo } from '../names/classify.js';
 import { formatIp } from '../net/ip.js';
 import type { RrlKind } from '../rrl/response-rate-limiter.js';
-import { DEFAULT_SOA, type NameserverConfig, type SoaConfig } from '../server/types.js';
+import { DEFAULT_SOA, type NameserverConfig, type SoaConfig } from '../types.js';
 import { RCODE, TYPE } from '../wire/constants.js';
 import type { Query } from '../wire/query.js';
 import type { ResponseOpt } from '../wire/records.js';

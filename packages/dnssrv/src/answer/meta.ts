@@ -1,6 +1,6 @@
 /** What the pipeline knows about a response besides its bytes, and the resolver it goes to. */
 import type { RrlKind } from '../rrl/response-rate-limiter.js';
-import type { LocationMethod } from '../server/types.js';
+import type { LocationMethod } from '../types.js';
 import type { ResponseOpt } from '../wire/records.js';
 
 /** The resolver a query came from. */

@@ -3,13 +3,13 @@
  * nameserver names, the configured nameservers, `_acme-challenge`, and NXDOMAIN for names that
  * are no origin.
  */
-import type { Random } from '@coral/testkit';
+import type { Random } from '@coral/runtime';
 import type { ChallengeStore } from '../acme/challenge-store.js';
 import type { Delegation } from '../delegation/delegation.js';
 import type { LocationContext, Locator } from '../locate/locator.js';
 import { memberNameserverName, type NameClass } from '../names/classify.js';
 import type { NodeInfo } from '../node-directory.js';
-import type { NameserverConfig } from '../server/types.js';
+import type { NameserverConfig } from '../types.js';
 import { RCODE, TYPE } from '../wire/constants.js';
 import type { Query } from '../wire/query.js';
 import { ANSWER } from '../wire/template.js';

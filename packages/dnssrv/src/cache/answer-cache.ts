@@ -145,7 +145,7 @@ export class AnswerCache {
     times: { refreshAt: number; expiresAt: number; staleUntil: number },
   ): CacheEntry {
     let variants = this.#byName.get(name);
-    if (!variants) this.#byName.set(name, (variants = new Map()));
+    if (!variants) this.#byName.set(name, (variants = new Map<string | number, CacheTop>()));
     let top = variants.get(variant);
     if (!top) variants.set(variant, (top = {}));
     const old = bucket === undefined ? top.static : top.byBucket?.get(bucket);

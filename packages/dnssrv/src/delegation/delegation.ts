@@ -18,7 +18,7 @@
  * named, each address once, through the same candidate filter as proxies. A member's nameserver
  * name is `ns<node id>.<sub-zone>`; its address is answered only while it is such a member.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { TokenBucket } from '../limits/token-bucket.js';
 import { admitCandidates, CANDIDATE_OVERSAMPLE } from '../locate/candidates.js';
 import type { LocationContext, Locator } from '../locate/locator.js';
@@ -145,10 +145,10 @@ export class Delegation {
   member(id: string): NodeInfo | 'unknown' | 'busy' {
     let n = this.#published.get(id);
     if (!n) {
-      const get = this.#directory.get;
+      const get = this.#directory.get?.bind(this.#directory);
       if (!get) return 'unknown';
       if (!this.#lookups.take()) return 'busy';
-      n = get.call(this.#directory, id);
+      n = get(id);
     }
     if (!n || !this.#isNameserver(n) || (this.#isLive && !this.#isLive(n.id))) return 'unknown';
     return admitCandidates([n], 1, undefined)[0] ?? 'unknown';

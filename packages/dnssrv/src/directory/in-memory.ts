@@ -9,7 +9,7 @@
  * dir.setLive('b'.repeat(40), false);
  * ```
  */
-import { type Random, shuffle, systemRandom } from '@coral/testkit';
+import { type Random, shuffle, systemRandom } from '@coral/runtime';
 import { DnsConfigError } from '../errors.js';
 import { maskBytes, parseCidr, parseIp, formatIp } from '../net/ip.js';
 import type { HintResult, NodeDirectory, NodeInfo } from '../node-directory.js';

@@ -3,7 +3,7 @@
  * `ratePerSecond` times a second on average. The global bounds on background work started by
  * queries (hint walks, resolver probes) use it, so no flood of queries can start that work faster.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 
 export class TokenBucket {
   readonly #clock: Clock;

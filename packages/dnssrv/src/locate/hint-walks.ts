@@ -16,7 +16,7 @@
  * The answer never waits longer than the locator's `hintTimeoutMs` for a walk; the walk goes on in
  * the background (within the bounds above) and fills the cache for the next query.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { TokenBucket } from '../limits/token-bucket.js';
 import { prefixKey } from '../net/ip.js';
 import type { HintResult, NodeDirectory } from '../node-directory.js';
@@ -57,7 +57,7 @@ interface Row {
   walk?: Promise<HintResult>;
 }
 
-const NO_HINT: HintResult = Object.freeze({ nodes: [], prefix: null }) as HintResult;
+const NO_HINT: HintResult = Object.freeze({ nodes: [], prefix: null });
 
 export class HintWalks {
   readonly #directory: NodeDirectory;

@@ -13,11 +13,11 @@
  * through the bounded, cached {@link HintWalks}. The synchronous part (view match, probe state) is
  * computed first as a {@link LocationContext}, whose `bucket` keys the answer cache.
  */
-import { type Clock, type Random, shuffle, systemRandom } from '@coral/testkit';
+import { type Clock, type Random, shuffle, systemRandom } from '@coral/runtime';
 import { type Cidr, cidrContains, formatIp, parseCidr } from '../net/ip.js';
 import type { NodeDirectory, NodeInfo, HintResult } from '../node-directory.js';
 import { ResolverProbes } from '../probe/resolver-probes.js';
-import type { LocationMethod, ViewConfig } from '../server/types.js';
+import type { LocationMethod, ViewConfig } from '../types.js';
 import type { EcsOption } from '../wire/query.js';
 import { DnsConfigError } from '../errors.js';
 import { admitCandidates, CANDIDATE_OVERSAMPLE } from './candidates.js';

@@ -18,7 +18,7 @@
  */
 import { normalizeZone, parseCoralName } from '@coral/names';
 import { DnsConfigError } from '../errors.js';
-import type { NameserverConfig } from '../server/types.js';
+import type { NameserverConfig } from '../types.js';
 
 /** A served zone and its delegation sub-zones. */
 export interface ZoneInfo {

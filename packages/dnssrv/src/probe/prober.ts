@@ -4,7 +4,7 @@
  * unreachable network means "unreachable" (null).
  */
 import net from 'node:net';
-import { type Clock, systemClock } from '@coral/testkit';
+import { type Clock, systemClock } from '@coral/runtime';
 
 export interface Prober {
   /** RTT in ms to `ip`, or null when unreachable. Must not reject; honours `signal`. */

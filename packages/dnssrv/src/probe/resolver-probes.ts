@@ -14,7 +14,7 @@
  * answers "unknown" and creates no row. Addresses that cannot be a resolver (unspecified,
  * multicast, 240.0.0.0/4, broadcast) are never probed.
  */
-import { type Clock, systemClock } from '@coral/testkit';
+import { type Clock, systemClock } from '@coral/runtime';
 import { TokenBucket } from '../limits/token-bucket.js';
 import { parseIp, prefixKey } from '../net/ip.js';
 import type { Prober } from './prober.js';

@@ -13,7 +13,7 @@
  * truncated (TC) answer with no records, so a real client behind a spoofed flood can still
  * retry over TCP. TCP is never limited (the handshake proves the address).
  */
-import { type Clock, systemClock } from '@coral/testkit';
+import { type Clock, systemClock } from '@coral/runtime';
 import { type Cidr, cidrContains, maskBytes } from '../net/ip.js';
 
 export const DEFAULT_RRL_RESPONSES_PER_SECOND = 20;

@@ -27,7 +27,7 @@ export class DecisionLog {
 
   constructor(components: { logger: DnsLogger }, options: { size: number }) {
     this.#logger = components.logger;
-    this.#ring = new Array(Math.max(1, options.size)).fill(undefined);
+    this.#ring = new Array<Slot | undefined>(Math.max(1, options.size)).fill(undefined);
   }
 
   /** One response (or a dropped one): `name` and `type` are the question's, as lowercased. */

@@ -11,9 +11,9 @@ import type dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
 import { ConnectionBudget, type ListenerBudget } from '@coral/connguard';
-import { type Clock, type Random, systemClock, systemRandom } from '@coral/testkit';
+import { type Clock, type Random, systemClock, systemRandom } from '@coral/runtime';
 import { AnswerBuilder, zonesAndNameservers } from '../answer/answer-builder.js';
-import { AnswerCache } from '../cache/answer-cache.js';
+import { AnswerCache, DEFAULT_ANSWER_CACHE_MAX_BYTES } from '../cache/answer-cache.js';
 import { Delegation } from '../delegation/delegation.js';
 import { NameClassifier } from '../names/classify.js';
 import { HintWalks } from '../locate/hint-walks.js';
@@ -37,7 +37,6 @@ import {
 } from './tcp.js';
 import {
   DEFAULT_ANSWER_CACHE_ENTRIES,
-  DEFAULT_ANSWER_CACHE_MAX_BYTES,
   DEFAULT_DECISION_BUFFER_SIZE,
   DEFAULT_HINT_TIMEOUT_MS,
   DEFAULT_NS_TTL,

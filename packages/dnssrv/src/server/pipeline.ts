@@ -11,7 +11,7 @@
  * background by the next query that uses it, and an expired one is served (stale, for at most
  * one more life) while its rebuild runs. Liveness is re-checked on every use.
  */
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import type { AnswerBuilder, Built } from '../answer/answer-builder.js';
 import { type AnswerMeta, answerMeta, type Peer } from '../answer/meta.js';
 import type { AnswerCache } from '../cache/answer-cache.js';

@@ -1,12 +1,21 @@
 /** Collaborator interfaces, option types and defaults of the DNS server. */
 import type { ConnectionBudget } from '@coral/connguard';
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import type { ChallengeStore } from '../acme/challenge-store.js';
 import type { DelegationOptions } from '../delegation/delegation.js';
 import type { NodeDirectory } from '../node-directory.js';
 import type { Prober } from '../probe/prober.js';
 import type { HintWalkOptions } from '../locate/hint-walks.js';
 import type { RrlOptions } from '../rrl/response-rate-limiter.js';
+import type { LocationMethod, NameserverConfig, SoaConfig, ViewConfig } from '../types.js';
+
+export {
+  type LocationMethod,
+  type NameserverConfig,
+  type SoaConfig,
+  type ViewConfig,
+  DEFAULT_SOA,
+} from '../types.js';
 
 /** Logger shape (pino-compatible: an object of fields, then a message). */
 export interface DnsLogger {
@@ -25,9 +34,6 @@ export interface DnsMetrics {
   /** One UDP response dropped or slipped by response rate limiting. */
   rateLimited(): void;
 }
-
-/** How the client was located, in the order tried. 'no-proxy' = nothing live (CNAME to origin). */
-export type LocationMethod = 'view' | 'ecs' | 'rtt' | 'hint' | 'random' | 'no-proxy';
 
 /** Why an answer was what it was (kept in a ring buffer for the admin API). */
 export interface Decision {
@@ -77,37 +83,6 @@ export interface DnsServerComponents {
    * a budget of the server's own, on its clock.
    */
   connections?: ConnectionBudget;
-}
-
-export interface NameserverConfig {
-  /** Name of the nameserver, normally under a served zone (`ns1.nyud.net`). */
-  name: string;
-  ipv4?: string;
-  ipv6?: string;
-}
-
-export interface ViewConfig {
-  /** Client network (`10.0.0.0/8`, `2001:db8::/32`). Matched against the ECS subnet, then the resolver. */
-  cidr: string;
-  /** Answer with these node ids (the live ones) ... */
-  nodes?: string[];
-  /** ... or with live nodes of this region. */
-  region?: string;
-}
-
-export interface SoaConfig {
-  /** Primary nameserver (default: the first nameserver's name). */
-  mname?: string;
-  /** Responsible mailbox as a name (default `hostmaster.<zone>`). */
-  rname?: string;
-  serial?: number;
-  refresh?: number;
-  retry?: number;
-  expire?: number;
-  /** Negative-caching TTL (RFC 2308), default 60 s. */
-  minimum?: number;
-  /** TTL of the SOA record itself (default 3600 s). */
-  ttl?: number;
 }
 
 export interface TcpLimits {
@@ -190,14 +165,6 @@ export const DEFAULT_LOCAL_TTL = 60;
 export const DEFAULT_CNAME_TTL = 10;
 export const DEFAULT_NS_TTL = 86_400;
 export const DEFAULT_CHALLENGE_TTL = 60;
-export const DEFAULT_SOA = Object.freeze({
-  serial: 1,
-  refresh: 3600,
-  retry: 600,
-  expire: 604_800,
-  minimum: 60,
-  ttl: 3600,
-});
 export const DEFAULT_TCP_IDLE_TIMEOUT_MS = 10_000;
 export const DEFAULT_TCP_MAX_MESSAGE_BYTES = 4096;
 export const DEFAULT_TCP_MAX_CONNECTIONS = 256;
@@ -205,6 +172,5 @@ export const DEFAULT_TCP_MAX_QUERIES_PER_CONNECTION = 1000;
 export const DEFAULT_UDP_MAX_PAYLOAD = 1232;
 export const DEFAULT_UDP_RECEIVE_BUFFER_BYTES = 1024 * 1024;
 export const DEFAULT_ANSWER_CACHE_ENTRIES = 10_000;
-export { DEFAULT_ANSWER_CACHE_MAX_BYTES } from '../cache/answer-cache.js';
 export const DEFAULT_HINT_TIMEOUT_MS = 250;
 export const DEFAULT_DECISION_BUFFER_SIZE = 256;

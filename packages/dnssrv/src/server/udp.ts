@@ -12,7 +12,7 @@ import type { DnsLogger } from './types.js';
 export interface UdpComponents {
   logger: DnsLogger;
   /** One datagram arrived. */
-  onMessage(msg: Buffer, rinfo: dgram.RemoteInfo): void;
+  onMessage: (msg: Buffer, rinfo: dgram.RemoteInfo) => void;
 }
 
 export class UdpListener {

@@ -7,7 +7,7 @@
  * refill only when the test advances it. Every query is still answered.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { HintResult } from '../../src/index.js';
+import type { HintResult, NodeDirectory } from '../../src/index.js';
 import { encodeQuery, fleet, node, waitFor } from '../helpers.js';
 import { start, type Started } from '../server/support.js';
 import { udpAttacker, udpAttackers, type UdpAttacker } from './attacker.js';
@@ -25,10 +25,11 @@ function countingFleet(hang = false) {
     .add(node(3), { hints: ['127.66.0.0/16'] });
   const walks: { ip: string; signal?: AbortSignal }[] = [];
   const inner = dir.hinted.bind(dir);
-  dir.hinted = (t, c, opts) => {
+  const hinted: NodeDirectory['hinted'] = (t, c, opts) => {
     walks.push({ ip: t.ip, ...(opts?.signal ? { signal: opts.signal } : {}) });
     return hang ? new Promise<HintResult>(() => {}) : inner(t, c);
   };
+  dir.hinted = hinted;
   return { dir, walks };
 }
 

@@ -574,7 +574,7 @@ describe('views, health, admin views', () => {
       name: NAME,
       reason: expect.stringMatching(/hint \/24/),
     });
-    s.server.handlePacket(encodeQuery({ name: 'www.example.org' }), {
+    await s.server.handlePacket(encodeQuery({ name: 'www.example.org' }), {
       address: '127.0.0.1',
       port: 1,
     });

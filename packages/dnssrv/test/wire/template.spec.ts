@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '@coral/testkit';
-import { decodeQuery, type Query } from '../../src/index.js';
+import { decodeQuery } from '../../src/index.js';
 import { ANSWER, BodyWriter, instantiate, type Owner } from '../../src/wire/template.js';
 import { encodeQuery, header, parse, questionName } from '../helpers.js';
 
@@ -13,7 +13,7 @@ function query(name: string, spec: Parameters<typeof encodeQuery>[0] = { name })
   const msg = encodeQuery({ ...spec, name });
   const d = decodeQuery(msg);
   if (!d.ok) throw new Error(d.reason);
-  return { msg, q: d.query as Query };
+  return { msg, q: d.query };
 }
 
 describe('templates', () => {

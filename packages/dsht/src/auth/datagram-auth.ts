@@ -15,7 +15,7 @@
  * authenticates (its fleet rotated keys without it) reports itself isolated, naming those ids.
  */
 import { createHmac, randomFillSync } from 'node:crypto';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { ReplayGuard, type Keyring } from '@coral/keyring';
 import { sameBytes } from './same-bytes.js';
 import {

@@ -34,8 +34,8 @@
  *
  * Pure and clock-injected: no I/O, nothing scheduled unless `start()` is called.
  */
-import type { Clock, Random, TimerHandle } from '@coral/testkit';
-import { shuffle } from '@coral/testkit';
+import type { Clock, Random, TimerHandle } from '@coral/runtime';
+import { shuffle } from '@coral/runtime';
 import { ClusterError, ERR_BAD_LEVEL, ERR_CLUSTER_OPTIONS } from './errors.js';
 import { RttEstimator, type RttEstimatorOptions } from './rtt.js';
 

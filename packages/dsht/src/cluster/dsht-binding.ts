@@ -18,8 +18,8 @@
  * node.clustering!.manager.snapshot();
  * ```
  */
-import type { TimerHandle } from '@coral/testkit';
-import { shuffle } from '@coral/testkit';
+import type { TimerHandle } from '@coral/runtime';
+import { shuffle } from '@coral/runtime';
 import { ID_BYTES } from '../constants.js';
 import type { Contact } from '../contact.js';
 import type { Dsht } from '../dsht.js';

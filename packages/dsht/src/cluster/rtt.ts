@@ -7,7 +7,7 @@
  * reflects the path as it is now; a peer whose samples have all aged out has no estimate. Pure:
  * time comes from the injected clock, nothing is scheduled.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { ClusterError, ERR_BAD_RTT, ERR_CLUSTER_OPTIONS } from './errors.js';
 
 /** Samples kept per peer; the estimate is their median. */

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { ID_BYTES } from '../constants.js';
 import { InvalidArgumentError } from '../errors.js';
-import type { Random } from '@coral/testkit';
+import type { Random } from '@coral/runtime';
 import type { Contact } from '../contact.js';
 
 export type Id = Uint8Array;

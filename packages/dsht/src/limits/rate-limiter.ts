@@ -8,7 +8,7 @@
  * Also a single global bucket (`GlobalBucket`) for replies to sources that have not completed a
  * round trip: it keeps no per-source state, so spoofed sources cannot make it grow.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { NET_RATE_MULTIPLIER, RATE_LIMITS, RATE_LIMIT_ENTRIES } from '../constants.js';
 import type { RequestType } from '../wire/messages.js';
 import { hostKey, netKey } from './address.js';

@@ -7,7 +7,7 @@
  * one). A task that throws is logged and runs again at its next tick; nothing runs once the node
  * stops.
  */
-import type { TimerHandle } from '@coral/testkit';
+import type { TimerHandle } from '@coral/runtime';
 import {
   DISCOVERY_PINGS,
   EXPIRY_SWEEP_MS,

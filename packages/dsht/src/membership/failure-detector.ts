@@ -17,7 +17,7 @@
  * member, named by id (the probe goes to the address this node verified, never one given in the
  * request): nobody can make this node probe an arbitrary address.
  */
-import { ioFirst, type Clock, type Random, type TimerHandle } from '@coral/testkit';
+import { ioFirst, type Clock, type Random, type TimerHandle } from '@coral/runtime';
 import type { Address, Contact } from '../contact.js';
 import { LEAVE_TIMEOUT_MS } from '../constants.js';
 import { fromHex, nodeIdFor, toHex } from '../id/id.js';
@@ -26,26 +26,10 @@ import type { Logger, Rpc } from '../rpc/rpc.js';
 import { MAX_MEMBER_UPDATES, MAX_PING_REQ_TIMEOUT_MS } from '../wire/codec.js';
 import type { Request, Response, SwimFields, WireMemberUpdate } from '../wire/messages.js';
 import type { Peers } from './peers.js';
-import { Swim, type SwimOptions, type SwimState, type SwimUpdate } from './swim.js';
+import { Swim, type SwimState, type SwimUpdate } from './swim.js';
+import type { FailureDetectionOptions, FailureDetectorCounters, MemberChange } from '../types.js';
 
-/** Failure-detection options (`DshtOptions.swim`); each defaults to swim.ts's constant. */
-export type FailureDetectionOptions = Omit<SwimOptions, 'self' | 'incarnation'> & {
-  /** How long `stop({ leave: true })` waits for members to acknowledge the LEAVE. Default LEAVE_TIMEOUT_MS. */
-  leaveTimeoutMs?: number;
-};
-
-/** A member changed state (what the Dsht emits as 'member-dead', 'member-left', ...). */
-export interface MemberChange {
-  /** Node id, 40 hex digits. */
-  id: string;
-  ip: string;
-  port: number;
-  httpPort?: number;
-  state: SwimState;
-  /** Its state before (undefined: just verified). */
-  from: SwimState | undefined;
-  incarnation: number;
-}
+export type { FailureDetectionOptions, FailureDetectorCounters, MemberChange } from '../types.js';
 
 export interface FailureDetectorComponents {
   clock: Clock;
@@ -62,19 +46,6 @@ export interface FailureDetectorComponents {
   allowNat?: boolean;
   /** A member changed state (the node drops or restores it, logs and emits the change). */
   onChange?: (change: MemberChange) => void;
-}
-
-/** Counters of the wire side (the Swim component keeps its own). */
-export interface FailureDetectorCounters {
-  /** PING_REQs served (a probe sent on a member's behalf). */
-  indirectServed: number;
-  /** PING_REQs refused: the requester or the target is not a verified live member. */
-  indirectRefused: number;
-  /** LEAVEs applied, and ignored (from a sender that is not a member). */
-  leaves: number;
-  leavesIgnored: number;
-  /** Gossip dropped because its sender is not a verified live member here. */
-  gossipIgnored: number;
 }
 
 export class FailureDetector {

@@ -4,7 +4,7 @@
  * table only when the cluster policy admits it there; a member dropped from the registry leaves
  * every table. Failed RPCs are remembered so liveness and suspicion can be judged per peer.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { KBUCKET_SIZE, MAX_IDS_PER_IP } from '../constants.js';
 import type { Contact } from '../contact.js';
 import { toHex, type Id } from '../id/id.js';

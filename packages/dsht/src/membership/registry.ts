@@ -22,7 +22,7 @@
  * detection's verdict (`isDown`), the contacts to keep beyond capacity (`keep`), and who is told of
  * an eviction (`onEvict`).
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { mergeContact, type Contact } from '../contact.js';
 import { LIVE_WINDOW_MS, MAX_IDS_PER_IP, MAX_MEMBERS } from '../constants.js';
 import { toHex } from '../id/id.js';

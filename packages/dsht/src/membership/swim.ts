@@ -27,7 +27,7 @@
  * party only makes this node ping it, and the member's own answer (`heard`) re-admits it.
  */
 import { EventEmitter } from 'node:events';
-import type { Clock, Random, TimerHandle } from '@coral/testkit';
+import type { Clock, Random, TimerHandle } from '@coral/runtime';
 
 /** What this node believes about a member. */
 export type SwimState = 'alive' | 'suspect' | 'dead' | 'left';

@@ -21,5 +21,5 @@ export async function openLevelDb(dir: string, options: LevelDbOptions = {}): Pr
     cacheSize: options.dbCacheBytes ?? DB_CACHE_BYTES,
   });
   await level.open();
-  return level as unknown as KeyValueDb;
+  return level;
 }

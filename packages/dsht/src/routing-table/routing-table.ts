@@ -15,7 +15,7 @@
  * their ids' leading 32 bits first): no map from id to entry, which cost each node's table a
  * string-keyed map as large as the table again (15 KB a node at 1,500 simulated nodes).
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { mergeContact, type Contact } from '../contact.js';
 import {
   BUCKET_REFRESH_MS,

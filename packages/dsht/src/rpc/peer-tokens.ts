@@ -9,7 +9,7 @@
  * about 90 bytes, and renewing its place in an insertion-ordered map on every answer left the
  * map's table two to four times its entries.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { MAX_TOKEN_BYTES, PEER_TOKEN_ENTRIES, TOKEN_ROTATE_MS } from '../constants.js';
 import { resized } from '../typed-arrays.js';
 

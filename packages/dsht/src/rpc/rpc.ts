@@ -24,7 +24,7 @@
  * so the peer can answer in full; an answer refused for want of a token, or trimmed, is asked
  * again once with the token it brought.
  */
-import type { Clock, Random, TimerHandle } from '@coral/testkit';
+import type { Clock, Random, TimerHandle } from '@coral/runtime';
 import { DatagramAuth } from '../auth/datagram-auth.js';
 import type { Address, Contact } from '../contact.js';
 import {

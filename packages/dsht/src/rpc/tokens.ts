@@ -10,7 +10,7 @@
  * CSPRNG whatever random source the node was given.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { sameBytes } from '../auth/same-bytes.js';
 import { TOKEN_BYTES, TOKEN_CACHE_ENTRIES, TOKEN_ROTATE_MS } from '../constants.js';
 

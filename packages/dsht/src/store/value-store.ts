@@ -29,7 +29,7 @@
  * `sweep()` once they are over half the arena. All arrays start empty and grow by half on demand.
  * Values over one arena chunk (256 KiB; the wire's limit is far below) are refused (LIMIT).
  */
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import {
   FULL_VALUES,
   LOADED_STORES,

@@ -167,7 +167,7 @@ export function encodePayload(msg: Message, opts: EncodeOptions = {}): Uint8Arra
   let out = packRaw(msg);
   if (out.length <= limit) return out;
   if (msg.kind === 'response') {
-    const body = { ...msg.body } as Response;
+    const body = { ...msg.body };
     if (body.type === 'NODES' || body.type === 'VALUES' || body.type === 'PROBE_RESULT') {
       const b = body as { contacts: Contact[]; values?: WireValue[] };
       b.contacts = [...b.contacts];

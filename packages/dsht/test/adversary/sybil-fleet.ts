@@ -15,7 +15,7 @@ export const SYBILS = 100;
 
 export interface SybilFleet {
   /** An address of this scene's /16 (127.15.1.x open, 127.15.2.x keyed). */
-  ip(h: number): string;
+  ip: (h: number) => string;
   /** The IP every sybil shares. */
   sybilIp: string;
   victim: Dsht;

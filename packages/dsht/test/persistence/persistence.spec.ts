@@ -17,7 +17,7 @@ afterAll(() => {
 async function openDb(dir: string): Promise<KeyValueDb> {
   const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
   await db.open();
-  return db as unknown as KeyValueDb;
+  return db;
 }
 
 describe('persisted values', () => {

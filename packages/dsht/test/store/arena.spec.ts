@@ -23,7 +23,7 @@ describe('Arena', () => {
       expect(Buffer.compare(views[i]!, want)).toBe(0);
       expect(Buffer.compare(arena.view(addrs[i]!, 1000), want)).toBe(0);
       expect(arena.equals(addrs[i]!, want)).toBe(true);
-      want[999] ^= 1;
+      want[999]! ^= 1;
       expect(arena.equals(addrs[i]!, want)).toBe(false);
     }
   });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, SeededRandom } from '@coral/testkit';
 import { keyFromName } from '../../src/id/id.js';
 import { MAX_REGION_BYTES } from '../../src/store/arena.js';
-import { ValueStore } from '../../src/store/value-store.js';
+import { ValueStore, type StoreChange } from '../../src/store/value-store.js';
 import { StoreStatus } from '../../src/wire/messages.js';
 
 const key = keyFromName('hot');

@@ -367,7 +367,7 @@ export function parseRange(
   if (!value) return undefined;
   const m = /^\s*bytes\s*=\s*([0-9]*)\s*-\s*([0-9]*)\s*$/i.exec(value);
   if (!m) return undefined;
-  const [, a, b] = m as unknown as [string, string, string];
+  const [, a = '', b = ''] = m; // both groups always take part (possibly empty)
   if (a === '' && b === '') return undefined;
   if (a === '') {
     const n = Number(b);

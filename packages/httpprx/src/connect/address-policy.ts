@@ -10,6 +10,11 @@
  * Pure functions over address strings; no I/O.
  */
 import { isIPv4, isIPv6 } from 'node:net';
+import {
+  ipv6Groups,
+  parseIPv4 as parseIPv4Bytes,
+  parseIPv6 as parseIPv6Bytes,
+} from '@coral/runtime';
 
 import type { RefusedAddress } from './errors.js';
 
@@ -66,8 +71,8 @@ export const ALWAYS_REFUSED_CLASSES: ReadonlySet<AddressClass> = new Set<Address
 /** Parse dotted-quad IPv4 into a 32-bit unsigned integer, or undefined when not IPv4. */
 export function parseIPv4(address: string): number | undefined {
   if (!isIPv4(address)) return undefined;
-  const parts = address.split('.').map(Number);
-  return (((parts[0]! << 24) | (parts[1]! << 16) | (parts[2]! << 8) | parts[3]!) >>> 0) as number;
+  const b = parseIPv4Bytes(address);
+  return b && ((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
 }
 
 /**
@@ -75,39 +80,10 @@ export function parseIPv4(address: string): number | undefined {
  * `%zone`) into its eight 16-bit groups, or undefined when not IPv6.
  */
 export function parseIPv6(address: string): number[] | undefined {
-  const bare = stripZone(address);
-  if (!isIPv6(bare)) return undefined;
-  let text = bare.toLowerCase();
-  // A trailing dotted quad (::ffff:1.2.3.4) becomes its two hex groups (::ffff:102:304).
-  const lastColon = text.lastIndexOf(':');
-  const last = text.slice(lastColon + 1);
-  if (last.includes('.')) {
-    const v4 = parseIPv4(last);
-    if (v4 === undefined) return undefined;
-    text = `${text.slice(0, lastColon + 1)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
-  }
-  const groupsOf = (s: string): number[] =>
-    s === '' ? [] : s.split(':').map((g) => Number.parseInt(g, 16));
-  let groups: number[];
-  const dbl = text.indexOf('::');
-  if (dbl >= 0) {
-    const head = groupsOf(text.slice(0, dbl));
-    const rest = groupsOf(text.slice(dbl + 2));
-    const fill = 8 - head.length - rest.length;
-    if (fill < 0) return undefined;
-    groups = [...head, ...new Array<number>(fill).fill(0), ...rest];
-  } else {
-    groups = groupsOf(text);
-  }
-  if (groups.length !== 8 || groups.some((g) => !Number.isInteger(g) || g < 0 || g > 0xffff)) {
-    return undefined;
-  }
-  return groups;
-}
-
-function stripZone(address: string): string {
   const pct = address.indexOf('%');
-  return pct >= 0 ? address.slice(0, pct) : address;
+  if (!isIPv6(pct >= 0 ? address.slice(0, pct) : address)) return undefined;
+  const b = parseIPv6Bytes(address);
+  return b && ipv6Groups(b);
 }
 
 function inV4(ip: number, base: string, bits: number): boolean {

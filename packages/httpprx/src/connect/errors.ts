@@ -173,7 +173,7 @@ export const CONNECT_ERROR_CODES = [
 /** The `code` property of an error-like value, if it has a string one. */
 export function errorCode(err: unknown): string | undefined {
   if (typeof err === 'object' && err !== null && 'code' in err) {
-    const code = (err as { code: unknown }).code;
+    const code = err.code;
     if (typeof code === 'string') return code;
   }
   return undefined;

@@ -3,8 +3,8 @@
  * for it fail at once for a few seconds instead of each paying the full timeout and adding load to
  * an origin that is already in trouble. Time comes from the injected clock.
  */
-import { systemClock } from '@coral/testkit';
-import type { Clock } from '@coral/testkit';
+import { systemClock } from '@coral/runtime';
+import type { Clock } from '@coral/runtime';
 
 /** How long a failure is remembered by default. */
 export const DEFAULT_NEGATIVE_TTL_MS = 5_000;

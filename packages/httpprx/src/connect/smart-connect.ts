@@ -21,8 +21,8 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { ConnectionOptions } from 'node:tls';
 
-import { systemClock } from '@coral/testkit';
-import type { Clock, TimerHandle } from '@coral/testkit';
+import { systemClock } from '@coral/runtime';
+import type { Clock, TimerHandle } from '@coral/runtime';
 import type { buildConnector } from 'undici';
 
 import { filterAddresses } from './address-policy.js';
@@ -402,7 +402,7 @@ export class SmartConnector {
           timer.cancel();
           done(null, tlsSocket);
         });
-        tlsSocket.once('error', (err) => {
+        tlsSocket.once('error', (err: Error) => {
           timer.cancel();
           tlsSocket.destroy();
           done(err);

@@ -15,7 +15,7 @@
  * domains (the smallest folded into `other` when a new one comes), reported as the top N and
  * `other` so metric labels stay bounded.
  */
-import type { Clock, TimerHandle } from '@coral/testkit';
+import type { Clock, TimerHandle } from '@coral/runtime';
 
 /** Domains tracked individually in the statistics. */
 export const FAIR_MAX_DOMAINS = 1024;

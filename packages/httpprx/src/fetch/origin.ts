@@ -80,7 +80,7 @@ export function originError(e: unknown): ProxyError {
   }
   return new ProxyError(
     'CORAL_ORIGIN_UNREACHABLE',
-    `origin unreachable (${String(code ?? 'error')}): ${msg}`,
+    `origin unreachable (${typeof code === 'string' || typeof code === 'number' ? code : 'error'}): ${msg}`,
     { cause: e },
   );
 }

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { TimerHandle } from '@coral/testkit';
+import type { TimerHandle } from '@coral/runtime';
 import type { ClaimResult, Holder } from '../content-index.js';
 import { SHA256_HEADER } from '../constants.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
@@ -56,9 +56,9 @@ function bounded<T>(
 
 /** `index.claim`, bounded like a lookup (a claim that fails leaves the fetch, and its announcement, to this node). */
 function claimHolders(core: ProxyCore, keyBytes: Uint8Array): Promise<ClaimResult> {
-  const claim = core.index.claim;
+  const claim = core.index.claim?.bind(core.index);
   if (!claim) return Promise.resolve({ won: true });
-  return bounded(core, 'index claim', (signal) => claim.call(core.index, keyBytes, { signal }));
+  return bounded(core, 'index claim', (signal) => claim(keyBytes, { signal }));
 }
 
 /**

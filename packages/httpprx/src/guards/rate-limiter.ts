@@ -1,5 +1,5 @@
 /** A token bucket per client address, on the injected clock. */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 
 export interface RateLimiterOptions {
   /** Sustained requests per second per client; 0 disables. */

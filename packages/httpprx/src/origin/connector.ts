@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { SmartConnector } from '../connect/index.js';
 import type { Dial, Resolver, UndiciConnector } from '../connect/index.js';
 

@@ -51,7 +51,7 @@ export class Upstream {
     const opts: Dispatcher.RequestOptions = {
       origin: u.origin,
       path: u.pathname + u.search,
-      method: r.method as Dispatcher.HttpMethod,
+      method: r.method,
       headers: r.headers,
       ...(r.signal ? { signal: r.signal } : {}),
       ...(r.body ? { body: r.body } : {}),
@@ -65,8 +65,8 @@ export class Upstream {
     const res = await request(this.#agent, opts);
     return {
       status: res.statusCode,
-      headers: res.headers as Record<string, string | string[] | undefined>,
-      body: res.body as unknown as Readable,
+      headers: res.headers,
+      body: res.body,
     };
   }
 

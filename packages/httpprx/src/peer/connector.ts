@@ -8,7 +8,7 @@
  */
 import { isIP } from 'node:net';
 import type { Socket } from 'node:net';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { classifyAddress, isAddressAllowed } from '../connect/address-policy.js';
 import { OriginForbiddenError, OriginTimeoutError } from '../connect/errors.js';
 import { netDial } from '../connect/smart-connect.js';

@@ -12,7 +12,7 @@
  * (`designated`, ./rendezvous.ts): it carries the designated marker and the client's own cache
  * directives instead of `only-if-cached`, and that member fetches from the origin on a miss.
  */
-import { ioFirst, type Clock, type TimerHandle } from '@coral/testkit';
+import { ioFirst, type Clock, type TimerHandle } from '@coral/runtime';
 import type { Holder } from '../content-index.js';
 import { DESIGNATED_HEADER, PEER_AUTH_HEADER, PEER_HEADER } from '../constants.js';
 import type { Upstream, UpstreamResponse } from '../origin/upstream.js';

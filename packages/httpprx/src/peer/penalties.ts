@@ -3,7 +3,7 @@
  * for a while (`PEER_PENALTY_MS`), so the next request goes to another holder or the origin
  * instead of to the same fault. Bounded; on the injected clock.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 
 export class PeerPenalties {
   readonly #clock: Clock;

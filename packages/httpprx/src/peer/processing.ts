@@ -7,7 +7,7 @@
  * on the second within its peer timeout instead of waiting out the origin's.
  */
 import type { ServerResponse } from 'node:http';
-import type { Clock, TimerHandle } from '@coral/testkit';
+import type { Clock, TimerHandle } from '@coral/runtime';
 
 /**
  * The beat for an asker whose patience between signs of life is `patienceMs` (its fetching

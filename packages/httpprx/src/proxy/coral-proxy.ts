@@ -25,8 +25,8 @@ import {
   guardHttpServer,
   type ListenerLimits,
 } from '@coral/connguard';
-import { systemClock } from '@coral/testkit';
-import type { TimerHandle } from '@coral/testkit';
+import { systemClock } from '@coral/runtime';
+import type { TimerHandle } from '@coral/runtime';
 import { originKey } from '../connect/index.js';
 import type { SmartConnector } from '../connect/index.js';
 import {

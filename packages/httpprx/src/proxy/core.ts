@@ -4,7 +4,7 @@
  * ../request/route.ts). Each stage is a small module taking these two.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import type { ContentIndex } from '../content-index.js';
 import type { CacheRequest } from '../cache/decide.js';
 import type { HeaderRecord, PolicyOptions } from '../cache/policy.js';

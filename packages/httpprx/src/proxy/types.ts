@@ -1,6 +1,6 @@
 /** The public types of the proxy: its components, options, metrics sink and cache listing. */
 import type { ConnectionBudget, ListenerLimits } from '@coral/connguard';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import type { Dial, Resolver } from '../connect/index.js';
 import type { ContentIndex } from '../content-index.js';
 import type { PeerAuth } from '../peer/auth.js';

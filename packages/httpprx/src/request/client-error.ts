@@ -109,7 +109,7 @@ export function answerClientError(
   // HTTP/1.1 is parsed one message at a time: bytes that fail while the request being answered
   // is incomplete are its body's (a malformed chunk, a chunk size that overflows).
   const current = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
-  const req = current?.req as IncomingMessage | undefined;
+  const req = current?.req;
   if (current && req && !req.complete) {
     if (readingBody.has(req)) {
       // Its handler waits for a body that will never end (streaming it to a site's origin,

@@ -187,7 +187,7 @@ export class HotCache {
       return;
     }
     if (e.routes.length >= MAX_ROUTES_PER_ENTRY) return;
-    if (!byTarget) this.#routes.set(host, (byTarget = new Map()));
+    if (!byTarget) this.#routes.set(host, (byTarget = new Map<string, HotRoute>()));
     if (old) old.entry.routes = old.entry.routes.filter(([h, t]) => h !== host || t !== target);
     byTarget.set(target, { entry: e, optOut });
     e.routes.push([host, target]);

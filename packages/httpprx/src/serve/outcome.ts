@@ -100,7 +100,7 @@ function serveStream(
         flatten({
           'content-range': `bytes */${head.length}`,
           via: headers['via']!,
-          'cache-status': headers['cache-status']!,
+          'cache-status': headers['cache-status'],
           'content-length': '0',
         }),
       );

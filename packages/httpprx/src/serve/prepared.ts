@@ -42,6 +42,14 @@ interface NodeResponseState {
   chunkedEncoding: boolean;
 }
 
+/**
+ * The one view of a ServerResponse as node:http's internal state (see the file's comment): the
+ * only `as unknown as` in the project's sources, since these fields are not in node:http's types.
+ */
+function internals(res: ServerResponse): NodeResponseState & Record<string | symbol, unknown> {
+  return res as unknown as NodeResponseState & Record<string | symbol, unknown>;
+}
+
 /** node:http's symbol for fields set with `setHeader` (undefined if this runtime has none). */
 const OUT_HEADERS = probe();
 
@@ -55,7 +63,7 @@ function probe(): symbol | undefined {
     req.method = 'GET';
     req.httpVersionMajor = 1;
     req.httpVersionMinor = 1;
-    const res = new ServerResponse(req) as unknown as Record<string | symbol, unknown>;
+    const res = internals(new ServerResponse(req));
     const fields = [
       '_header',
       '_headerSent',
@@ -67,7 +75,7 @@ function probe(): symbol | undefined {
       '_expect_continue',
       'chunkedEncoding',
     ];
-    const proto = ServerResponse.prototype as unknown as Record<string, unknown>;
+    const proto = internals(ServerResponse.prototype as ServerResponse);
     if (!fields.every((f) => f in res) || res._header !== null || res._headerSent !== false)
       return undefined;
     if (typeof proto._storeHeader !== 'function' || typeof proto._send !== 'function')
@@ -134,7 +142,7 @@ function keepAliveFields(r: NodeResponseState): string {
  */
 export function preparedConnection(res: ServerResponse): string | undefined {
   if (OUT_HEADERS === undefined) return undefined;
-  const r = res as unknown as NodeResponseState & Record<symbol, unknown>;
+  const r = internals(res);
   if (
     r._header !== null ||
     !r.shouldKeepAlive ||
@@ -159,7 +167,7 @@ export function sendPrepared(
   wire: string,
   body?: Buffer,
 ): void {
-  const r = res as unknown as NodeResponseState;
+  const r = internals(res);
   r.statusCode = status;
   r._header = wire;
   r._headerSent = false;

@@ -21,7 +21,7 @@
  * knows nothing of waits for the read. Of several records the newest wins, so `max-age=0` lifts an opt-out fleet-wide.
  */
 import { createHash } from 'node:crypto';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import type { ContentIndex, SiteControlRecord } from '../content-index.js';
 import { OPT_OUT_MAX_SECONDS } from '../constants.js';
 import type { FleetMembers } from '../peer/members.js';

@@ -259,7 +259,7 @@ export class Directory {
       make: (n: number) => T,
     ): T => {
       const b = make(n);
-      b.set(a as never);
+      b.set(a);
       return b;
     };
     this.#keys = copy(this.#keys, cap * KEY_BYTES, (n) => new Uint8Array(n));

@@ -147,7 +147,7 @@ function getFrom(port: number, host: string, from: string): Promise<Reply> {
         localAddress: from,
         agent: false,
       },
-      (res) => readReply(res).then(resolve, reject),
+      (res) => void readReply(res).then(resolve, reject),
     );
     req.on('error', reject);
     req.end();

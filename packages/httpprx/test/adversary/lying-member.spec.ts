@@ -191,7 +191,7 @@ describe("a member's freshness is capped by the asker's own limits", () => {
       ],
     ).toMatch(/^Coral; hit/);
     a.members.delete(LIAR);
-    a.clock.advance(PEER_MAX_TTL_SECONDS * 1000 + 1000);
+    await a.clock.advance(PEER_MAX_TTL_SECONDS * 1000 + 1000);
     const later = await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
     expect(later.body.toString()).toBe('the origin page');
     expect(origin.hits).toHaveLength(1);
@@ -206,7 +206,7 @@ describe("a member's freshness is capped by the asker's own limits", () => {
     const path = pathWhere(`http://origin.test:${origin.port}`, true);
     const r = await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
     expect(r.body.equals(LIE)).toBe(true);
-    a.clock.advance(PEER_MAX_TTL_SECONDS * 1000 + 1000);
+    await a.clock.advance(PEER_MAX_TTL_SECONDS * 1000 + 1000);
     const later = await get(a.px.port, origin.coralHost, path, {}, 'GET', '127.0.0.4');
     expect(later.body.toString()).toBe('the origin page');
     // Nothing to validate with: an unconditional request, whose answer replaces the copy.

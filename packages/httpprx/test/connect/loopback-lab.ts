@@ -152,7 +152,8 @@ export class LoopbackLab {
   }
 }
 
-export type DialOutcome = 'pending' | 'connected' | 'aborted' | string;
+/** 'pending', 'connected', 'aborted', or the code of the error the attempt ended with. */
+export type DialOutcome = string;
 
 /** A dial that records every target and how its attempt ended, around a real (or given) dial. */
 export function recordingDial(inner: Dial = netDial): {

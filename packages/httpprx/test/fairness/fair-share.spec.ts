@@ -115,10 +115,10 @@ describe('FairShare', () => {
 
   it('statistics: top N by bytes, the rest and forgotten domains in (other)', () => {
     const share = new FairShare({ clock: new ManualClock(0) }, { bytesPerSec: 0, maxDomains: 3 });
-    share.take('a.example', 100);
-    share.take('b.example', 50);
-    share.take('c.example', 10);
-    share.take('d.example', 20); // c (smallest) is folded into (other)
+    void share.take('a.example', 100); // bytesPerSec 0: counted, never waits
+    void share.take('b.example', 50);
+    void share.take('c.example', 10);
+    void share.take('d.example', 20); // c (smallest) is folded into (other)
     expect(share.stats(2)).toEqual([
       { domain: 'a.example', bytes: 100, throttledMs: 0 },
       { domain: 'b.example', bytes: 50, throttledMs: 0 },

@@ -115,7 +115,7 @@ export function get(
   return new Promise((resolve, reject) => {
     const req = request(
       { host: ip, port, path, method, headers: { host, ...headers }, agent: false },
-      (res) => readReply(res).then(resolve, reject),
+      (res) => void readReply(res).then(resolve, reject),
     );
     req.on('error', reject);
     req.end(body);

@@ -21,7 +21,7 @@ export interface DualHit {
   /** SNI the client sent (https). */
   servername?: string | false;
   /** ALPN protocol agreed (https). */
-  alpn?: string | false;
+  alpn?: string | false | null;
 }
 
 export interface DualOrigin {
@@ -73,7 +73,7 @@ export async function startDualOrigin(
         scheme: 'https',
         method: req.method ?? '',
         url: req.url ?? '',
-        servername: (s as TLSSocket & { servername?: string | false }).servername ?? false,
+        servername: s.servername ?? false,
         alpn: s.alpnProtocol,
       });
       handler('https', req, res);
@@ -148,7 +148,7 @@ export function follow(location: string, ca: TestCa, ip = '127.0.0.1'): Promise<
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       { host: ip, port, path: u.pathname + u.search, headers: { host: u.host }, agent: false },
-      (res) => readReply(res).then(resolve, reject),
+      (res) => void readReply(res).then(resolve, reject),
     );
     req.on('error', reject);
     req.end();

@@ -541,7 +541,8 @@ describe('origin failures', () => {
     const r1 = await fetchP('/n');
     expect(r1.status).toBe(502);
     expect(r1.headers['x-coral-error']).toBe('CORAL_ORIGIN_UNREACHABLE');
-    origin = await startOrigin(reply({ 'cache-control': 'max-age=60' }), '127.0.0.2', port);
+    const fresh = reply({ 'cache-control': 'max-age=60' });
+    origin = await startOrigin((req, res) => fresh(req, res, 1), '127.0.0.2', port);
     cleanups.push(() => origin.close());
     const r2 = await fetchP('/n');
     expect(r2.status).toBe(502);

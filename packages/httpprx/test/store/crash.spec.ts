@@ -97,7 +97,7 @@ function startChild(dataDir: string): Promise<{ child: ChildProcess; port: numbe
   child.on('exit', () => children.delete(child));
   return new Promise((resolveP, reject) => {
     let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       const line = out.split('\n')[0];
       if (out.includes('\n') && line)

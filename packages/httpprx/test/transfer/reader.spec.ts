@@ -37,7 +37,7 @@ async function finishedTransfer(body: Buffer) {
   );
   await store.open();
   cleanups.push(() => store.close());
-  const w = await store.begin();
+  const w = store.begin();
   const intos: (Buffer | undefined)[] = [];
   /** The latest write: the writer's writes land in order, so this one settles last. */
   let lastWrite: Promise<void> = Promise.resolve();

@@ -17,8 +17,8 @@
  * `claimRankCap`): in a flash crowd the first-ranked node claims first and the others, looking
  * again after their wait, find its claim and join it.
  */
-import type { Clock } from '@coral/testkit';
-import { systemClock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
+import { systemClock } from '@coral/runtime';
 import { Packr } from 'msgpackr';
 import type { ClaimResult, ContentIndex, Holder, SiteControlRecord } from '@coral/httpprx';
 import type { Logger } from 'pino';

@@ -14,7 +14,7 @@
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import { systemClock, type Clock } from '@coral/testkit';
+import { systemClock, type Clock } from '@coral/runtime';
 import { AdminAuthError } from '../errors.js';
 import { AdminSessions, SESSION_COOKIE, readCookie } from './session.js';
 

@@ -14,7 +14,7 @@ import { DnsChallengeError } from '@coral/dnssrv';
 import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { PEER_ACME_PATH } from '../acme/fleet-challenges.js';
 import { AdminRequestError } from '../errors.js';
-import { json, parseBody, type AdminRequest, type AdminResponse } from './server.js';
+import { json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
 
 /** Longest lifetime of a value (dnssrv's store allows 24 h). */
 const MAX_TTL_SECONDS = 86_400;

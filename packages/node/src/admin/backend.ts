@@ -3,6 +3,17 @@
  * proxy and DNS server; the admin API itself knows nothing of them, which is what lets its access
  * rules and routing be tested on their own.
  */
+import type {
+  ClusterSnapshot,
+  Contact,
+  DshtAuthState,
+  DshtMember,
+  DshtSnapshot,
+  LookupStats,
+  PutResult,
+} from '@coral/dsht';
+import type { Decision, NodeInfo, ProbeEntry } from '@coral/dnssrv';
+import type { CacheListEntry } from '@coral/httpprx';
 import type { FleetView } from './dashboard/fleet.js';
 
 /** Where a node's services listen and what it advertises. */
@@ -53,16 +64,29 @@ export interface LocalValueView {
 
 export interface DshtGetView {
   values: Uint8Array[];
-  stats: Record<string, unknown>;
+  stats: LookupStats;
+}
+
+/** The DSHT's levels (routing table sizes), its clustering and the live proxies. */
+export interface ClustersView {
+  levels: DshtSnapshot['levels'];
+  /** The clustering snapshot per level; null when the DSHT runs level 0 alone. */
+  clusters: ClusterSnapshot | null;
+  liveProxies: NodeInfo[];
+}
+
+/** Trust mode, drop counters by reason, isolation, and the verified live members. */
+export interface FleetAuthView extends DshtAuthState {
+  members: DshtMember[];
 }
 
 export interface AdminBackend {
   info(): NodeInfoView;
   readiness(): ReadinessView;
   /** Clusters per level (id, size, age) and routing table sizes. */
-  clusters(): unknown;
+  clusters(): ClustersView;
   /** Contacts of the routing table of `level`. */
-  routes(level: number): unknown[];
+  routes(level: number): Contact[];
   /** Number of cluster levels (routes accepts 0 .. levels-1). */
   readonly levels: number;
   /**
@@ -78,17 +102,17 @@ export interface AdminBackend {
     value: Uint8Array,
     ttlSeconds: number,
     signal: AbortSignal,
-  ): Promise<unknown>;
+  ): Promise<PutResult>;
   /** Objects in the proxy's cache. */
-  cacheList(): Promise<unknown[]> | unknown[];
+  cacheList(): Promise<CacheListEntry[]> | CacheListEntry[];
   /** The origin domains the proxy refuses (canonical), when the node has a blocklist. */
   blocklist?(): { domains: string[] };
   /** Drop `url` from the cache and withdraw this node's announcement of it (this node only). */
   cachePurge(url: string): Promise<{ purged: boolean; withdrawn: boolean }>;
   /** The DNS server's resolver probe cache (RTT per /24). */
-  probeCache(): unknown;
+  probeCache(): ProbeEntry[];
   /** Recent DNS answers with the reason each was chosen. */
-  dnsDecisions(): unknown;
+  dnsDecisions(): Decision[];
   /** This node, the members it knows with the cluster levels they share, and its routing tables. */
   fleet(): FleetView;
   /** Fleet keys by id. */
@@ -100,7 +124,7 @@ export interface AdminBackend {
   /** Drop a key; the primary is refused. */
   removeKey(id: string): { keys: FleetKeysView['keys'] };
   /** Trust mode, drop counters, isolation and the verified members. */
-  fleetAuth(): unknown;
+  fleetAuth(): FleetAuthView;
   /** A DSHT PING to `address`: RTT in ms (rejects when it does not answer). */
   ping(
     address: { ip: string; port: number },

@@ -18,7 +18,7 @@ import {
   PURGE_PAGE_LIMIT,
   type FleetPurge,
 } from '../purge/fleet-purge.js';
-import { json, parseBody, type AdminRequest, type AdminResponse } from './server.js';
+import { json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
 
 /** Longest URL or prefix (as Fastly's 8 KB URL limit); members refuse longer entries. */
 const value = z.string().min(1).max(MAX_PURGE_VALUE_LENGTH);

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConnectionBudget, guardHttpServer, type ListenerLimits } from '@coral/connguard';
-import { systemClock, type Clock } from '@coral/testkit';
+import { systemClock, type Clock } from '@coral/runtime';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { AdminAuthError, AdminRequestError, CoralNodeError } from '../errors.js';
@@ -26,22 +26,9 @@ import { DashboardData, type DashboardOptions } from './dashboard/data.js';
 import { PAGE_SECURITY_HEADERS, dashboardPage, loginPage } from './dashboard/page.js';
 import { decodeValue, parseKey, viewValue } from './keys.js';
 import { SESSION_COOKIE, clearCookie } from './session.js';
+import { header, json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
 
-export interface AdminRequest {
-  method: string;
-  /** Path and query, e.g. `/v1/dsht/routes?level=2`. */
-  url: string;
-  headers: Record<string, string | string[] | undefined>;
-  /** The client's address as the socket saw it. */
-  remoteAddress: string | undefined;
-  body?: string;
-}
-
-export interface AdminResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
+export { json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
 
 export interface AdminApiComponents {
   backend: AdminBackend;
@@ -112,27 +99,6 @@ const pingBody = z.strictObject({
 const KEY_ID = /^[0-9a-f]{8}$/;
 
 type Handler = (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>;
-
-/** A JSON answer; `indent` 0 for the dashboard's data, which a page fetches every 2 s. */
-export const json = (status: number, value: unknown, indent = 2): AdminResponse => ({
-  status,
-  headers: {
-    'content-type': 'application/json; charset=utf-8',
-    'cache-control': 'no-store',
-    'x-content-type-options': 'nosniff',
-  },
-  body:
-    JSON.stringify(
-      value,
-      (_k, v) =>
-        v instanceof Uint8Array
-          ? Buffer.from(v).toString('hex')
-          : typeof v === 'bigint'
-            ? v.toString()
-            : v,
-      indent,
-    ) + '\n',
-});
 
 export class AdminApi {
   readonly #backend: AdminBackend;
@@ -583,11 +549,6 @@ function keyId(raw: string): string {
   return id;
 }
 
-function header(headers: AdminRequest['headers'], name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
 function html(status: number, body: string): AdminResponse {
   return {
     status,
@@ -606,31 +567,4 @@ function redirect(location: string, extra: Record<string, string> = {}): AdminRe
     headers: { ...PAGE_SECURITY_HEADERS, location, 'cache-control': 'no-store', ...extra },
     body: '',
   };
-}
-
-/**
- * The JSON body of a mutating request. `Content-Type: application/json` is required: a page on
- * another site can only send form or text bodies without asking the browser's CORS preflight,
- * which this API never grants.
- */
-export function parseBody<T>(schema: z.ZodType<T>, req: AdminRequest): T {
-  const type = header(req.headers, 'content-type') ?? '';
-  if (!/^application\/json\s*(;|$)/i.test(type)) {
-    throw new AdminRequestError(
-      'CORAL_ERR_ADMIN_UNSUPPORTED_MEDIA_TYPE',
-      `the body must be JSON sent as Content-Type: application/json, got ${JSON.stringify(type || 'none')}`,
-    );
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(req.body || 'null');
-  } catch {
-    throw new AdminRequestError('CORAL_ERR_ADMIN_BAD_REQUEST', 'body is not valid JSON');
-  }
-  const result = schema.safeParse(parsed);
-  if (!result.success) {
-    const problems = result.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`);
-    throw new AdminRequestError('CORAL_ERR_ADMIN_BAD_REQUEST', problems.join('; '));
-  }
-  return result.data;
 }

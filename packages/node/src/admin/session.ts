@@ -11,7 +11,7 @@
  * the bearer token itself (or loopback), so a forged cross-site request cannot use it.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 
 /** Lifetime of a browser session (s). */
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;

@@ -32,7 +32,8 @@ export interface CliIo {
 
 async function readStdin(io: CliIo): Promise<string> {
   let text = '';
-  for await (const chunk of io.stdin ?? process.stdin) text += chunk.toString();
+  const input: AsyncIterable<Buffer | string> = io.stdin ?? process.stdin;
+  for await (const chunk of input) text += chunk.toString();
   return text;
 }
 

@@ -5,7 +5,7 @@
  * names again and pinging them, then runs the self-lookup. Each wait says why the node is not
  * joined yet (at `warn` while that keeps it from being ready).
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import type { Logger } from 'pino';
 import {
   resolveBootstrap,
@@ -26,7 +26,7 @@ export interface FleetJoinComponents {
   logger: Logger;
   lookup: NameLookup | undefined;
   /** Is the node stopping (no retry then)? */
-  stopping(): boolean;
+  stopping: () => boolean;
   /** Called once the node joined on a retry. */
   onJoined(): void;
 }

@@ -6,11 +6,17 @@
  */
 import { join, resolve as resolvePath } from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import { systemClock, type Clock } from '@coral/testkit';
+import { systemClock, type Clock } from '@coral/runtime';
 import { ASSUMED_DESCRIPTOR_LIMIT, ConnectionBudget, connectionCeiling } from '@coral/connguard';
-import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
-import type { DshtAuthState } from '@coral/dsht';
-import { rendezvousRank as rankAmong, type PeerAuth } from '@coral/httpprx';
+import {
+  InMemoryChallengeStore,
+  type Decision,
+  type NodeDirectory,
+  type NodeInfo,
+  type ProbeEntry,
+} from '@coral/dnssrv';
+import type { Contact, DshtAuthState, PutResult } from '@coral/dsht';
+import { rendezvousRank as rankAmong, type CacheListEntry, type PeerAuth } from '@coral/httpprx';
 import { HttpPeerSigner, type KeyInfo } from '@coral/keyring';
 import { FleetChallenges } from '../acme/fleet-challenges.js';
 import { Blocklist } from '../blocklist/blocklist.js';
@@ -23,7 +29,9 @@ import { NodeCertificates, type TlsMaterial } from '../tls/certificates.js';
 import type { Logger } from 'pino';
 import type {
   AdminBackend,
+  ClustersView,
   DshtGetView,
+  FleetAuthView,
   FleetKeysView,
   LocalValueView,
   NodeInfoView,
@@ -702,7 +710,7 @@ export class CoralNode implements AdminBackend {
   }
 
   /** Fleet-trust state: mode, key ids, drop counters by reason, isolation, members. */
-  fleetAuth(): unknown {
+  fleetAuth(): FleetAuthView {
     const state = this.dsht.authState();
     return { ...state, members: this.dsht.members() };
   }
@@ -766,16 +774,15 @@ export class CoralNode implements AdminBackend {
     return view;
   }
 
-  clusters(): unknown {
-    const snapshot = this.dsht.snapshot() as { levels?: unknown };
+  clusters(): ClustersView {
     return {
-      levels: snapshot.levels ?? [],
+      levels: this.dsht.snapshot().levels,
       clusters: this.dsht.clusters?.() ?? null,
       liveProxies: this.#liveProxies(),
     };
   }
 
-  routes(level: number): unknown[] {
+  routes(level: number): Contact[] {
     return this.dsht.routes(level);
   }
 
@@ -797,7 +804,7 @@ export class CoralNode implements AdminBackend {
 
   async get(key: Uint8Array, signal: AbortSignal): Promise<DshtGetView> {
     const r = await this.dsht.get(key, { signal });
-    return { values: r.values, stats: r.stats as Record<string, unknown> };
+    return { values: r.values, stats: r.stats };
   }
 
   put(
@@ -805,16 +812,16 @@ export class CoralNode implements AdminBackend {
     value: Uint8Array,
     ttlSeconds: number,
     signal: AbortSignal,
-  ): Promise<unknown> {
+  ): Promise<PutResult> {
     return this.dsht.put(key, value, ttlSeconds, { signal });
   }
 
-  cacheList(): Promise<unknown[]> | unknown[] {
+  cacheList(): Promise<CacheListEntry[]> {
     return this.proxy.cacheList();
   }
 
   async cachePurge(url: string): Promise<{ purged: boolean; withdrawn: boolean }> {
-    const purged = Boolean(await this.proxy.purge(url));
+    const purged = await this.proxy.purge(url);
     let withdrawn = false;
     try {
       await this.index.withdraw(this.#services.urlKey(url));
@@ -825,11 +832,11 @@ export class CoralNode implements AdminBackend {
     return { purged, withdrawn };
   }
 
-  probeCache(): unknown {
+  probeCache(): ProbeEntry[] {
     return this.dns?.probeCache() ?? [];
   }
 
-  dnsDecisions(): unknown {
+  dnsDecisions(): Decision[] {
     return this.dns?.recentDecisions() ?? [];
   }
 

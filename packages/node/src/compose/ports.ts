@@ -5,18 +5,47 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ConnectionBudget } from '@coral/connguard';
-import type { DshtAuthState, DshtMember, FailureDetectionState, MemberChange } from '@coral/dsht';
-import type { CommitCandidate, ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
+import type {
+  ClusterSnapshot,
+  Contact,
+  DshtAuthState,
+  DshtMember,
+  DshtSnapshot,
+  FailureDetectionState,
+  GetResult,
+  MemberChange,
+  PutResult,
+} from '@coral/dsht';
+import type {
+  CacheListEntry,
+  CommitCandidate,
+  ContentIndex,
+  FleetMembers,
+  PeerAuth,
+} from '@coral/httpprx';
 import type { Keyring } from '@coral/keyring';
-import type { ChallengeStore, NodeDirectory } from '@coral/dnssrv';
+import type { ChallengeStore, Decision, DnsStats, NodeDirectory, ProbeEntry } from '@coral/dnssrv';
 import type { Logger } from 'pino';
 import type { DshtValueStore } from '../adapters/content-index.js';
 import type { CoralConfig } from '../config/schema.js';
 import type { CoralMetrics } from '../metrics/metrics.js';
 
+/** Where a listener is bound. */
+export interface BoundAddress {
+  address: string;
+  port: number;
+}
+
 export interface DshtPort extends DshtValueStore {
   readonly levels: number;
-  routes(level?: number): { id: Uint8Array; ip: string; port: number }[];
+  get(key: Uint8Array, opts?: { signal?: AbortSignal }): Promise<GetResult>;
+  put(
+    key: Uint8Array,
+    value: Uint8Array,
+    ttlSeconds: number,
+    opts?: { signal?: AbortSignal; level?: number },
+  ): Promise<PutResult>;
+  routes(level?: number): Contact[];
   ping(
     to: { ip: string; port: number },
     opts?: { signal?: AbortSignal; retries?: number },
@@ -30,34 +59,34 @@ export interface DshtPort extends DshtValueStore {
   failureDetection(): FailureDetectionState | undefined;
   readonly contact: { id: Uint8Array; ip: string; port: number };
   localGet(key: Uint8Array, level?: number): Uint8Array[];
-  snapshot(): unknown;
+  snapshot(): DshtSnapshot;
   /** Cluster state per level, when the DSHT runs levels above 0. */
-  clusters?(): unknown;
+  clusters?(): ClusterSnapshot;
   /** Verified live members (keyed mode: authenticated), at most `maxIdsPerIp` per IP. */
   members(): DshtMember[];
   member(idHex: string): DshtMember | undefined;
   /** Trust mode, drops by reason, isolation. */
   authState(): DshtAuthState;
   /** Keyed mode: isolation began or ended. */
-  on(event: 'isolated', listener: (state: DshtAuthState) => void): unknown;
+  on(event: 'isolated', listener: (state: DshtAuthState) => void): void;
   /** Failure detection: a member suspected, declared dead, gone (LEAVE), or back. */
   on(
     event: 'member-suspect' | 'member-dead' | 'member-left' | 'member-alive',
     listener: (change: MemberChange) => void,
-  ): unknown;
+  ): void;
   /** A contact learned, a round trip measured: membership may have changed. */
-  on(event: 'contact' | 'rtt', listener: () => void): unknown;
-  off(event: 'contact' | 'rtt', listener: () => void): unknown;
+  on(event: 'contact' | 'rtt', listener: () => void): void;
+  off(event: 'contact' | 'rtt', listener: () => void): void;
 }
 
 export interface ProxyPort {
   /** Open the cache (its database and files); `listen` does it too. Rejects when it cannot. */
   open(): Promise<void>;
-  listen(port: number, host?: string): Promise<unknown>;
+  listen(port: number, host?: string): Promise<BoundAddress>;
   close(): Promise<void>;
-  cacheList(): unknown[] | Promise<unknown[]>;
+  cacheList(): Promise<CacheListEntry[]>;
   /** Drop a URL (origin form); resolves to whether something was dropped. */
-  purge(url: string): Promise<unknown>;
+  purge(url: string): Promise<boolean>;
   /**
    * Drop every stored response the predicate selects (it reads the normalized URL, the stored
    * response head and the time it was stored) and withdraw URLs left with none; the count.
@@ -81,17 +110,22 @@ export interface ProxyPort {
     port: number;
     host?: string;
     publicPort?: number;
-  }): Promise<unknown>;
+  }): Promise<BoundAddress>;
   /** Swap the TLS listener's certificate: new handshakes use it, open connections stay. */
   setTlsCertificate?(certificate: { cert: string; key: string }): void;
 }
 
 export interface DnsPort {
-  listen(opts: { port: number; host: string; udp?: boolean; tcp?: boolean }): Promise<unknown>;
+  listen(opts: {
+    port: number;
+    host: string;
+    udp?: boolean;
+    tcp?: boolean;
+  }): Promise<{ host: string; port: number }>;
   close(): Promise<void>;
-  recentDecisions(): unknown;
-  probeCache(): unknown;
-  stats?(): unknown;
+  recentDecisions(): Decision[];
+  probeCache(): ProbeEntry[];
+  stats?(): DnsStats;
 }
 
 export interface ServiceArgs {
@@ -100,8 +134,12 @@ export interface ServiceArgs {
   metrics: CoralMetrics;
 }
 
-/** Builds the three services; `services.ts` has the real one. */
-export interface ServiceFactory {
+/**
+ * Builds the three services; `services.ts` has the real one. `D` is what its `dsht()` builds:
+ * the node hands that same object back to `directory()`, so a factory whose directory reads more
+ * of its DSHT than `DshtPort` (the real one: a `Dsht`) says so in `D`.
+ */
+export interface ServiceFactory<D extends DshtPort = DshtPort> {
   dsht(
     args: ServiceArgs & {
       bind: { host: string; port: number };
@@ -112,7 +150,7 @@ export interface ServiceFactory {
       /** Keyed mode with this keyring; absent: open mode. */
       keyring?: Keyring;
     },
-  ): Promise<DshtPort>;
+  ): Promise<D>;
   proxy(
     args: ServiceArgs & {
       index: ContentIndex;
@@ -129,7 +167,7 @@ export interface ServiceFactory {
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */
-  directory(args: { config: CoralConfig; dsht: DshtPort }): NodeDirectory;
+  directory(args: { config: CoralConfig; dsht: D }): NodeDirectory;
   dns(
     args: ServiceArgs & {
       directory: NodeDirectory;

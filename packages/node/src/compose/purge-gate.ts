@@ -5,7 +5,7 @@
  * before its proxy listens; one that has not joined yet catches up when it joins, and the periodic
  * catch-up keeps trying. /readyz waits for the catch-up up to {@link PURGE_STARTUP_SYNC_MAX_MS}.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import type { Logger } from 'pino';
 import type { FleetPurge } from '../purge/fleet-purge.js';
 import type { DshtPort } from './ports.js';
@@ -22,8 +22,8 @@ export interface PurgeGateComponents {
   /** Woken by its contact and round-trip events. */
   dsht: Pick<DshtPort, 'on' | 'off'>;
   /** Verified live members other than this node. */
-  otherMembers(): number;
-  stopping(): boolean;
+  otherMembers: () => number;
+  stopping: () => boolean;
   clock: Clock;
   logger: Logger;
 }

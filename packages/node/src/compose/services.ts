@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { Dsht, LEVEL_COUNT } from '@coral/dsht';
+import { Dsht, LEVEL_COUNT, type ClusterSnapshot } from '@coral/dsht';
 import { CoralProxy, urlKey } from '@coral/httpprx';
 import { DnsServer } from '@coral/dnssrv';
 import type { ListenerLimits } from '@coral/connguard';
@@ -13,9 +13,12 @@ import type { CoralConfig } from '../config/schema.js';
 import { DshtDirectory } from '../adapters/node-directory.js';
 import { TlsError } from '../errors.js';
 import { registerProxyTraffic } from '../metrics/proxy-traffic.js';
-import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
+import type { ServiceFactory } from './ports.js';
 
-export const realServices: ServiceFactory = {
+/** The real DSHT, with its clustering binding's snapshot. */
+export type ClusteredDsht = Dsht & { clusters(): ClusterSnapshot };
+
+export const realServices: ServiceFactory<ClusteredDsht> = {
   async dsht({ config, logger, metrics, bind, advertise, dataDir, service, keyring }) {
     const dsht = await Dsht.open(
       {
@@ -34,14 +37,12 @@ export const realServices: ServiceFactory = {
       { logger, metrics: metrics.dsht, ...(keyring ? { keyring } : {}) },
     );
     const cluster = dsht.clustering!;
-    return Object.assign(dsht, {
-      clusters: () => cluster.manager.snapshot(),
-    }) as unknown as DshtPort;
+    return Object.assign(dsht, { clusters: () => cluster.manager.snapshot() });
   },
 
   directory({ config, dsht }) {
     return new DshtDirectory(
-      { dsht: dsht as unknown as Dsht },
+      { dsht },
       { levelThresholdsMs: [Infinity, ...config.dsht.levelThresholdsMs] },
     );
   },
@@ -92,7 +93,7 @@ export const realServices: ServiceFactory = {
       },
     );
     built.proxy = proxy;
-    return proxy as ProxyPort;
+    return proxy;
   },
 
   dns({ config, logger, metrics, directory, challenges, connections }) {
@@ -118,7 +119,7 @@ export const realServices: ServiceFactory = {
         rrl: { responsesPerSecond: config.dns.rateLimitPerSecond },
         delegation: { enabled: config.dns.delegation, port: config.dns.delegationPort },
       },
-    ) as DnsPort;
+    );
   },
 
   urlKey,

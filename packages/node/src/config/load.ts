@@ -182,7 +182,7 @@ function collect(options: LoadConfigOptions): {
     for (const d of readBlocklistFile(blocklistFile, issues)) listed.add(d);
     result.data.proxy.blocklist = [...listed];
   }
-  return { config: deepFreeze(result.data) as CoralConfig, issues, input: merged };
+  return { config: deepFreeze(result.data), issues, input: merged };
 }
 
 function readConfigFile(file: string, issues: ConfigIssue[]): Record<string, unknown> | undefined {

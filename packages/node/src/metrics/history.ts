@@ -7,7 +7,7 @@
  * neighbouring samples divided by their time apart, which the page computes. The clock is
  * injected, so tests take samples by advancing a ManualClock.
  */
-import type { Clock, TimerHandle } from '@coral/testkit';
+import type { Clock, TimerHandle } from '@coral/runtime';
 
 /** Counter values by series name (`requests.hit`, `bytes.origin`, ...). */
 export type Readings = Record<string, number>;
@@ -23,9 +23,9 @@ export interface HistoryColumns {
 export interface MetricsHistoryComponents {
   clock: Clock;
   /** Reads every counter once (CoralMetrics.read). */
-  read(): Promise<Readings> | Readings;
+  read: () => Promise<Readings> | Readings;
   /** Told when a read fails (the sample is skipped; sampling goes on). */
-  onError?(err: unknown): void;
+  onError?: (err: unknown) => void;
 }
 
 export interface MetricsHistoryOptions {

@@ -285,7 +285,7 @@ async function readCapped(res: Response, max: number): Promise<Uint8Array | unde
   if (!res.body) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let total = 0;
-  const reader = res.body.getReader();
+  const reader: ReadableStreamDefaultReader<Uint8Array> = res.body.getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;

@@ -35,7 +35,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { REPLAY_WINDOW_MS } from '@coral/keyring';
-import type { Clock, TimerHandle } from '@coral/testkit';
+import type { Clock, TimerHandle } from '@coral/runtime';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { PurgeError } from '../errors.js';

@@ -20,8 +20,8 @@
  * install). On another C library (musl, macOS) the node logs that trimming is unavailable.
  */
 import type { Logger } from 'pino';
-import type { Clock, TimerHandle } from '@coral/testkit';
-import { systemClock } from '@coral/testkit';
+import type { Clock, TimerHandle } from '@coral/runtime';
+import { systemClock } from '@coral/runtime';
 import { performance } from 'node:perf_hooks';
 
 /** Release free heap pages to the system; true when some were released. */

@@ -16,7 +16,7 @@
  */
 import { readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import type { Logger } from 'pino';
 import { DataDirLockedError } from '../errors.js';
 import type { StorageMetricsSink } from '../metrics/metrics.js';
@@ -56,7 +56,7 @@ function lockFileOf(err: unknown): string | undefined {
 function* causes(err: unknown): Generator<{ code?: unknown; message?: unknown }> {
   let e = err;
   for (let depth = 0; typeof e === 'object' && e !== null && depth < 8; depth++) {
-    yield e as { code?: unknown; message?: unknown };
+    yield e;
     e = (e as { cause?: unknown }).cause;
   }
 }

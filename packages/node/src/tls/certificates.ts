@@ -9,7 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { systemClock, type Clock, type TimerHandle } from '@coral/testkit';
+import { systemClock, type Clock, type TimerHandle } from '@coral/runtime';
 import type { Logger } from 'pino';
 import { TlsError } from '../errors.js';
 import { LocalCa, dnsNames, type LocalCaMaterial } from './local-ca.js';

@@ -6,7 +6,7 @@
  * trusts it once (`curl --cacert <dataDir>/tls/local-ca.pem`, a browser's trust store) keeps
  * trusting the node; the leaf is short-lived and reissued before it expires.
  *
- * Certificates are made by @coral/testkit's CA helpers (`@peculiar/x509` over WebCrypto, ECDSA
+ * Certificates are made by @coral/runtime's CA helpers (`@peculiar/x509` over WebCrypto, ECDSA
  * P-256 keys, SHA-256 signatures) and read back with node:crypto's X509Certificate. Time comes from the injected clock, so issuance, reuse and renewal are
  * tested without waiting.
  *
@@ -23,11 +23,11 @@ import { createSecureContext } from 'node:tls';
 import {
   issueCert,
   loadCa,
-  makeTestCa,
+  makeCa,
   systemClock,
+  type CertificateAuthority,
   type Clock,
-  type TestCa,
-} from '@coral/testkit';
+} from '@coral/runtime';
 import { TlsError } from '../errors.js';
 
 const DAY_MS = 86_400_000;
@@ -148,7 +148,7 @@ export class LocalCa {
     };
   }
 
-  async #readCa(): Promise<TestCa | undefined> {
+  async #readCa(): Promise<CertificateAuthority | undefined> {
     const cert = await readOptional(this.path('caCert'));
     const key = await readOptional(this.path('caKey'));
     if (cert === undefined && key === undefined) return undefined;
@@ -168,8 +168,8 @@ export class LocalCa {
     }
   }
 
-  async #createCa(now: number): Promise<TestCa> {
-    const made = await makeTestCa({
+  async #createCa(now: number): Promise<CertificateAuthority> {
+    const made = await makeCa({
       name: `Coral local CA for ${this.#zone} ${randomBytes(4).toString('hex')}`,
       notBefore: new Date(now - CLOCK_SKEW_MS),
       notAfter: new Date(now + this.#caLifetimeMs),
@@ -206,7 +206,7 @@ export class LocalCa {
   }
 
   async #issueLeaf(
-    ca: TestCa,
+    ca: CertificateAuthority,
     now: number,
   ): Promise<{ cert: X509Certificate; certPem: string; keyPem: string }> {
     const issued = await issueCert(ca, {

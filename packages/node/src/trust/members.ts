@@ -19,7 +19,7 @@
  * member at once as before.
  */
 import type { FleetMembers, LiveMember } from '@coral/httpprx';
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 
 /** How long the fetcher choice keeps a member after failure detection declared it dead (ms). */
 export const DESIGNATED_HOLD_MS = 5_000;

@@ -170,7 +170,7 @@ describe('DshtDirectory and failure detection', () => {
       const until = async (cond: () => boolean, limitMs: number): Promise<boolean> => {
         const end = fleet.clock.now() + limitMs;
         while (!cond() && fleet.clock.now() < end)
-          await fleet.run(new Promise((r) => fleet.clock.setTimeout(r, 50)));
+          await fleet.run(new Promise<void>((r) => fleet.clock.setTimeout(r, 50)));
         return cond();
       };
       // Everyone verifies everyone (a few probe rounds and the introductions).

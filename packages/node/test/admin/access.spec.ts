@@ -117,7 +117,7 @@ describe('AdminAccess', () => {
       { origin: 'http://127.0.0.1:9999' },
       { origin: 'null' },
       { origin: 'not a url' },
-    ]) {
+    ] as Record<string, string>[]) {
       expect(
         () => access.checkSameOrigin(r('POST', '127.0.0.1', { ...ok, ...h })),
         JSON.stringify(h),

@@ -4,12 +4,60 @@
  */
 import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import type { AdminBackend } from '../../src/admin/backend.js';
+import type { Contact, LookupStats } from '@coral/dsht';
+import type { Decision, ProbeEntry } from '@coral/dnssrv';
+import type { CacheListEntry } from '@coral/httpprx';
+import type { AdminBackend, ClustersView } from '../../src/admin/backend.js';
 import { AdminApi, type AdminRequest } from '../../src/admin/server.js';
 import { parseKey } from '../../src/admin/keys.js';
 import { CoralMetrics } from '../../src/metrics/metrics.js';
 
 const token = 'admin-token-0123456789';
+
+// What the recording backend answers with, in the shapes the real node gives.
+const CLUSTERS: ClustersView = {
+  levels: [{ level: 0, contacts: 1, buckets: { 159: 1 } }],
+  clusters: null,
+  liveProxies: [],
+};
+const contactAt = (level: number): Contact => ({
+  id: new Uint8Array(20).fill(level),
+  ip: '127.0.0.2',
+  port: 8091,
+});
+const STATS: LookupStats = { hops: 1, messages: 1, level: 0, latencyMs: 2 };
+const CACHED: CacheListEntry = {
+  url: 'http://a/',
+  key: 'aa'.repeat(20),
+  status: 200,
+  size: 5,
+  sha256: 'bb'.repeat(32),
+  storedAt: 0,
+  expiresAt: 60_000,
+  vary: [],
+};
+const PROBE: ProbeEntry = {
+  prefix: '127.0.0.0/24',
+  target: '127.0.0.1',
+  rttMs: 1,
+  inFlight: false,
+};
+const DECISION: Decision = {
+  at: 0,
+  transport: 'udp',
+  client: '127.0.0.1',
+  name: 'www.example.com.nyud.net',
+  type: 1,
+  rcode: 'NOERROR',
+  method: 'random',
+  detail: 'random',
+  nodes: [],
+  cached: false,
+  outcome: 'sent',
+};
+const NOT_HERE = () => {
+  throw new Error('not served by this backend (test/trust/fleet-keys.spec.ts covers it)');
+};
 
 function backend(calls: string[]): AdminBackend {
   const store = new Map<string, Uint8Array[]>();
@@ -26,22 +74,26 @@ function backend(calls: string[]): AdminBackend {
       services: { proxy: null, dsht: null, dns: null, admin: null },
     }),
     readiness: () => ({ ready: calls.includes('ready'), checks: { dsht: true } }),
-    clusters: () => [{ level: 0, size: 1 }],
-    routes: (level) => [{ level }],
+    clusters: () => CLUSTERS,
+    routes: (level) => [contactAt(level)],
     localGet: (k) => (store.get(hex(k)) ?? []).map((value) => ({ value, levels: [0, 2] })),
-    get: async (k) => ({ values: store.get(hex(k)) ?? [], stats: { hops: 1 } }),
+    get: async (k) => ({ values: store.get(hex(k)) ?? [], stats: STATS }),
     put: async (k, v, ttl) => {
       calls.push(`put ${ttl}`);
       store.set(hex(k), [v]);
-      return { stored: 1 };
+      return {
+        stored: [{ level: 0, contact: contactAt(0), hop: 1 }],
+        skippedLevels: [],
+        stats: STATS,
+      };
     },
-    cacheList: () => [{ url: 'http://a/' }],
+    cacheList: () => [CACHED],
     cachePurge: async (url) => {
       calls.push(`purge ${url}`);
       return { purged: true, withdrawn: true };
     },
-    probeCache: () => [{ subnet: '127.0.0.0/24', rttMs: 1 }],
-    dnsDecisions: () => [{ reason: 'random' }],
+    probeCache: () => [PROBE],
+    dnsDecisions: () => [DECISION],
     fleet: () => ({
       self: {
         nodeId: 'ab'.repeat(20),
@@ -55,6 +107,12 @@ function backend(calls: string[]): AdminBackend {
       members: [],
       routes: [],
     }),
+    fleetKeys: () => ({ mode: 'open', keys: [] }),
+    installKey: NOT_HERE,
+    useKey: NOT_HERE,
+    removeKey: NOT_HERE,
+    fleetAuth: NOT_HERE,
+    ping: NOT_HERE,
   };
 }
 
@@ -89,13 +147,13 @@ describe('AdminApi.handle', () => {
     calls.push('ready');
     expect((await body(req('GET', '/readyz'))).status).toBe(200);
     expect((await body(req('GET', '/v1/node'))).json.nodeId).toBe('ab'.repeat(20));
-    expect((await body(req('GET', '/v1/clusters/'))).json).toEqual([{ level: 0, size: 1 }]);
+    expect((await body(req('GET', '/v1/clusters/'))).json).toEqual(CLUSTERS);
   });
 
   it('shows routing tables of one level or all, and refuses a bad level', async () => {
     expect((await body(req('GET', '/v1/dsht/routes?level=2'))).json).toEqual({
       level: 2,
-      contacts: [{ level: 2 }],
+      contacts: [{ id: '02'.repeat(20), ip: '127.0.0.2', port: 8091 }],
     });
     expect((await body(req('GET', '/v1/dsht/routes'))).json.levels).toHaveLength(3);
     const bad = await body(req('GET', '/v1/dsht/routes?level=3'));
@@ -113,7 +171,7 @@ describe('AdminApi.handle', () => {
     expect(put.json.key).toBe(hexKey);
     const got = await body(req('GET', `/v1/dsht/values/${hexKey}`));
     expect(got.json.values).toEqual([{ base64: 'aGk=', text: 'hi' }]);
-    expect(got.json.stats).toEqual({ hops: 1 });
+    expect(got.json.stats).toEqual(STATS);
     const local = (await body(req('GET', '/v1/dsht/local/greeting'))).json.values;
     expect(local).toEqual([expect.objectContaining({ text: 'hi', levels: [0, 2] })]);
   });
@@ -136,7 +194,7 @@ describe('AdminApi.handle', () => {
   });
 
   it('lists and purges the cache, probes and DNS decisions', async () => {
-    expect((await body(req('GET', '/v1/cache'))).json.objects).toEqual([{ url: 'http://a/' }]);
+    expect((await body(req('GET', '/v1/cache'))).json.objects).toEqual([CACHED]);
     const purge = await body(
       req('POST', '/v1/cache/purge', { body: JSON.stringify({ url: 'http://www.example.com/a' }) }),
     );
@@ -145,7 +203,7 @@ describe('AdminApi.handle', () => {
     const badUrl = await body(req('POST', '/v1/cache/purge', { body: '{"url":"ftp://x/"}' }));
     expect(badUrl.status).toBe(400);
     expect((await body(req('GET', '/v1/dns/probes'))).json.probes).toHaveLength(1);
-    expect((await body(req('GET', '/v1/dns/decisions'))).json.decisions[0].reason).toBe('random');
+    expect((await body(req('GET', '/v1/dns/decisions'))).json.decisions).toEqual([DECISION]);
   });
 
   it('exposes Prometheus metrics', async () => {
@@ -426,7 +484,7 @@ describe('the dashboard and browser sessions', () => {
     });
     expect(v.hotUrls.items).toEqual([{ url: 'http://www.example.com/a', count: 1, error: 0 }]);
     expect(v.fleet.self.nodeId).toBe('ab'.repeat(20));
-    expect(v.dnsRecent).toEqual([{ reason: 'random' }]);
+    expect(v.dnsRecent).toEqual([DECISION]);
     expect(v.history).toEqual({ t: [], series: {} }); // not listening: nothing sampled yet
     expect((await api2.handle(req('GET', '/v1/dashboard?since=abc'))).status).toBe(400);
   });
@@ -438,13 +496,14 @@ describe('the dashboard over node:http', () => {
     const api = new AdminApi({ backend: backend([]), metrics: m }, {});
     const { port } = await api.listen(0, '127.0.0.1');
     try {
-      const v = await (await fetch(`http://127.0.0.1:${port}/v1/dashboard`)).json();
+      type History = { history: { t: number[]; series: Record<string, number[]> } };
+      const v = (await (await fetch(`http://127.0.0.1:${port}/v1/dashboard`)).json()) as History;
       expect(v.history.t).toHaveLength(1);
       expect(v.history.series['outcome.hit']).toEqual([0]);
       const since = v.history.t[0];
-      const later = await (
+      const later = (await (
         await fetch(`http://127.0.0.1:${port}/v1/dashboard?since=${since}`)
-      ).json();
+      ).json()) as History;
       expect(later.history.t).toEqual([]);
       // a page of evil.example whose name now resolves to 127.0.0.1 (DNS rebinding)
       const status = await new Promise<number>((resolve, reject) => {

@@ -41,8 +41,8 @@ describe('npm start', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
-    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     try {
       const line = await waitFor(
         () => out.split('\n').find((l) => l.trim().startsWith("curl -H 'Host:")),

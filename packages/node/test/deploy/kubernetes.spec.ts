@@ -122,13 +122,13 @@ function unknownFields(manifests: Manifest[]): string[] {
     types: [],
   };
   const host = ts.createCompilerHost(options);
-  const { getSourceFile, fileExists, readFile } = host;
+  const getSourceFile = host.getSourceFile.bind(host);
+  const fileExists = host.fileExists.bind(host);
+  const readFile = host.readFile.bind(host);
   host.getSourceFile = (name, lang, ...rest) =>
-    name === file
-      ? ts.createSourceFile(name, text, lang)
-      : getSourceFile.call(host, name, lang, ...rest);
-  host.fileExists = (name) => name === file || fileExists.call(host, name);
-  host.readFile = (name) => (name === file ? text : readFile.call(host, name));
+    name === file ? ts.createSourceFile(name, text, lang) : getSourceFile(name, lang, ...rest);
+  host.fileExists = (name) => name === file || fileExists(name);
+  host.readFile = (name) => (name === file ? text : readFile(name));
   const program = ts.createProgram([file], options, host);
   return ts.getPreEmitDiagnostics(program).map((d) => {
     const line =

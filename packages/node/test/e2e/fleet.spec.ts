@@ -25,10 +25,10 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  const codes = await Promise.all(fleet?.nodes.map((n) => n.process) ?? []);
+  const processes = fleet?.nodes.map((n) => n.process) ?? [];
   await fleet?.stop();
   await origin.close();
-  if (codes.every((p) => p.exitCode === 0)) rmSync(dataRoot, { recursive: true, force: true });
+  if (processes.every((p) => p.exitCode === 0)) rmSync(dataRoot, { recursive: true, force: true });
 });
 
 describe('a six-process fleet', () => {

@@ -8,8 +8,8 @@ describe('per-domain proxy traffic metrics', () => {
   it('reports the top domains and (other), the caps and the events', async () => {
     const origin = new FairShare({ clock: new ManualClock(0) }, { bytesPerSec: 0 });
     const served = new FairShare({ clock: new ManualClock(0) }, { bytesPerSec: 1000 });
-    for (let i = 0; i < 30; i++) origin.take(`d${i}.example`, 100 + i);
-    served.take('a.example', 7);
+    for (let i = 0; i < 30; i++) void origin.take(`d${i}.example`, 100 + i); // no rate: no wait
+    await served.take('a.example', 7);
     const traffic = (top = 20) => ({
       origin: { capBytesPerSec: 0, waiting: 0, domains: origin.stats(top) },
       served: { capBytesPerSec: 1000, waiting: 0, domains: served.stats(top) },

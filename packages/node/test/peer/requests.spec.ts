@@ -25,7 +25,10 @@ async function member(handler: (req: IncomingMessage, res: ServerResponse) => vo
   const server = createServer(handler);
   server.listen(0, ip);
   await once(server, 'listening');
-  closers.push(() => server.closeAllConnections() || server.close());
+  closers.push(() => {
+    server.closeAllConnections();
+    server.close();
+  });
   return (server.address() as AddressInfo).port;
 }
 

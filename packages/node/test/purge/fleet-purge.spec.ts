@@ -54,7 +54,7 @@ async function fleetOf(
   const apis = new Map<string, AdminApi>();
   const members: Member[] = [];
   const fetchVia: typeof fetch = async (input, init) => {
-    const u = new URL(String(input));
+    const u = new URL(input instanceof Request ? input.url : input);
     const api = apis.get(u.hostname);
     const impostor = impostors.get(u.hostname);
     if (impostor) return impostor(u.pathname + u.search, init);
@@ -66,7 +66,7 @@ async function fleetOf(
       url: u.pathname + u.search,
       headers: { host: u.host, ...(init?.headers as Record<string, string>) },
       remoteAddress: '127.0.0.1',
-      ...(init?.body !== undefined ? { body: String(init.body) } : {}),
+      ...(typeof init?.body === 'string' ? { body: init.body } : {}), // FleetPurge sends JSON text
     });
     return new Response(r.body, { status: r.status, headers: r.headers });
   };

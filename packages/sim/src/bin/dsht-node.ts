@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   const isolationAfterMs = args['isolation-ms'] ? Number(args['isolation-ms']) : undefined;
   const node = await Dsht.open(
     {
-      bind: { host: args.host!, port: Number(args.port) },
+      bind: { host: args.host, port: Number(args.port) },
       dataDir: args.data,
       open: args.open ? true : undefined,
       auth: { isolationAfterMs },
@@ -77,7 +77,7 @@ async function main(): Promise<void> {
       case 'put': {
         const r = await node.put(
           key!,
-          Buffer.from(String(req.value ?? ''), 'utf8'),
+          Buffer.from(scalar(req.value), 'utf8'),
           Number(req.ttl ?? 600),
         );
         return {
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
       case 'snapshot':
         return node.snapshot();
       case 'ping': {
-        const [ip, port] = String(req.address ?? '').split(':');
+        const [ip, port] = scalar(req.address).split(':');
         const retries = req.retries === undefined ? undefined : Number(req.retries);
         return { rttMs: await node.ping({ ip: ip!, port: Number(port) }, { retries }) };
       }
@@ -167,3 +167,8 @@ main().catch((err: unknown) => {
   process.stderr.write(`dsht-node: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });
+
+/** A request field as text: a string or number as written, anything else (absent) as ''. */
+function scalar(v: unknown): string {
+  return typeof v === 'string' || typeof v === 'number' ? String(v) : '';
+}

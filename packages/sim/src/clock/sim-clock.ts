@@ -18,7 +18,7 @@
  * `SimFleet.run` (two flushes of 20 awaits and three returns), so a run gives the same results
  * with either clock.
  */
-import type { Clock, TimerHandle } from '@coral/testkit';
+import type { Clock, TimerHandle } from '@coral/runtime';
 
 /** Microtask turns let run after each timer (and before the first). */
 export const SIM_CLOCK_TURNS = 43;
@@ -166,7 +166,7 @@ export class SimClock implements Clock {
         try {
           fn();
         } catch (err) {
-          reject(err as Error);
+          reject(err);
           return;
         }
         void settled.then(step);

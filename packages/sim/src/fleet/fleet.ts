@@ -4,7 +4,7 @@
  * complete deterministically with no real waiting.
  */
 import { Keyring } from '@coral/keyring';
-import { SeededRandom } from '@coral/testkit';
+import { SeededRandom } from '@coral/runtime';
 import { Dsht, type ClusterPolicy, type DshtOptions } from '@coral/dsht';
 import { SimClock } from '../clock/sim-clock.js';
 import { SimNetwork, type LatencyModel } from '../network/sim-network.js';

@@ -8,7 +8,7 @@
  * - loss: each datagram is dropped with probability `lossRate`;
  * - partitions: `partition(a, b)` drops everything between two groups of IPs until `heal()`.
  */
-import type { Clock, Random } from '@coral/testkit';
+import type { Clock, Random } from '@coral/runtime';
 import { TransportError, type Address, type DatagramHandler, type Transport } from '@coral/dsht';
 import { fmix32 } from '@coral/dsht/internal';
 
@@ -125,7 +125,7 @@ export class SimNetwork {
     const { ip, port } = t.address;
     let ports = this.#endpoints.get(ip);
     if (ports?.has(port)) throw new TransportError(`address in use: ${ip}:${port}`);
-    if (!ports) this.#endpoints.set(ip, (ports = new Map()));
+    if (!ports) this.#endpoints.set(ip, (ports = new Map<number, SimTransport>()));
     ports.set(port, t);
   }
 

@@ -3,7 +3,7 @@
  * in-process `SimFleet` (`LocalFleetDriver`) and the parallel fleet's workers, so both compute the
  * same figures the same way (each worker over its own nodes; the coordinator merges).
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import { compareDistance, type Dsht } from '@coral/dsht';
 import type { SimStats } from '../network/sim-network.js';
 

@@ -106,9 +106,11 @@ export class ParallelFleet implements FleetDriver {
         ? inlineLink(config)
         : threadLink(config, options);
     });
-    this.#inflight = Array.from({ length: w }, () => new Array(w).fill(undefined));
-    this.#nextAt = new Array(w).fill(Infinity);
-    this.#inMin = new Array(w).fill(Infinity);
+    this.#inflight = Array.from({ length: w }, () =>
+      new Array<ArrayBuffer | undefined>(w).fill(undefined),
+    );
+    this.#nextAt = new Array<number>(w).fill(Infinity);
+    this.#inMin = new Array<number>(w).fill(Infinity);
   }
 
   now(): number {
@@ -351,7 +353,7 @@ function threadLink(config: ShardConfig, options: ParallelFleetOptions): ShardLi
   worker.unref();
   let failure: Error | undefined;
   let exited = false;
-  worker.on('error', (err) => (failure ??= err));
+  worker.on('error', (err: Error) => (failure ??= err));
   worker.on('exit', (code) => {
     exited = true;
     failure ??= new Error(`shard ${config.shard} exited (${code})`);

@@ -12,7 +12,7 @@
 import type { Address } from '@coral/dsht';
 import { Dsht, type DshtOptions } from '@coral/dsht';
 import { Keyring } from '@coral/keyring';
-import { SeededRandom, type Random } from '@coral/testkit';
+import { SeededRandom, type Random } from '@coral/runtime';
 import { SimClock } from '../clock/sim-clock.js';
 import { defaultIp } from '../fleet/fleet.js';
 import { SimNetwork, uniformRttLatency, type SimStats } from '../network/sim-network.js';

@@ -23,12 +23,12 @@ export interface FixedClustersOptions {
 export interface FixedClusters {
   /** Number of nodes: regions × metros × perMetro. */
   nodes: number;
-  ipOf(i: number): string;
+  ipOf: (i: number) => string;
   /** One-way latency in ms between two addresses of the layout. */
-  latencyMs(a: string, b: string): number;
+  latencyMs: (a: string, b: string) => number;
   /** The region ('2') and metro ('2.1') of an address. */
-  parts(ip: string): [region: string, metro: string];
-  policyFor(ip: string): ClusterPolicy;
+  parts: (ip: string) => [region: string, metro: string];
+  policyFor: (ip: string) => ClusterPolicy;
 }
 
 export function fixedClusters(options: FixedClustersOptions): FixedClusters {

@@ -15,7 +15,7 @@
  * Addresses: node n of metro m of region r is `10.{r+1}.{m+1}.{n+1}` — one /24 per metro and one
  * /16 per region, which is what the DSHT's locality hints key on.
  */
-import { SeededRandom } from '@coral/testkit';
+import { SeededRandom } from '@coral/runtime';
 import { ERR_TOPOLOGY_OPTIONS, TopologyError } from './errors.js';
 import {
   jitterProblems,

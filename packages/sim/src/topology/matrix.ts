@@ -128,7 +128,7 @@ export function matrixTopology(input: unknown, options: MatrixTopologyOptions): 
       assignment = Array.from({ length: count }, (_, i) => i % n);
     }
   } else if (Array.isArray(options.nodes)) {
-    options.nodes.forEach((name, i) => {
+    options.nodes.forEach((name: string, i) => {
       const s = siteIndex.get(name);
       if (s === undefined) problems.push(`nodes[${i}]: unknown site ${JSON.stringify(name)}`);
       else assignment.push(s);

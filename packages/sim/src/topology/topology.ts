@@ -3,7 +3,7 @@
  * one-way latency with seeded jitter for each datagram, and the jitter-free RTT for measurements
  * such as cluster purity. Addresses are simulation-only labels (10.x.y.z); they never reach a socket.
  */
-import { SeededRandom } from '@coral/testkit';
+import { SeededRandom } from '@coral/runtime';
 import { ERR_TOPOLOGY_OPTIONS, ERR_TOPOLOGY_UNKNOWN_IP, TopologyError } from './errors.js';
 
 /** Largest extra share of the one-way latency added by jitter (drawn as `jitter × u²`). */
@@ -38,11 +38,11 @@ export interface Topology {
    * (never negative: queues only add delay), plus an occasional spike. Draws from the topology's
    * seeded stream, so a run replays exactly when datagrams are sent in the same order.
    */
-  latencyMs(fromIp: string, toIp: string): number;
+  latencyMs: (fromIp: string, toIp: string) => number;
   /** RTT between two nodes without jitter (symmetric; 0 from a node to itself). */
-  baseRttMs(a: string, b: string): number;
+  baseRttMs: (a: string, b: string) => number;
   /** One simulated round trip (`latencyMs` there and back). */
-  sampleRttMs(a: string, b: string): number;
+  sampleRttMs: (a: string, b: string) => number;
   node(ip: string): SimNode | undefined;
 }
 

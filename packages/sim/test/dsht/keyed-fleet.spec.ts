@@ -63,7 +63,7 @@ describe('a keyed fleet', () => {
             .map((x) => x.ping(laggard.contact, { retries: 0 }).catch(() => 0)),
         ),
       );
-      await fleet.run(new Promise((r) => fleet.clock.setTimeout(r, 5_000)));
+      await fleet.run(new Promise<void>((r) => fleet.clock.setTimeout(r, 5_000)));
     }
     const state = laggard.authState();
     expect(state.isolated).toBe(true);
@@ -85,7 +85,7 @@ describe('a keyed fleet', () => {
     const m = fleet.nodes[0]!.members();
     expect(m.length).toBeGreaterThan(5);
     expect(m.every((x) => x.authenticated)).toBe(true);
-    await fleet.run(new Promise((r) => fleet.clock.setTimeout(r, 130_000)));
+    await fleet.run(new Promise<void>((r) => fleet.clock.setTimeout(r, 130_000)));
     expect(fleet.nodes[0]!.member(toHex(laggard.id))).toBeUndefined();
     // The operator gives it the fleet's keys: the next authenticated datagram ends the isolation.
     fleet.keyrings[n - 1]!.replace([B]);

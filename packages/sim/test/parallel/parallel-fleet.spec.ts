@@ -126,7 +126,7 @@ describe('a process that uses a parallel fleet', () => {
     const { spawnSync } = await import('node:child_process');
     const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
+    const path = await import('node:path');
     const dist = new URL('../../dist/index.js', import.meta.url).href;
     const script = `
       import { ParallelFleet } from ${JSON.stringify(dist)};
@@ -135,8 +135,8 @@ describe('a process that uses a parallel fleet', () => {
       await fleet.close();
       console.log('closed');
     `;
-    const dir = mkdtempSync(join(tmpdir(), 'coral-sim-exit-'));
-    const file = join(dir, 'run.mjs');
+    const dir = mkdtempSync(path.join(tmpdir(), 'coral-sim-exit-'));
+    const file = path.join(dir, 'run.mjs');
     writeFileSync(file, script);
     const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 60_000 });
     rmSync(dir, { recursive: true, force: true });

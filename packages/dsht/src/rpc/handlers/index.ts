@@ -3,7 +3,7 @@
  * `NodeHandlers` is what a node's RPC layer is given as its `handler`: failure detection answers
  * its own messages (PING, PING_REQ, LEAVE) while it runs, `dispatch` every other request.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
 import type { Address, Contact } from '../../contact.js';
 import type { FailureDetector } from '../../membership/failure-detector.js';
 import { WireErrorCode, type Request, type Response } from '../../wire/messages.js';

@@ -4,7 +4,8 @@
  * while the admin API listens. Every number comes from the same prom-client counters `/metrics`
  * exposes (CoralMetrics.read), so the page and a Prometheus scrape agree.
  */
-import type { Clock } from '@coral/testkit';
+import type { Clock } from '@coral/runtime';
+import type { Decision } from '@coral/dnssrv';
 import { MetricsHistory, type HistoryColumns, type Readings } from '../../metrics/history.js';
 import type { CoralMetrics } from '../../metrics/metrics.js';
 import { ProxyTrafficObserver, type ProxyTrafficOptions } from '../../metrics/traffic.js';
@@ -61,7 +62,7 @@ export interface DashboardView {
     total: number;
     items: { url: string; count: number; error: number }[];
   };
-  dnsRecent: unknown[];
+  dnsRecent: Decision[];
 }
 
 /** Keys of `prefix.<label>` readings, as a record by label. */
@@ -170,7 +171,7 @@ export class DashboardData {
         total: hot.total,
         items: hot.top(this.#hotUrls).map((h) => ({ url: h.item, count: h.count, error: h.error })),
       },
-      dnsRecent: Array.isArray(decisions) ? decisions.slice(-this.#recentDns).reverse() : [],
+      dnsRecent: decisions.slice(-this.#recentDns).reverse(),
     };
   }
 }
