@@ -7,8 +7,8 @@ describe('clientKeys', () => {
   it('IPv4: the address is the client, its /24 the network', () => {
     expect(keys('192.0.2.77')).toEqual({
       address: '192.0.2.77',
-      client: '4:192.0.2.77/32',
-      network: '4:192.0.2.0/24',
+      client: '192.0.2.77/32',
+      network: '192.0.2.0/24',
     });
     expect(keys('192.0.2.1').network).toBe(keys('192.0.2.254').network);
     expect(keys('192.0.3.1').network).not.toBe(keys('192.0.2.1').network);
