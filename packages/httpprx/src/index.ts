@@ -38,6 +38,8 @@ export { FairShare, OTHER_DOMAIN } from './fairness/fair-share.js';
 export type { DomainTraffic, FairShareOptions } from './fairness/fair-share.js';
 export type {
   CacheListEntry,
+  CacheStats,
+  CacheTierStats,
   CommitCandidate,
   Logger,
   ProxyComponents,

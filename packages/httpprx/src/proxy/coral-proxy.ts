@@ -83,6 +83,7 @@ import { lookup } from './lookup.js';
 import { sendError } from './respond.js';
 import type {
   CacheListEntry,
+  CacheStats,
   Logger,
   ProxyComponents,
   ProxyOptions,
@@ -127,6 +128,9 @@ export class CoralProxy {
   #active = 0;
   #reannounceTimer: TimerHandle | undefined;
   readonly #sockets = new Set<Socket>();
+  /** The store's byte budget (disk with a dataDir, else memory) and its evictions since start. */
+  readonly #storeBudget: number;
+  #storeEvictions = 0;
 
   /** Usable with any `http.Server`: `createServer(proxy.handler)`. */
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
@@ -164,17 +168,18 @@ export class CoralProxy {
     const memBudget = options.memoryBudgetBytes ?? MEMORY_BUDGET_BYTES;
     const hot = new HotCache({ budgetBytes: memBudget, maxObjectBytes: limits.hotObjectMaxBytes });
     const onRemove = (key: string, primary: string, reason: string) => {
+      if (reason === 'evict') this.#storeEvictions++;
       hot.delete(key);
       // The last variant of a URL evicted: the fleet should stop asking us for it.
       if (reason === 'evict' && !this.#core.store.has(primary)) {
         void withdraw(this.#core, Buffer.from(primary, 'hex'));
       }
     };
+    this.#storeBudget = options.dataDir
+      ? (options.diskBudgetBytes ?? DISK_BUDGET_BYTES)
+      : memBudget;
     const store = options.dataDir
-      ? new DiskStore(
-          { onRemove },
-          { dir: options.dataDir, budgetBytes: options.diskBudgetBytes ?? DISK_BUDGET_BYTES },
-        )
+      ? new DiskStore({ onRemove }, { dir: options.dataDir, budgetBytes: this.#storeBudget })
       : new MemoryStore({ onRemove }, { budgetBytes: memBudget });
     this.#limiter = new RateLimiter(
       { clock },
@@ -437,6 +442,40 @@ export class CoralProxy {
     this.#connector.close();
     if (this.#opened) await this.#opened.catch(() => {});
     await this.#core.store.close();
+  }
+
+  /**
+   * What the cache holds against its budgets, read from memory (no I/O): `memory` the hot
+   * objects kept in memory (`memoryBudgetBytes`; without a dataDir, the whole cache), `disk` the
+   * disk store (with a dataDir). `evictions` counts entries dropped since start to stay within the
+   * budget (not purges, deletions or replacements).
+   */
+  cacheStats(): CacheStats {
+    const { store, hot } = this.#core;
+    if (!(store instanceof DiskStore)) {
+      return {
+        memory: {
+          bytes: store.usedBytes,
+          objects: store.count,
+          budgetBytes: this.#storeBudget,
+          evictions: this.#storeEvictions,
+        },
+      };
+    }
+    return {
+      memory: {
+        bytes: hot.bytes,
+        objects: hot.size,
+        budgetBytes: hot.budgetBytes,
+        evictions: hot.evictions,
+      },
+      disk: {
+        bytes: store.usedBytes,
+        objects: store.count,
+        budgetBytes: this.#storeBudget,
+        evictions: this.#storeEvictions,
+      },
+    };
   }
 
   /** Every stored variant (its listing read from the store as it goes). */

@@ -73,5 +73,5 @@ export function sendError(
   const { headers, body } = errorPage(err, via, extra);
   res.writeHead(err.status, headers);
   res.end(method === 'HEAD' ? undefined : body);
-  metrics?.request('error', method, err.status);
+  metrics?.request('error', method, err.status, res);
 }

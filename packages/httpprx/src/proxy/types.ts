@@ -1,4 +1,5 @@
 /** The public types of the proxy: its components, options, metrics sink and cache listing. */
+import type { ServerResponse } from 'node:http';
 import type { ConnectionBudget, ListenerLimits } from '@coral/connguard';
 import type { Clock } from '@coral/runtime';
 import type { Dial, Resolver } from '../connect/index.js';
@@ -16,8 +17,12 @@ export interface Logger {
 
 /** Optional counters the node package maps onto Prometheus. */
 export interface ProxyMetrics {
-  /** One call per response: the Cache-Status kind (hit, miss, stale, peer, error...), method, status. */
-  request(cacheStatus: string, method: string, status: number): void;
+  /**
+   * One call per response, as its head is handed to node:http: the Cache-Status kind (hit, miss,
+   * stale, peer, error...), method, status, and the response itself (so a sink can tie the outcome
+   * to the response's timing; it must not keep it).
+   */
+  request(cacheStatus: string, method: string, status: number, res: ServerResponse): void;
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
   rateLimited(): void;
@@ -229,6 +234,23 @@ export interface TlsListenOptions extends TlsCertificate {
   publicPort?: number;
   /** Bound on a client's TLS handshake (ms). Default `TLS_HANDSHAKE_TIMEOUT_MS`. */
   handshakeTimeoutMs?: number;
+}
+
+/** One tier of the cache as `CoralProxy.cacheStats()` reports it. */
+export interface CacheTierStats {
+  /** Bytes held against the budget (the disk store: body bytes; memory: what the budget counts). */
+  bytes: number;
+  /** Stored variants. */
+  objects: number;
+  budgetBytes: number;
+  /** Entries dropped since start to stay within the budget (least recently used first). */
+  evictions: number;
+}
+
+/** `CoralProxy.cacheStats()`: the memory tier always, the disk tier with a dataDir. */
+export interface CacheStats {
+  memory: CacheTierStats;
+  disk?: CacheTierStats;
 }
 
 export interface CacheListEntry {

@@ -73,7 +73,7 @@ export async function serveEntry(
   if (meta.status === 200 && notModified(reqHeaders, meta.headers, now)) {
     res.writeHead(304, flatten(notModifiedHeaders(headers)));
     res.end();
-    core.metrics?.request(kind, ctx.method, 304);
+    core.metrics?.request(kind, ctx.method, 304, ctx.res);
     return true;
   }
   let start = 0;
@@ -92,7 +92,7 @@ export async function serveEntry(
         }),
       );
       res.end();
-      core.metrics?.request(kind, ctx.method, 416);
+      core.metrics?.request(kind, ctx.method, 416, ctx.res);
       return true;
     }
     if (range.kind === 'partial') {
@@ -119,13 +119,13 @@ export async function serveEntry(
       await served(core, ctx, ctx.method === 'HEAD' ? 0 : end - start + 1);
       res.writeHead(status, flatten(headers));
       res.end(ctx.method === 'HEAD' ? undefined : body.subarray(start, end + 1));
-      core.metrics?.request(kind, ctx.method, status);
+      core.metrics?.request(kind, ctx.method, status, ctx.res);
       return true;
     }
   }
   if (hot) {
     await served(core, ctx, ctx.method === 'HEAD' ? 0 : end - start + 1);
-    core.metrics?.request(kind, ctx.method, status);
+    core.metrics?.request(kind, ctx.method, status, ctx.res);
     if (ctx.req.headers.host !== undefined && plainRequest(ctx) && kind === 'hit') {
       core.hot.addRoute(hot, ctx.req.headers.host, ctx.req.url ?? '', ctx.mode === 'coral');
     }
@@ -136,7 +136,7 @@ export async function serveEntry(
     return true;
   }
   if (ctx.method !== 'HEAD' && meta.size > 0 && !(await core.store.verify(meta))) return false;
-  core.metrics?.request(kind, ctx.method, status);
+  core.metrics?.request(kind, ctx.method, status, ctx.res);
   res.writeHead(status, flatten(headers));
   if (ctx.method === 'HEAD' || meta.size === 0) {
     res.end();

@@ -95,7 +95,7 @@ export function fastHit(
   }
   const metrics = core.metrics;
   if (metrics) {
-    metrics.request('hit', method, e.meta.status);
+    metrics.request('hit', method, e.meta.status, res);
     metrics.fastHit?.();
   }
   return true;

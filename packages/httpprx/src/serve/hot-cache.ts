@@ -105,15 +105,22 @@ export class HotCache {
   readonly #lru: LRUCache<string, HotEntry>;
   readonly #routes = new Map<string, Map<string, HotRoute>>();
   readonly maxObjectBytes: number;
+  /** The byte budget the entries' sizes are held within. */
+  readonly budgetBytes: number;
+  #evictions = 0;
 
   constructor(options: { budgetBytes: number; maxObjectBytes: number }) {
     this.maxObjectBytes = options.maxObjectBytes;
+    this.budgetBytes = Math.max(1, options.budgetBytes);
     this.#lru = new LRUCache<string, HotEntry>({
-      maxSize: Math.max(1, options.budgetBytes),
+      maxSize: this.budgetBytes,
       // The body, its header block and the metadata object: what an entry really holds.
       sizeCalculation: (e) =>
         e.body.length + ENTRY_OVERHEAD_BYTES + blockBytes(e.block) + preparedBytes(e),
-      dispose: (e) => this.#unroute(e),
+      dispose: (e, _key, reason) => {
+        if (reason === 'evict') this.#evictions++;
+        this.#unroute(e);
+      },
     });
   }
 
@@ -123,6 +130,16 @@ export class HotCache {
 
   get size(): number {
     return this.#lru.size;
+  }
+
+  /** Bytes held against the budget: bodies, header blocks and prepared strings (`sizeCalculation`). */
+  get bytes(): number {
+    return this.#lru.calculatedSize;
+  }
+
+  /** Entries dropped since start to make room within the budget (least recently used first). */
+  get evictions(): number {
+    return this.#evictions;
   }
 
   put(

@@ -87,7 +87,7 @@ function serveStream(
     t.removeReader();
     res.writeHead(304, flatten(notModifiedHeaders(headers)));
     res.end();
-    core.metrics?.request(kind, ctx.method, 304);
+    core.metrics?.request(kind, ctx.method, 304, ctx.res);
     return;
   }
   if (whole && head.length !== undefined) {
@@ -105,7 +105,7 @@ function serveStream(
         }),
       );
       res.end();
-      core.metrics?.request(kind, ctx.method, 416);
+      core.metrics?.request(kind, ctx.method, 416, ctx.res);
       return;
     }
     if (range.kind === 'partial') {
@@ -122,7 +122,7 @@ function serveStream(
   if (ctx.mode === 'site' && head.setCookie)
     for (const c of head.setCookie) flat.push('set-cookie', c);
   res.writeHead(status, flat);
-  core.metrics?.request(kind, ctx.method, status);
+  core.metrics?.request(kind, ctx.method, status, ctx.res);
   if (ctx.method === 'HEAD' || head.noBody) {
     t.removeReader();
     res.end();

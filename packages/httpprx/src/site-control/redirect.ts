@@ -23,6 +23,6 @@ export function sendHome(core: ProxyCore, ctx: RequestCtx): void {
     'cache-status': cacheStatus(CACHE_NAME, ['fwd=bypass', 'detail=redirect-home']),
   });
   res.end(ctx.method === 'HEAD' ? undefined : body);
-  core.metrics?.request('redirect', ctx.method, 307);
+  core.metrics?.request('redirect', ctx.method, 307, res);
   core.metrics?.optOut?.('redirected');
 }

@@ -77,6 +77,6 @@ export async function forwardUnsafe(core: ProxyCore, ctx: RequestCtx): Promise<v
     cacheStatus(CACHE_NAME, ['fwd=method', `fwd-status=${res.status}`]),
   );
   ctx.res.writeHead(res.status, out);
-  core.metrics?.request('bypass', ctx.method, res.status);
+  core.metrics?.request('bypass', ctx.method, res.status, ctx.res);
   pipeToResponse(res.body, ctx.res);
 }

@@ -239,7 +239,11 @@ export class CoralNode implements AdminBackend {
         else logger.debug(entry, 'fleet member suspect');
       });
     }
-    metrics.bindMembership({ states: () => this.dsht.failureDetection()?.states });
+    metrics.bindMembership({
+      states: () => this.dsht.failureDetection()?.states,
+      tableSizes: () =>
+        Array.from({ length: this.dsht.levels }, (_, l) => this.dsht.routes(l).length),
+    });
     metrics.bindTrust({
       counters: () => ({ ...this.dsht.authState().counters }),
       isolated: () => this.dsht.authState().isolated,
@@ -368,6 +372,9 @@ export class CoralNode implements AdminBackend {
     await step('proxy', () => this.proxy.listen(config.proxy.port, addresses.bind.proxy));
     this.listening.proxy = { host: addresses.bind.proxy, port: config.proxy.port };
     await this.#startTls(dataDir);
+    metrics.timeProxy(
+      [this.listening.proxy, this.listening.proxyTls].filter((l) => l !== undefined),
+    );
 
     this.directory = services.directory({ config, dsht: this.dsht });
 
@@ -577,6 +584,7 @@ export class CoralNode implements AdminBackend {
       if (this.#purgeLog) await bounded('purge log', () => this.#purgeLog!.close());
       if (this.dsht) await bounded('dsht', () => this.dsht.stop());
       if (this.admin) await bounded('admin', () => this.admin.close());
+      this.metrics.close();
       this.logger.info('coral node stopped');
     })();
     return this.#stopping;

@@ -4,15 +4,25 @@
  * never see prom-client. Each node has its own registry, so several nodes can live in one process
  * (tests) without their counters mixing.
  */
+import type { ServerResponse } from 'node:http';
 import type { BudgetEvents, BudgetStats } from '@coral/connguard';
 import { CLOSE_REASONS, REFUSAL_REASONS } from '@coral/connguard';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Readings } from './history.js';
+import { IndexedHistogram } from './indexed-histogram.js';
+import {
+  PROTOCOLS,
+  ResponseTimer,
+  type ListenAddress,
+  type MonotonicClock,
+  type Protocol,
+} from './latency.js';
 import { SpaceSaving } from './top-k.js';
 
 /** What the proxy records (the shape @coral/httpprx takes as its `metrics` component). */
 export interface ProxyMetricsSink {
-  request(cacheStatus: string, method: string, status: number): void;
+  /** One per response, as its head is written; `res` ties it to the response's timing. */
+  request(cacheStatus: string, method: string, status: number, res?: ServerResponse): void;
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
   rateLimited(): void;
@@ -62,9 +72,13 @@ export const DSHT_DROP_REASONS = [
 export const MEMBER_EVENTS = ['suspect', 'dead', 'left', 'alive'] as const;
 export type MemberEvent = (typeof MEMBER_EVENTS)[number];
 
-/** What the membership metrics read at each scrape: members by failure-detection state. */
+/**
+ * What the membership metrics read at each scrape: members by failure-detection state, and the
+ * contacts in the DSHT's routing table of each level (index = level).
+ */
 export interface MembershipSource {
   states(): Record<string, number> | undefined;
+  tableSizes?(): readonly number[];
 }
 
 /** What the DNS server records (the shape @coral/dnssrv takes as its `metrics` component). */
@@ -115,6 +129,8 @@ export interface CoralMetricsOptions {
   prefix?: string;
   /** URLs the hottest-URL sketch monitors (default {@link HOT_URL_CAPACITY}). */
   hotUrlCapacity?: number;
+  /** The clock response times are read from (ms, monotonic); default `performance`. */
+  monotonic?: MonotonicClock;
 }
 
 export const DEFAULT_METRICS_PREFIX = 'coral_';
@@ -146,6 +162,14 @@ export function outcomeOf(cacheStatus: string): Outcome {
       return 'miss';
   }
 }
+
+/**
+ * Upper bounds (s) of the response-time histograms: hits from memory take well under a
+ * millisecond, misses the origin's time, large bodies the client's bandwidth.
+ */
+export const HTTP_DURATION_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
 
 /** Keep label values short and printable so a misbehaving caller cannot explode cardinality. */
 function label(v: string | number): string {
@@ -182,6 +206,7 @@ export class CoralMetrics {
   #trust: TrustSource | undefined;
   #budget: (() => BudgetStats) | undefined;
   #membership: MembershipSource | undefined;
+  readonly #timer: ResponseTimer;
   /** Reads the counters the dashboard shows (see {@link read}). */
   readonly #readers: (() => Promise<Readings>)[] = [];
 
@@ -480,6 +505,50 @@ export class CoralMetrics {
       },
     });
 
+    new Gauge({
+      name: `${p}dsht_routing_table_contacts`,
+      help: 'Contacts in the DSHT routing table of each cluster level (0: global)',
+      labelNames: ['level'],
+      registers,
+      collect() {
+        this.reset();
+        const sizes = membership()?.tableSizes?.() ?? [];
+        sizes.forEach((n, level) => this.set({ level: String(level) }, n));
+      },
+    });
+
+    // Response times by cache result and protocol, observed for every proxy response (the fast
+    // path's hits included) by the index of their label set: no allocation per observation.
+    const series = OUTCOMES.flatMap((o) =>
+      PROTOCOLS.map((proto) => ({ cache_result: o, protocol: proto })),
+    );
+    const indexOf = (o: Outcome, proto: Protocol) =>
+      OUTCOMES.indexOf(o) * PROTOCOLS.length + (proto === 'https' ? 1 : 0);
+    const timing = (name: string, help: string) => {
+      const h = new IndexedHistogram({
+        name: `${p}${name}`,
+        help,
+        labelNames: ['cache_result', 'protocol'],
+        buckets: HTTP_DURATION_BUCKETS,
+        series,
+        registers,
+      });
+      return (o: Outcome, proto: Protocol, seconds: number) =>
+        h.observeAt(indexOf(o, proto), seconds);
+    };
+    const firstByte = timing(
+      'http_time_to_first_byte_seconds',
+      "Proxy responses: from the request's head parsed to the response's head written, by cache result (hit, peer, miss, error) and protocol",
+    );
+    const done = timing(
+      'http_request_duration_seconds',
+      "Proxy responses: from the request's head parsed to the response's last byte written, by cache result (hit, peer, miss, error) and protocol",
+    );
+    this.#timer = new ResponseTimer({
+      sink: { firstByte, done },
+      ...(options.monotonic ? { clock: options.monotonic } : {}),
+    });
+
     this.index = {
       claim: (outcome) => claims.inc({ outcome }),
       invalidValue: () => invalid.inc(),
@@ -521,8 +590,10 @@ export class CoralMetrics {
     );
 
     this.proxy = {
-      request: (cacheStatus, method, status) =>
-        requests.inc({ cache_status: label(cacheStatus), method: label(method), status }),
+      request: (cacheStatus, method, status, res) => {
+        requests.inc({ cache_status: label(cacheStatus), method: label(method), status });
+        if (res) this.#timer.head(res, outcomeOf(cacheStatus));
+      },
       originFetch: (bytes, ok) => {
         originFetches.inc({ outcome: ok ? 'ok' : 'error' });
         if (bytes > 0) originBytes.inc(bytes);
@@ -579,6 +650,19 @@ export class CoralMetrics {
   /** Where the connection gauges read from (the node's connection budget). */
   bindConnections(stats: () => BudgetStats): void {
     this.#budget = stats;
+  }
+
+  /**
+   * Time the responses of the proxy's servers listening at `listening` (its http and https
+   * listeners), for the response-time histograms; until {@link close}.
+   */
+  timeProxy(listening: readonly ListenAddress[]): void {
+    this.#timer.watch(listening);
+  }
+
+  /** Stop observing the proxy's servers. */
+  close(): void {
+    this.#timer.stop();
   }
 
   /** Where the fleet-trust metrics read from (the node's DSHT and keyring), once it runs. */

@@ -1,7 +1,10 @@
 /**
- * The proxy's per-origin-domain traffic and its opt-out and purge-at-commit events as Prometheus
- * metrics, registered on the node's registry next to the others (metrics.ts) by the proxy's
- * wiring (compose/services.ts).
+ * The proxy's per-origin-domain traffic, its cache's use of its budgets and its opt-out and
+ * purge-at-commit events as Prometheus metrics, registered on the node's registry next to the
+ * others (metrics.ts) by the proxy's wiring (compose/services.ts).
+ *
+ * The cache gauges and its eviction counter are read from `CoralProxy.cacheStats()` at each
+ * scrape (figures the proxy keeps in memory anyway), never updated per request.
  *
  * The domain counters are read from `CoralProxy.traffic()` at each scrape: the top
  * {@link TRAFFIC_TOP_DOMAINS} domains by bytes and `(other)` for the rest, so a label set stays
@@ -9,13 +12,13 @@
  * a domain that leaves the top moves its bytes into `(other)`.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { CoralProxy, ProxyMetrics } from '@coral/httpprx';
+import type { CacheTierStats, CoralProxy, ProxyMetrics } from '@coral/httpprx';
 import { DEFAULT_METRICS_PREFIX } from './metrics.js';
 
 /** Domains reported by name per metric. */
 export const TRAFFIC_TOP_DOMAINS = 20;
 
-type TrafficSource = Pick<CoralProxy, 'traffic'>;
+type TrafficSource = Pick<CoralProxy, 'traffic'> & Partial<Pick<CoralProxy, 'cacheStats'>>;
 type Events = Pick<ProxyMetrics, 'optOut' | 'commitRefused'>;
 
 /** Registries already holding these metrics: a proxy built again (a store reopened) rebinds. */
@@ -89,6 +92,44 @@ export function registerProxyTraffic(
       const t = state.source()?.traffic(0);
       this.set({ direction: 'origin' }, t?.origin.capBytesPerSec ?? 0);
       this.set({ direction: 'served' }, t?.served.capBytesPerSec ?? 0);
+    },
+  });
+  // The cache against its budgets, by tier: memory (hot objects) and disk.
+  const tiers = (): Array<CacheTierStats & { tier: string }> => {
+    const c = state.source()?.cacheStats?.();
+    if (!c) return [];
+    return [{ tier: 'memory', ...c.memory }, ...(c.disk ? [{ tier: 'disk', ...c.disk }] : [])];
+  };
+  const perTier = (name: string, help: string, read: (t: CacheTierStats) => number) =>
+    new Gauge({
+      name: `${prefix}${name}`,
+      help,
+      labelNames: ['tier'],
+      registers,
+      collect() {
+        this.reset();
+        for (const t of tiers()) this.set({ tier: t.tier }, read(t));
+      },
+    });
+  perTier(
+    'cache_bytes',
+    'Bytes the cache holds against its budget, by tier (memory: hot objects with their prepared headers; disk: stored bodies)',
+    (t) => t.bytes,
+  );
+  perTier('cache_objects', 'Stored responses (variants) in the cache, by tier', (t) => t.objects);
+  perTier(
+    'cache_budget_bytes',
+    'The byte budget of each cache tier (proxy.memoryBudgetBytes, proxy.diskBudgetBytes)',
+    (t) => t.budgetBytes,
+  );
+  new Counter({
+    name: `${prefix}cache_evictions_total`,
+    help: 'Stored responses dropped to stay within the budget (least recently used first), by tier; not purges or replacements',
+    labelNames: ['tier'],
+    registers,
+    collect() {
+      this.reset();
+      for (const t of tiers()) this.inc({ tier: t.tier }, t.evictions);
     },
   });
   const optOut = new Counter({

@@ -13,6 +13,7 @@ import diagnostics from 'node:diagnostics_channel';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { PEER_HEADER, originUrl, parseCoralHost } from '@coral/httpprx';
+import { listeningMatcher, type ListenAddress } from './latency.js';
 import type { TrafficMetricsSink } from './metrics.js';
 
 /**
@@ -32,7 +33,7 @@ interface ServerMessage {
 
 export interface ProxyTrafficOptions {
   /** Where the proxy listens (a wildcard host matches every address on that port). */
-  listening: { host: string; port: number };
+  listening: ListenAddress;
   /** Zones whose names are Coralized (`www.example.com.nyud.net`). */
   zones: readonly string[];
   /** Site (accelerator) mode: host name → origin URL, as in the proxy's configuration. */
@@ -91,7 +92,7 @@ export class ProxyTrafficObserver {
   readonly #options: ProxyTrafficOptions;
   readonly #sites: Readonly<Record<string, string>>;
   /** Whether a server is the proxy's, decided once per server. */
-  readonly #isProxy = new WeakMap<Server, boolean>();
+  readonly #isProxy: (server?: Server) => boolean;
   /**
    * Each connection's byte count when its last response finished. Responses on a connection are
    * written in order (pipelined ones too), so a response's bytes are the count now minus this.
@@ -104,6 +105,7 @@ export class ProxyTrafficObserver {
   constructor(components: { sink: TrafficMetricsSink }, options: ProxyTrafficOptions) {
     this.#sink = components.sink;
     this.#options = options;
+    this.#isProxy = listeningMatcher([options.listening]);
     this.#sites = Object.fromEntries(
       Object.entries(options.sites ?? {}).map(([h, u]) => [h.toLowerCase(), u]),
     );
@@ -121,25 +123,9 @@ export class ProxyTrafficObserver {
     diagnostics.unsubscribe(RESPONSE_FINISH, this.#onFinish);
   }
 
-  #proxyServer(server: Server | undefined): boolean {
-    if (!server) return false;
-    let known = this.#isProxy.get(server);
-    if (known === undefined) {
-      const a = server.address();
-      const { host, port } = this.#options.listening;
-      known =
-        typeof a === 'object' &&
-        a !== null &&
-        a.port === port &&
-        (host === '0.0.0.0' || host === '::' || a.address === host);
-      this.#isProxy.set(server, known);
-    }
-    return known;
-  }
-
   readonly #onFinish = (message: unknown): void => {
     const m = message as ServerMessage;
-    if (!this.#proxyServer(m.server) || !m.socket) return;
+    if (!this.#isProxy(m.server) || !m.socket) return;
     const sent = m.socket.bytesWritten ?? 0;
     const bytes = sent - (this.#sentBefore.get(m.socket) ?? 0);
     this.#sentBefore.set(m.socket, sent);
