@@ -59,6 +59,12 @@ export const PEER_RACE = 3;
  */
 export const PEER_PENALTY_MS = 60_000;
 /**
+ * A member penalized for not answering is forgiven when the membership sees it come back
+ * (`FleetMembers.generation`), at most once in this long (ms): a member that flaps, or restarts
+ * to escape its penalties, serves every later one whole.
+ */
+export const PEER_PENALTY_LIFT_WINDOW_MS = 10 * 60_000;
+/**
  * A member's copy of at most this many bytes (by its Content-Length) is read and checked whole
  * before any of it is sent: a wrong size or SHA-256 then falls back to the origin at no cost to
  * the client, instead of cutting it off at the end of the body. Larger copies are streamed

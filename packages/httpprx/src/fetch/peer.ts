@@ -191,7 +191,7 @@ export async function fetchFromPeers(
     discard(res);
     winner.abort();
     core.metrics?.peerFetch(0, false);
-    penalties.penalize(h.nodeId);
+    penalties.penalize(h.nodeId, 'integrity');
     return false;
   }
   const sha256 = [claimed, record].filter((x): x is string => x !== undefined);
@@ -217,7 +217,8 @@ export async function fetchFromPeers(
       winner.abort();
       core.metrics?.peerFetch(whole?.length ?? 0, false);
       core.metrics?.peerIntegrity?.('origin');
-      penalties.penalize(h.nodeId);
+      // Cut short or stalled: it may be restarting; other bytes than announced: a lie.
+      penalties.penalize(h.nodeId, whole ? 'integrity' : 'unreachable');
       return false;
     }
     body = Readable.from([whole]);
@@ -244,7 +245,7 @@ export async function fetchFromPeers(
   );
   if (!out.ok) {
     winner.abort();
-    penalties.penalize(h.nodeId);
+    penalties.penalize(h.nodeId, out.mismatch ? 'integrity' : 'unreachable');
     if (out.mismatch) core.metrics?.peerIntegrity?.('aborted');
   }
   return true;
