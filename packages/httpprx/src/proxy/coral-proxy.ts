@@ -172,7 +172,7 @@ export class CoralProxy {
     };
     const store = options.dataDir
       ? new DiskStore(
-          { onRemove },
+          { onRemove, ...(components.bodyFiles ? { files: components.bodyFiles } : {}) },
           { dir: options.dataDir, budgetBytes: options.diskBudgetBytes ?? DISK_BUDGET_BYTES },
         )
       : new MemoryStore({ onRemove }, { budgetBytes: memBudget });

@@ -5,6 +5,7 @@ import type { Dial, Resolver } from '../connect/index.js';
 import type { ContentIndex } from '../content-index.js';
 import type { PeerAuth } from '../peer/auth.js';
 import type { FleetMembers } from '../peer/members.js';
+import type { BodyFiles } from '../store/disk-store.js';
 
 export interface Logger {
   debug(obj: unknown, msg?: string): void;
@@ -56,6 +57,11 @@ export interface ProxyMetrics {
    * found at the end of a streamed body and the clients reading it were cut off.
    */
   peerIntegrity?(outcome: 'origin' | 'aborted'): void;
+  /**
+   * A fetched response could not be stored because the disk failed (its `code`: `EMFILE`,
+   * `ENFILE`, `ENOSPC`, `EIO`...): its clients still got it whole, nothing of it was kept.
+   */
+  storeFailed?(code: string): void;
 }
 
 export type { Resolver } from '../connect/index.js';
@@ -98,6 +104,11 @@ export interface ProxyComponents {
    * budget of the proxy's own, with no ceiling, on the system clock.
    */
   connections?: ConnectionBudget;
+  /**
+   * How the disk store opens and renames body files (default `node:fs/promises`); tests inject
+   * EMFILE / ENOSPC here. Only with `dataDir`.
+   */
+  bodyFiles?: BodyFiles;
 }
 
 /** A response about to be stored, as `ProxyComponents.admit` sees it. */

@@ -24,6 +24,10 @@ export interface ProxyMetricsSink {
   peerRejected(reason: string): void;
   /** The designated fetcher: self, asked, ask-refused/-timeout/-error (misses), taken (members' asks). */
   designated(event: 'self' | 'asked' | 'ask-refused' | 'ask-timeout' | 'ask-error' | 'taken'): void;
+  /** A member's copy failed its check: answered from the origin, resumed from it, or cut off. */
+  peerIntegrity(outcome: 'origin' | 'resumed' | 'aborted'): void;
+  /** A fetched response the disk would not take (EMFILE, ENOSPC...): served, not stored. */
+  storeFailed(code: string): void;
 }
 
 /**
@@ -428,6 +432,13 @@ export class CoralMetrics {
     });
     for (const event of ['self', 'asked', 'ask-refused', 'ask-timeout', 'ask-error', 'taken'])
       designated.inc({ event }, 0);
+    const peerIntegrity = new Counter({
+      name: `${p}peer_integrity_total`,
+      help: "Members' copies that failed their check (size, SHA-256) or stalled, by what the client got: origin (caught before a byte was sent, the origin answered), resumed (caught mid-body, the rest came from the origin by a Range request), aborted (cut off: never wrong bytes as complete)",
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['origin', 'resumed', 'aborted']) peerIntegrity.inc({ outcome }, 0);
     // Read from the DSHT at each scrape (it keeps its own monotonic counters): copied, not counted.
     const trust = () => this.#trust;
     new Counter({
@@ -538,6 +549,8 @@ export class CoralMetrics {
       holderSkipped: (reason) => holdersSkipped.inc({ reason: label(reason) }),
       peerRejected: (reason) => peerRejected.inc({ reason: label(reason) }),
       designated: (event) => designated.inc({ event }),
+      peerIntegrity: (outcome) => peerIntegrity.inc({ outcome }),
+      storeFailed: (code) => resourceErrors.inc({ source: 'cache-store', code: label(code) }),
     };
     this.dns = {
       answer: (method, rcode) => answers.inc({ method: label(method), rcode: label(rcode) }),
