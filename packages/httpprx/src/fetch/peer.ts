@@ -84,7 +84,10 @@ export async function peerTargets(
   } catch (e) {
     core.log.warn({ err: String(e) }, 'index lookup failed');
   }
-  const choice = chooseHolders(holders, core.members, core.self);
+  // A member quarantined here is not asked, whatever the index says it holds.
+  const kept = holders.filter((h) => !core.quarantined(h.nodeId));
+  for (let i = kept.length; i < holders.length; i++) core.metrics?.holderSkipped?.('quarantined');
+  const choice = chooseHolders(kept, core.members, core.self);
   if (choice.notMembers > 0) {
     for (let i = 0; i < choice.notMembers; i++) core.metrics?.holderSkipped?.('not-member');
     core.log.debug(
@@ -243,6 +246,8 @@ export async function fetchFromPeers(
     },
     unregister,
   );
+  // A stored copy from a member may be audited against the origin (../audit/auditor.ts).
+  if (out.ok && out.committed) core.audit?.served(h.nodeId, ctx, out.committed);
   if (!out.ok) {
     winner.abort();
     penalties.penalize(h.nodeId, out.mismatch ? 'integrity' : 'unreachable');

@@ -141,7 +141,7 @@ describe('a cache commit that the disk refuses', () => {
     for (let i = 0; i < 3; i++) await get(s.px.port, s.origin.coralHost, `/p${i}`);
     await waitForCount(s, 3);
     expect(s.warnings).toHaveLength(1);
-    s.clock.advance(STORE_ERROR_LOG_INTERVAL_MS);
+    await s.clock.advance(STORE_ERROR_LOG_INTERVAL_MS);
     await get(s.px.port, s.origin.coralHost, '/p9');
     await waitForCount(s, 4);
     expect(s.warnings).toHaveLength(2);
