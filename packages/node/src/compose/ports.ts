@@ -6,7 +6,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ConnectionBudget } from '@coral/connguard';
 import type { DshtAuthState, DshtMember, FailureDetectionState, MemberChange } from '@coral/dsht';
-import type { CommitCandidate, ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
+import type {
+  CommitCandidate,
+  ContentIndex,
+  FleetMembers,
+  MemberReport,
+  PeerAuth,
+} from '@coral/httpprx';
 import type { Keyring } from '@coral/keyring';
 import type { ChallengeStore, NodeDirectory } from '@coral/dnssrv';
 import type { Logger } from 'pino';
@@ -84,6 +90,10 @@ export interface ProxyPort {
   }): Promise<unknown>;
   /** Swap the TLS listener's certificate: new handshakes use it, open connections stay. */
   setTlsCertificate?(certificate: { cert: string; key: string }): void;
+  /** A member's report of another (httpprx src/audit/): audited there, never obeyed. */
+  memberReported?(report: MemberReport, reporter: string): void;
+  /** Members quarantined by this node's audit, and suspects. */
+  quarantine?(): { quarantined: unknown[]; suspects: unknown[] };
 }
 
 export interface DnsPort {
@@ -126,6 +136,8 @@ export interface ServiceFactory {
       admit?: (c: CommitCandidate) => boolean | Promise<boolean>;
       /** The node-wide connection budget its client listeners register with. */
       connections?: ConnectionBudget;
+      /** This node's audit quarantined a member: tell the fleet (trust/member-reports.ts). */
+      onQuarantine?: (report: MemberReport) => void;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */

@@ -68,7 +68,19 @@ export const realServices: ServiceFactory = {
     );
   },
 
-  proxy({ config, logger, metrics, index, self, dataDir, members, peerAuth, admit, connections }) {
+  proxy({
+    config,
+    logger,
+    metrics,
+    index,
+    self,
+    dataDir,
+    members,
+    peerAuth,
+    admit,
+    connections,
+    onQuarantine,
+  }) {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
@@ -84,6 +96,7 @@ export const realServices: ServiceFactory = {
         ...(peerAuth ? { peerAuth } : {}),
         ...(admit ? { admit } : {}),
         ...(connections ? { connections } : {}),
+        ...(onQuarantine ? { onQuarantine } : {}),
       },
       {
         zones: [config.zone],
@@ -104,6 +117,14 @@ export const realServices: ServiceFactory = {
         ...(p.peerTimeoutMs > 0 ? { peerTimeoutMs: p.peerTimeoutMs } : {}),
         ...(p.indexTimeoutMs > 0 ? { indexTimeoutMs: p.indexTimeoutMs } : {}),
         ...(p.peerFetchingTimeoutMs > 0 ? { peerFetchingTimeoutMs: p.peerFetchingTimeoutMs } : {}),
+        peerMaxTtlSeconds: p.peerMaxTtlSeconds,
+        peerVerifyWholeBytes: p.peerVerifyWholeBytes,
+        auditFraction: p.auditFraction,
+        auditsPerMinute: p.auditsPerMinute,
+        reportsPerMinute: p.reportsPerMinute,
+        quarantineSeconds: p.quarantineSeconds,
+        quarantineMaxSeconds: p.quarantineMaxSeconds,
+        suspectSeconds: p.suspectSeconds,
         bandwidth: {
           originBytesPerSec: p.originBytesPerSec,
           servedBytesPerSec: p.servedBytesPerSec,

@@ -28,6 +28,10 @@ export interface ProxyMetricsSink {
   peerIntegrity(outcome: 'origin' | 'resumed' | 'aborted'): void;
   /** A fetched response the disk would not take (EMFILE, ENOSPC...): served, not stored. */
   storeFailed(code: string): void;
+  /** A sampled audit of a member's copy (agree, lied, inconclusive, skipped, error). */
+  audit(outcome: string): void;
+  /** A member's report of another (confirmed, unconfirmed, unchecked, ignored). */
+  memberReport(outcome: string): void;
 }
 
 /**
@@ -181,11 +185,14 @@ export class CoralMetrics {
   readonly traffic: TrafficMetricsSink;
   /** A failure-detection event about a member (suspect, dead, left, alive again). */
   readonly memberEvent: (event: MemberEvent) => void;
+  /** A quarantine report sent to a member (trust/member-reports.ts): ok or failed. */
+  readonly reportSent: (outcome: 'ok' | 'failed') => void;
   /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
   readonly hotUrls: SpaceSaving<string>;
   #trust: TrustSource | undefined;
   #budget: (() => BudgetStats) | undefined;
   #membership: MembershipSource | undefined;
+  #quarantine: (() => { quarantined: number; suspects: number }) | undefined;
   /** Reads the counters the dashboard shows (see {@link read}). */
   readonly #readers: (() => Promise<Readings>)[] = [];
 
@@ -439,6 +446,43 @@ export class CoralMetrics {
       registers,
     });
     for (const outcome of ['origin', 'resumed', 'aborted']) peerIntegrity.inc({ outcome }, 0);
+    const audits = new Counter({
+      name: `${p}member_audits_total`,
+      help: "Sampled audits of members' copies against the origin, by outcome: agree, lied (the member is quarantined here), inconclusive (the origin could not say), skipped (over the audit budget), error",
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['agree', 'lied', 'inconclusive', 'skipped', 'error'])
+      audits.inc({ outcome }, 0);
+    const reports = new Counter({
+      name: `${p}member_reports_total`,
+      help: "Members' quarantine reports: received and confirmed by this node's own check (quarantined), unconfirmed (suspect only), unchecked (over budget), ignored; sent to a member (sent, send-failed)",
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of [
+      'confirmed',
+      'unconfirmed',
+      'unchecked',
+      'ignored',
+      'sent',
+      'send-failed',
+    ])
+      reports.inc({ outcome }, 0);
+    this.reportSent = (outcome) =>
+      reports.inc({ outcome: outcome === 'ok' ? 'sent' : 'send-failed' });
+    const quarantine = () => this.#quarantine;
+    new Gauge({
+      name: `${p}members_quarantined`,
+      help: 'Members quarantined by this node (their answers and designation skipped), and suspects (reported by a member: every copy audited)',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const q = quarantine()?.();
+        this.set({ state: 'quarantined' }, q?.quarantined ?? 0);
+        this.set({ state: 'suspect' }, q?.suspects ?? 0);
+      },
+    });
     // Read from the DSHT at each scrape (it keeps its own monotonic counters): copied, not counted.
     const trust = () => this.#trust;
     new Counter({
@@ -551,6 +595,8 @@ export class CoralMetrics {
       designated: (event) => designated.inc({ event }),
       peerIntegrity: (outcome) => peerIntegrity.inc({ outcome }),
       storeFailed: (code) => resourceErrors.inc({ source: 'cache-store', code: label(code) }),
+      audit: (outcome) => audits.inc({ outcome: label(outcome) }),
+      memberReport: (outcome) => reports.inc({ outcome: label(outcome) }),
     };
     this.dns = {
       answer: (method, rcode) => answers.inc({ method: label(method), rcode: label(rcode) }),
@@ -587,6 +633,11 @@ export class CoralMetrics {
   /** Where the membership gauge reads from (the node's DSHT), once it runs. */
   bindMembership(source: MembershipSource): void {
     this.#membership = source;
+  }
+
+  /** Where the quarantine gauge reads from (the proxy's audit), once it runs. */
+  bindQuarantine(counts: () => { quarantined: number; suspects: number }): void {
+    this.#quarantine = counts;
   }
 
   /** Where the connection gauges read from (the node's connection budget). */
