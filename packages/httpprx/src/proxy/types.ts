@@ -58,7 +58,7 @@ export interface ProxyMetrics {
    * before anything was sent and the origin answered the client instead, `aborted` when it was
    * found at the end of a streamed body and the clients reading it were cut off.
    */
-  peerIntegrity?(outcome: 'origin' | 'resumed' | 'aborted'): void;
+  peerIntegrity?(outcome: 'origin' | 'aborted'): void;
   /**
    * A sampled audit of a member's copy (../audit/): `agree`, `lied` (the member is quarantined),
    * `inconclusive` (the origin could not say: an error, a changed or volatile object), `skipped`

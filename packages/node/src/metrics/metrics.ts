@@ -24,8 +24,8 @@ export interface ProxyMetricsSink {
   peerRejected(reason: string): void;
   /** The designated fetcher: self, asked, ask-refused/-timeout/-error (misses), taken (members' asks). */
   designated(event: 'self' | 'asked' | 'ask-refused' | 'ask-timeout' | 'ask-error' | 'taken'): void;
-  /** A member's copy failed its check: answered from the origin, resumed from it, or cut off. */
-  peerIntegrity(outcome: 'origin' | 'resumed' | 'aborted'): void;
+  /** A member's copy failed its check: answered from the origin, or cut off. */
+  peerIntegrity(outcome: 'origin' | 'aborted'): void;
   /** A fetched response the disk would not take (EMFILE, ENOSPC...): served, not stored. */
   storeFailed(code: string): void;
   /** A sampled audit of a member's copy (agree, lied, inconclusive, skipped, error). */
@@ -441,11 +441,11 @@ export class CoralMetrics {
       designated.inc({ event }, 0);
     const peerIntegrity = new Counter({
       name: `${p}peer_integrity_total`,
-      help: "Members' copies that failed their check (size, SHA-256) or stalled, by what the client got: origin (caught before a byte was sent, the origin answered), resumed (caught mid-body, the rest came from the origin by a Range request), aborted (cut off: never wrong bytes as complete)",
+      help: "Members' copies that failed their check (size, SHA-256) or stalled, by what the client got: origin (caught before a byte was sent, the origin answered), aborted (caught at the end of a streamed copy: its clients cut off, never wrong bytes as complete)",
       labelNames: ['outcome'],
       registers,
     });
-    for (const outcome of ['origin', 'resumed', 'aborted']) peerIntegrity.inc({ outcome }, 0);
+    for (const outcome of ['origin', 'aborted']) peerIntegrity.inc({ outcome }, 0);
     const audits = new Counter({
       name: `${p}member_audits_total`,
       help: "Sampled audits of members' copies against the origin, by outcome: agree, lied (the member is quarantined here), inconclusive (the origin could not say), skipped (over the audit budget), error",
