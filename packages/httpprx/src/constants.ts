@@ -59,12 +59,42 @@ export const PEER_RACE = 3;
  */
 export const PEER_PENALTY_MS = 60_000;
 /**
+ * A member penalized for not answering is forgiven when the membership sees it come back
+ * (`FleetMembers.generation`), at most once in this long (ms): a member that flaps, or restarts
+ * to escape its penalties, serves every later one whole.
+ */
+export const PEER_PENALTY_LIFT_WINDOW_MS = 10 * 60_000;
+/**
  * A member's copy of at most this many bytes (by its Content-Length) is read and checked whole
  * before any of it is sent: a wrong size or SHA-256 then falls back to the origin at no cost to
  * the client, instead of cutting it off at the end of the body. Larger copies are streamed
  * (their last byte held back until the check).
  */
 export const PEER_VERIFY_WHOLE_BYTES = 1024 * 1024;
+/**
+ * The fraction of copies stored from members that are audited against the origin (../audit/).
+ * A member serving lies is caught after about 1 / fraction of its copies here (50 at 0.02), and a
+ * fleet of N members samples N times over; the cost is one origin fetch per 50 member-served
+ * objects — 2 % more origin traffic on what the fleet serves from members, against the whole
+ * object fetched once for the fleet. 1 % halves the cost and doubles the exposure; a fleet of
+ * trusted machines may take 0.
+ */
+export const AUDIT_FRACTION = 0.02;
+/** Sampled audits started per minute at most: the most origin fetches the audit can add. */
+export const AUDITS_PER_MINUTE = 30;
+/** Audits in progress at once at most. */
+export const AUDIT_CONCURRENCY = 2;
+/** Members' reports checked per minute at most (a budget of their own). */
+export const REPORTS_PER_MINUTE = 10;
+/**
+ * How long a member found lying is skipped here (s): the life of what it may have given the fleet
+ * (`PEER_MAX_TTL_SECONDS`). Each new quarantine of the same member doubles, up to
+ * `QUARANTINE_MAX_SECONDS`.
+ */
+export const QUARANTINE_SECONDS = 3600;
+export const QUARANTINE_MAX_SECONDS = 24 * 3600;
+/** How long a member another member reported is audited on every copy (s). */
+export const SUSPECT_SECONDS = 600;
 /** TTL of a `fetching` announcement (s). */
 export const FETCHING_TTL_SECONDS = 20;
 /** Maximum TTL of a `complete` announcement (s); also capped by the object's freshness. */

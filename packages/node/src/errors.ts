@@ -180,6 +180,16 @@ export class PurgeError extends CoralNodeError {
 }
 
 /**
+ * A member's report of another (trust/member-reports.ts) that cannot be taken: its body is not
+ * the one its signed path names, or not a report.
+ */
+export class ReportError extends CoralNodeError {
+  constructor(message: string) {
+    super('CORAL_ERR_REPORT_INVALID', message, 400);
+  }
+}
+
+/**
  * A request for a Coralized name (or site) whose origin domain is on the blocklist
  * (`proxy.blocklist`, `proxy.blocklistFile`): answered 403 by the proxy's listener, before any
  * cache, peer or origin work.
@@ -218,4 +228,5 @@ export const ERROR_CODES = [
   'CORAL_ERR_PEER_UNAUTHORIZED',
   'CORAL_ERR_PURGE_INVALID',
   'CORAL_ERR_ORIGIN_BLOCKED',
+  'CORAL_ERR_REPORT_INVALID',
 ] as const;

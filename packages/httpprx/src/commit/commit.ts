@@ -11,6 +11,39 @@ import type { BodyWriter, StoredMeta } from '../store/types.js';
 import type { Transfer, TransferHead } from '../transfer/transfer.js';
 import { announceComplete, withdraw } from './announce.js';
 
+/** A failing disk (EMFILE, ENOSPC...) is logged at most once in this long (ms); every failure is counted. */
+export const STORE_ERROR_LOG_INTERVAL_MS = 10_000;
+
+/** Per proxy: when a store failure was last logged, and how many since went unlogged. */
+const storeErrorLog = new WeakMap<ProxyCore, { last: number; unlogged: number }>();
+
+/**
+ * The disk could not take a fetched response (descriptors exhausted, disk full, I/O error): its
+ * clients got it whole (the transfer ended before the commit), nothing of it is kept — the store
+ * never makes a body visible that is not complete — and the `fetching` announcement is taken back
+ * so members do not come for it. Counted every time; logged at most once per
+ * `STORE_ERROR_LOG_INTERVAL_MS`, with how many went unlogged, since a full disk fails every commit.
+ */
+function storeFailed(core: ProxyCore, ctx: RequestCtx, e: unknown): void {
+  const code = (e as { code?: unknown }).code;
+  const label = typeof code === 'string' && /^[A-Z0-9_]{1,32}$/.test(code) ? code : 'error';
+  core.metrics?.storeFailed?.(label);
+  const now = core.clock.now();
+  let state = storeErrorLog.get(core);
+  if (!state) storeErrorLog.set(core, (state = { last: -Infinity, unlogged: 0 }));
+  if (now - state.last >= STORE_ERROR_LOG_INTERVAL_MS) {
+    core.log.warn(
+      { url: ctx.url, code: label, err: String(e), unlogged: state.unlogged },
+      'cache store failed: the response was served without being stored',
+    );
+    state.last = now;
+    state.unlogged = 0;
+  } else {
+    state.unlogged++;
+  }
+  if (!core.store.has(ctx.primary)) void withdraw(core, ctx.keyBytes);
+}
+
 /** The variant key (hex) of a response to `ctx` varying on `head.vary`. */
 export function variantKey(
   primary: string,
@@ -78,7 +111,7 @@ export async function commitTransfer(
   try {
     committed = await writer.commit(meta);
   } catch (e) {
-    core.log.warn({ url: ctx.url, err: String(e) }, 'store commit failed');
+    storeFailed(core, ctx, e);
     return undefined;
   }
   // A purge applied while the commit was under way: its scan may have run before the entry was

@@ -10,7 +10,7 @@
 import { mayJoin, staleOnErrorOk } from '../cache/decide.js';
 import type { Fwd } from '../cache/decide.js';
 import { announceFetching } from '../commit/announce.js';
-import { PEER_PENALTY_MS } from '../constants.js';
+import { PEER_PENALTY_LIFT_WINDOW_MS, PEER_PENALTY_MS } from '../constants.js';
 import { ProxyError } from '../errors.js';
 import { PeerPenalties } from '../peer/penalties.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
@@ -41,7 +41,14 @@ export class Fetcher {
 
   constructor(core: ProxyCore) {
     this.#core = core;
-    this.#penalties = new PeerPenalties({ clock: core.clock }, { penaltyMs: PEER_PENALTY_MS });
+    const members = core.members;
+    this.#penalties = new PeerPenalties(
+      {
+        clock: core.clock,
+        ...(members?.generation ? { generation: (id) => members.generation!(id) } : {}),
+      },
+      { penaltyMs: PEER_PENALTY_MS, liftWindowMs: PEER_PENALTY_LIFT_WINDOW_MS },
+    );
   }
 
   /** The registered fetch of a URL (hex urlKey), if any. */

@@ -84,7 +84,10 @@ export async function peerTargets(
   } catch (e) {
     core.log.warn({ err: String(e) }, 'index lookup failed');
   }
-  const choice = chooseHolders(holders, core.members, core.self);
+  // A member quarantined here is not asked, whatever the index says it holds.
+  const kept = holders.filter((h) => !core.quarantined(h.nodeId));
+  for (let i = kept.length; i < holders.length; i++) core.metrics?.holderSkipped?.('quarantined');
+  const choice = chooseHolders(kept, core.members, core.self);
   if (choice.notMembers > 0) {
     for (let i = 0; i < choice.notMembers; i++) core.metrics?.holderSkipped?.('not-member');
     core.log.debug(
@@ -191,7 +194,7 @@ export async function fetchFromPeers(
     discard(res);
     winner.abort();
     core.metrics?.peerFetch(0, false);
-    penalties.penalize(h.nodeId);
+    penalties.penalize(h.nodeId, 'integrity');
     return false;
   }
   const sha256 = [claimed, record].filter((x): x is string => x !== undefined);
@@ -217,7 +220,8 @@ export async function fetchFromPeers(
       winner.abort();
       core.metrics?.peerFetch(whole?.length ?? 0, false);
       core.metrics?.peerIntegrity?.('origin');
-      penalties.penalize(h.nodeId);
+      // Cut short or stalled: it may be restarting; other bytes than announced: a lie.
+      penalties.penalize(h.nodeId, whole ? 'integrity' : 'unreachable');
       return false;
     }
     body = Readable.from([whole]);
@@ -242,9 +246,11 @@ export async function fetchFromPeers(
     },
     unregister,
   );
+  // A stored copy from a member may be audited against the origin (../audit/auditor.ts).
+  if (out.ok && out.committed) core.audit?.served(h.nodeId, ctx, out.committed);
   if (!out.ok) {
     winner.abort();
-    penalties.penalize(h.nodeId);
+    penalties.penalize(h.nodeId, out.mismatch ? 'integrity' : 'unreachable');
     if (out.mismatch) core.metrics?.peerIntegrity?.('aborted');
   }
   return true;

@@ -41,6 +41,8 @@ export interface StreamResult {
   /** The body arrived whole (and matched, for a verified source). */
   ok: boolean;
   committed: StoredMeta | undefined;
+  /** The body's size and SHA-256 (lowercase hex), when it arrived whole. */
+  body?: { size: number; sha256: string };
   /** Why the body failed, when it did. */
   failure?: PumpResult & { ok: false };
   mismatch?: boolean;
@@ -224,5 +226,5 @@ export async function streamResponse(
       fetchStartedAt: o.requestTime,
     });
   }
-  return { ok: true, committed };
+  return { ok: true, committed, body: { size, sha256 } };
 }

@@ -20,6 +20,13 @@ export interface FleetMembers {
    * an ask to it gets the short peer patience.
    */
   live?(): readonly LiveMember[];
+  /**
+   * How many times this member came back as this node saw it: a new life (a restart), or a
+   * return after failure detection declared it dead or it left. It only grows; 0 for a member
+   * never seen back. A member that failed a request and then came back is asked again at once
+   * (../peer/penalties.ts). Absent: penalties run their whole time.
+   */
+  generation?(nodeId: string): number;
 }
 
 /** A verified live member as the rendezvous choice sees it. */

@@ -7,6 +7,7 @@ import type { FleetMembers, LiveMember } from './members.js';
 
 export class InMemoryFleetMembers implements FleetMembers {
   readonly #members = new Map<string, { ip: string; httpPort: number; near: boolean }>();
+  readonly #generations = new Map<string, number>();
   recordsAuthenticated: boolean;
   live?: () => readonly LiveMember[];
 
@@ -31,6 +32,18 @@ export class InMemoryFleetMembers implements FleetMembers {
       near: address.near ?? true,
     });
     return this;
+  }
+
+  /** The member came back (restarted, or returned after it was dead or left): its generation grows. */
+  rejoin(nodeId: string, address?: { ip: string; httpPort: number; near?: boolean }): this {
+    const id = nodeId.toLowerCase();
+    if (address) this.set(id, address);
+    this.#generations.set(id, this.generation(id) + 1);
+    return this;
+  }
+
+  generation(nodeId: string): number {
+    return this.#generations.get(nodeId.toLowerCase()) ?? 0;
   }
 
   delete(nodeId: string): boolean {

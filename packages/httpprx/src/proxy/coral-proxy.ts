@@ -48,6 +48,13 @@ import {
   PEER_RACE,
   PEER_TIMEOUT_MS,
   PEER_VERIFY_WHOLE_BYTES,
+  AUDIT_CONCURRENCY,
+  AUDIT_FRACTION,
+  AUDITS_PER_MINUTE,
+  QUARANTINE_MAX_SECONDS,
+  QUARANTINE_SECONDS,
+  REPORTS_PER_MINUTE,
+  SUSPECT_SECONDS,
   RATE_LIMIT_BURST,
   RATE_LIMIT_PER_SECOND,
   REANNOUNCE_INTERVAL_MS,
@@ -55,6 +62,10 @@ import {
   TLS_HANDSHAKE_TIMEOUT_MS,
 } from '../constants.js';
 import { reannounceAll, withdraw } from '../commit/announce.js';
+import { MemberAuditor } from '../audit/auditor.js';
+import type { MemberReport } from '../audit/auditor.js';
+import { MemberQuarantine } from '../audit/quarantine.js';
+import type { QuarantineEntry, SuspectEntry } from '../audit/quarantine.js';
 import { ProxyError } from '../errors.js';
 import { Fetcher } from '../fetch/fetcher.js';
 import { originError } from '../fetch/origin.js';
@@ -64,7 +75,9 @@ import { createOriginConnector } from '../origin/connector.js';
 import { Upstream } from '../origin/upstream.js';
 import { PeerConnector } from '../peer/connector.js';
 import { answerClientError, refuseConnect } from '../request/client-error.js';
-import { route } from '../request/route.js';
+import { mapTarget, route } from '../request/route.js';
+import { requestTarget } from '../request/target.js';
+import { splitHostHeader } from '../request/host.js';
 import type { RouteConfig } from '../request/route.js';
 import { originBase } from '../request/target.js';
 import type { OriginBase } from '../request/target.js';
@@ -121,6 +134,7 @@ export class CoralProxy {
   readonly #connections: ConnectionBudget;
   readonly #connectionLimits: ListenerLimits;
   readonly #keepAliveMs: number;
+  readonly #quarantine: MemberQuarantine;
   #server: Server | undefined;
   #tlsServer: TlsServer | undefined;
   #opened: Promise<void> | undefined;
@@ -179,7 +193,10 @@ export class CoralProxy {
       ? (options.diskBudgetBytes ?? DISK_BUDGET_BYTES)
       : memBudget;
     const store = options.dataDir
-      ? new DiskStore({ onRemove }, { dir: options.dataDir, budgetBytes: this.#storeBudget })
+      ? new DiskStore(
+          { onRemove, ...(components.bodyFiles ? { files: components.bodyFiles } : {}) },
+          { dir: options.dataDir, budgetBytes: this.#storeBudget },
+        )
       : new MemoryStore({ onRemove }, { budgetBytes: memBudget });
     this.#limiter = new RateLimiter(
       { clock },
@@ -208,6 +225,16 @@ export class CoralProxy {
     this.#connector = connector;
     // Peers are reached only at verified member addresses (or what the origin policy allows);
     // their bounds come from the clock (racePeers).
+    const quarantine = new MemberQuarantine(
+      { clock },
+      {
+        quarantineMs: (options.quarantineSeconds ?? QUARANTINE_SECONDS) * 1000,
+        maxMs: (options.quarantineMaxSeconds ?? QUARANTINE_MAX_SECONDS) * 1000,
+        suspectMs: (options.suspectSeconds ?? SUSPECT_SECONDS) * 1000,
+      },
+    );
+    this.#quarantine = quarantine;
+    const members = components.members ? quarantine.view(components.members) : undefined;
     const peerConnector = new PeerConnector(
       { clock, ...(components.dial ? { dial: components.dial } : {}) },
       {
@@ -233,7 +260,9 @@ export class CoralProxy {
         tlsPort: undefined,
         followHttpsUpgrade: options.followHttpsUpgrade ?? FOLLOW_HTTPS_UPGRADE,
       },
-      members: components.members,
+      members,
+      quarantined: (id) => quarantine.quarantined(id),
+      audit: undefined,
       peerAuth: components.peerAuth,
       checkOrigin: (url) => {
         const u = new URL(url);
@@ -259,7 +288,7 @@ export class CoralProxy {
         {
           clock,
           index: components.index,
-          members: components.members,
+          members,
           log,
           metrics: components.metrics,
         },
@@ -283,6 +312,33 @@ export class CoralProxy {
       admit: components.admit,
       tasks: new Set(),
     };
+    // Keyed mode only: there a member's copy is stored and passed on, and reports are signed.
+    if (components.members?.recordsAuthenticated && components.peerAuth) {
+      const route = this.#route;
+      this.#core.audit = new MemberAuditor(
+        {
+          core: this.#core,
+          quarantine,
+          members: components.members,
+          random: components.random ?? Math.random,
+          map: (host, path) => {
+            try {
+              const name = splitHostHeader(host).name;
+              return mapTarget(route, host, name, requestTarget(path, { name })).url;
+            } catch {
+              return undefined;
+            }
+          },
+          ...(components.onQuarantine ? { onQuarantine: components.onQuarantine } : {}),
+        },
+        {
+          fraction: options.auditFraction ?? AUDIT_FRACTION,
+          perMinute: options.auditsPerMinute ?? AUDITS_PER_MINUTE,
+          concurrency: options.auditConcurrency ?? AUDIT_CONCURRENCY,
+          reportsPerMinute: options.reportsPerMinute ?? REPORTS_PER_MINUTE,
+        },
+      );
+    }
     this.#fetcher = new Fetcher(this.#core);
     this.handler = this.#onRequest;
   }
@@ -530,6 +586,21 @@ export class CoralProxy {
   #withdrawSoon(keyBytes: Uint8Array): void {
     const task = withdraw(this.#core, keyBytes).finally(() => this.#core.tasks.delete(task));
     this.#core.tasks.add(task);
+  }
+
+  /**
+   * A member reported another for serving a copy the origin disagrees with (the node package
+   * checks the report's signature): the accused is audited here — the reported object at once,
+   * every copy from it for `suspectSeconds` — and quarantined only on this node's own evidence.
+   * Ignored without an audit (open mode).
+   */
+  memberReported(report: MemberReport, reporter: string): void {
+    this.#core.audit?.reported(report, reporter);
+  }
+
+  /** Members quarantined here, and suspects (reported by others, audited on every copy). */
+  quarantine(): { quarantined: QuarantineEntry[]; suspects: SuspectEntry[] } {
+    return this.#quarantine.list();
   }
 
   /** Origins that sent their clients home (`Coral-Control: redirect-home`), with the end of each. */

@@ -17,6 +17,7 @@ import type { HotCache } from '../serve/hot-cache.js';
 import type { OptOuts } from '../site-control/opt-outs.js';
 import type { FairShare } from '../fairness/fair-share.js';
 import type { CommitCandidate, Logger, ProxyMetrics } from './types.js';
+import type { MemberAuditor } from '../audit/auditor.js';
 
 export interface ProxyLimits {
   maxObjectBytes: number;
@@ -52,7 +53,12 @@ export interface ProxyCore {
    * whether a same-URL http → https redirect is followed inside the proxy when TLS is off.
    */
   links: { tlsPort: number | undefined; followHttpsUpgrade: boolean };
+  /** The fleet's members without those quarantined here (../audit/quarantine.ts). */
   members: FleetMembers | undefined;
+  /** Is this member quarantined here (its answers and designation skipped)? */
+  quarantined(nodeId: string): boolean;
+  /** The sampled audit of member-served copies (keyed mode with members), or undefined. */
+  audit: MemberAuditor | undefined;
   peerAuth: PeerAuth | undefined;
   /**
    * This node's own address policy for an origin URL, for when a member is about to fetch it on

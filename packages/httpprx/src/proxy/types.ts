@@ -6,6 +6,9 @@ import type { Dial, Resolver } from '../connect/index.js';
 import type { ContentIndex } from '../content-index.js';
 import type { PeerAuth } from '../peer/auth.js';
 import type { FleetMembers } from '../peer/members.js';
+import type { BodyFiles } from '../store/disk-store.js';
+import type { MemberReport } from '../audit/auditor.js';
+import type { QuarantineEntry } from '../audit/quarantine.js';
 
 export interface Logger {
   debug(obj: unknown, msg?: string): void;
@@ -32,7 +35,7 @@ export interface ProxyMetrics {
    */
   fastHit?(): void;
   /** A holder record skipped before any connection: its node is not a verified live member. */
-  holderSkipped?(reason: 'not-member'): void;
+  holderSkipped?(reason: 'not-member' | 'quarantined'): void;
   /** An incoming peer request refused (403): the reason `PeerAuth.verify` gave. */
   peerRejected?(reason: string): void;
   /** A request joined an in-flight fetch of the same object (request coalescing). */
@@ -61,6 +64,24 @@ export interface ProxyMetrics {
    * found at the end of a streamed body and the clients reading it were cut off.
    */
   peerIntegrity?(outcome: 'origin' | 'aborted'): void;
+  /**
+   * A sampled audit of a member's copy (../audit/): `agree`, `lied` (the member is quarantined),
+   * `inconclusive` (the origin could not say: an error, a changed or volatile object), `skipped`
+   * (over the audit budget), `error` (the origin could not be asked).
+   */
+  audit?(outcome: 'agree' | 'lied' | 'inconclusive' | 'skipped' | 'error'): void;
+  /**
+   * A member's report of another: `confirmed` (this node's own check found the lie: quarantined),
+   * `unconfirmed` (it did not: the accused stays a suspect), `unchecked` (over the report budget,
+   * or a target this node does not map the same way: suspect only), `ignored` (about this node, or
+   * a member already quarantined).
+   */
+  memberReport?(outcome: 'confirmed' | 'unconfirmed' | 'unchecked' | 'ignored'): void;
+  /**
+   * A fetched response could not be stored because the disk failed (its `code`: `EMFILE`,
+   * `ENFILE`, `ENOSPC`, `EIO`...): its clients still got it whole, nothing of it was kept.
+   */
+  storeFailed?(code: string): void;
 }
 
 export type { Resolver } from '../connect/index.js';
@@ -103,6 +124,18 @@ export interface ProxyComponents {
    * budget of the proxy's own, with no ceiling, on the system clock.
    */
   connections?: ConnectionBudget;
+  /**
+   * How the disk store opens and renames body files (default `node:fs/promises`); tests inject
+   * EMFILE / ENOSPC here. Only with `dataDir`.
+   */
+  bodyFiles?: BodyFiles;
+  /** Draws for the audit's sampling, in [0, 1) (default Math.random). */
+  random?: () => number;
+  /**
+   * A member was quarantined on this node's own evidence (../audit/): the node package reports it
+   * to the fleet, signed (other members then check it themselves: `CoralProxy.memberReported`).
+   */
+  onQuarantine?: (report: MemberReport, entry: QuarantineEntry) => void;
 }
 
 /** A response about to be stored, as `ProxyComponents.admit` sees it. */
@@ -186,6 +219,26 @@ export interface ProxyOptions {
    * 0 = always stream.
    */
   peerVerifyWholeBytes?: number;
+  /**
+   * The fraction of copies stored from members that this node fetches again from the origin and
+   * compares (../audit/): a member whose copy disagrees is quarantined. Default `AUDIT_FRACTION`
+   * (0.02); 0 = no sampled audit (members reported by others are still audited).
+   */
+  auditFraction?: number;
+  /** Audits started per minute at most (sampled ones). Default `AUDITS_PER_MINUTE`. */
+  auditsPerMinute?: number;
+  /** Audits at once at most. Default `AUDIT_CONCURRENCY`. */
+  auditConcurrency?: number;
+  /** Members' reports checked per minute at most. Default `REPORTS_PER_MINUTE`. */
+  reportsPerMinute?: number;
+  /**
+   * How long a member found lying is quarantined here (s); each new quarantine of it lasts twice
+   * the last, up to `quarantineMaxSeconds`. Defaults `QUARANTINE_SECONDS`, `QUARANTINE_MAX_SECONDS`.
+   */
+  quarantineSeconds?: number;
+  quarantineMaxSeconds?: number;
+  /** How long a member reported by another is audited on every copy (s). Default `SUSPECT_SECONDS`. */
+  suspectSeconds?: number;
   /** Holders raced at once. Default `PEER_RACE` (src/constants.ts). */
   peerRace?: number;
   /** Origin connect + header timeout (ms). Default `ORIGIN_TIMEOUT_MS` (src/constants.ts). */

@@ -30,6 +30,46 @@ function headerValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
+/** What a Host and a canonical path stand for: the origin URL, and how it was named. */
+export interface MappedTarget {
+  mode: 'coral' | 'site';
+  url: string;
+  /** The Coral zone of a Coralized name. */
+  zone?: string;
+}
+
+/**
+ * The origin URL that Host `host` (authority name `name`, lowercase) and the canonical path and
+ * query `path` stand for: a configured site, else a Coralized name. Throws the ProxyError
+ * `CORAL_NOT_CORALIZED` (or `CORAL_BAD_TARGET` for a path that would leave the origin).
+ */
+export function mapTarget(
+  config: RouteConfig,
+  host: string,
+  name: string,
+  path: string,
+): MappedTarget {
+  const site = config.sites.get(name);
+  if (site) return { mode: 'site', url: upstreamUrl(site, path) };
+  const target = parseCoralHost(host, config.zones);
+  if (!target) {
+    const zones = config.zones;
+    throw new ProxyError(
+      'CORAL_NOT_CORALIZED',
+      `${name} is not a Coralized name: this proxy serves only *.${zones.join(', *.')}` +
+        ` (for example https://www-example-com.${zones[0] ?? 'nyud.net'}/ for https://www.example.com/)`,
+    );
+  }
+  return {
+    mode: 'coral',
+    zone: target.zone,
+    url: upstreamUrl(
+      { protocol: `${target.scheme}:`, hostname: target.originHost, port: target.originPort },
+      path,
+    ),
+  };
+}
+
 /** The routed request, or undefined when it has been answered (refused). */
 export function route(
   core: ProxyCore,
@@ -77,35 +117,14 @@ export function route(
       );
     }
   }
-  let mode: 'coral' | 'site';
-  let url: string;
-  let zone: string | undefined;
+  let mapped: MappedTarget;
   try {
-    const site = config.sites.get(authority.name);
-    if (site) {
-      mode = 'site';
-      url = upstreamUrl(site, path);
-    } else {
-      const target = parseCoralHost(host, config.zones);
-      if (!target) {
-        const zones = config.zones;
-        throw new ProxyError(
-          'CORAL_NOT_CORALIZED',
-          `${authority.name} is not a Coralized name: this proxy serves only *.${zones.join(', *.')}` +
-            ` (for example https://www-example-com.${zones[0] ?? 'nyud.net'}/ for https://www.example.com/)`,
-        );
-      }
-      mode = 'coral';
-      zone = target.zone;
-      url = upstreamUrl(
-        { protocol: `${target.scheme}:`, hostname: target.originHost, port: target.originPort },
-        path,
-      );
-    }
+    mapped = mapTarget(config, host, authority.name, path);
   } catch (e) {
     if (e instanceof ProxyError) return fail(e);
     throw e;
   }
+  const { mode, url, zone } = mapped;
   if (mode === 'coral' && method !== 'GET' && method !== 'HEAD') {
     return fail(
       new ProxyError(

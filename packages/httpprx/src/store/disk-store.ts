@@ -35,6 +35,19 @@ import type {
   StoredSummary,
 } from './types.js';
 
+/**
+ * How the store opens and renames body files (default `node:fs/promises`): the one place its
+ * writes can fail with EMFILE, ENFILE or ENOSPC, so tests inject those failures here.
+ */
+export interface BodyFiles {
+  open(path: string, flags: 'w' | 'w+'): Promise<FileHandle>;
+  rename(from: string, to: string): Promise<void>;
+}
+
+export interface DiskStoreComponents extends StoreComponents {
+  files?: BodyFiles;
+}
+
 export interface DiskStoreOptions extends StoreOptions {
   dir: string;
   /** LevelDB memtable of the metadata database (bytes). Default `META_DB_WRITE_BUFFER_BYTES`. */
@@ -92,6 +105,7 @@ export class DiskStore implements CacheStore {
   readonly #budget: number;
   readonly #dbOptions: { writeBufferSize: number; cacheSize: number };
   readonly #onRemove: StoreComponents['onRemove'];
+  readonly #files: BodyFiles;
   #directory = new Directory();
   #db: Level<Uint8Array, Uint8Array> | undefined;
   #nextFile = 1;
@@ -111,7 +125,7 @@ export class DiskStore implements CacheStore {
    */
   readonly #pending = new Map<string, Uint8Array | null>();
 
-  constructor(components: StoreComponents, options: DiskStoreOptions) {
+  constructor(components: DiskStoreComponents, options: DiskStoreOptions) {
     this.#dir = options.dir;
     this.#budget = options.budgetBytes;
     this.#dbOptions = {
@@ -119,6 +133,7 @@ export class DiskStore implements CacheStore {
       cacheSize: options.dbCacheBytes ?? META_DB_CACHE_BYTES,
     };
     this.#onRemove = components.onRemove;
+    this.#files = components.files ?? { open, rename };
   }
 
   async open(): Promise<void> {
@@ -376,6 +391,7 @@ export class DiskStore implements CacheStore {
   }
 
   begin(): BodyWriter {
+    const files = this.#files;
     const file = this.#nextFile++;
     const tmp = join(this.#dir, 'tmp', fileName(file) + '.part');
     /** Small bodies stay in memory until the commit writes them at once: no file held open. */
@@ -448,14 +464,14 @@ export class DiskStore implements CacheStore {
         // is checked against its SHA-256 the first time it is read (verify()). A small body is
         // written straight to its final name (nothing refers to it until its record exists).
         if (chunks) {
-          const h = await open(join(this.#dir, rel), 'w');
+          const h = await files.open(join(this.#dir, rel), 'w');
           try {
             await writeAll(h, chunks, 0);
           } finally {
             await h.close();
           }
         } else {
-          await rename(tmp, join(this.#dir, rel));
+          await files.rename(tmp, join(this.#dir, rel));
         }
       } catch (e) {
         await unlink(join(this.#dir, rel)).catch(() => {});
@@ -501,7 +517,7 @@ export class DiskStore implements CacheStore {
           try {
             if (chunks && written + chunk.length > SPILL_BYTES) {
               // Too big to keep: from here on the body goes to its file as it arrives.
-              fh = await open(tmp, 'w+');
+              fh = await files.open(tmp, 'w+');
               await writeAll(fh, chunks, 0);
               chunks = undefined;
               starts = [];

@@ -18,6 +18,8 @@ import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { acmeRoutes, isPeerPath } from './acme-routes.js';
 import type { FleetPurge } from '../purge/fleet-purge.js';
 import { purgeRoutes } from './purge-routes.js';
+import { memberRoutes, type MemberTrustView } from './member-routes.js';
+import type { MemberReports } from '../trust/member-reports.js';
 import { PEER_ANSWER_HEADER, type PeerAnswerAuth } from '../peer/answers.js';
 import { verifiedPeerAuth } from '../peer/requests.js';
 import type { AdminBackend } from './backend.js';
@@ -40,6 +42,8 @@ export interface AdminApiComponents {
   acme?: FleetChallenges;
   /** Fleet purges (admin/purge-routes.ts); absent: only the local `/v1/cache/purge`. */
   purges?: FleetPurge;
+  /** Member reports and the quarantine view (admin/member-routes.ts); absent: no such endpoints. */
+  members?: { reports: MemberReports; view: MemberTrustView };
   /** Seals the answers to peer requests that verified (peer/answers.ts); keyed mode. */
   peerAnswers?: PeerAnswerAuth;
   /**
@@ -292,6 +296,9 @@ export class AdminApi {
       ['GET', /^\/v1\/dns\/decisions$/, async () => json(200, { decisions: b.dnsDecisions() })],
       ...(components.acme ? acmeRoutes(components.acme) : []),
       ...(components.purges ? purgeRoutes(components.purges) : []),
+      ...(components.members
+        ? memberRoutes(components.members.reports, components.members.view)
+        : []),
       [
         'GET',
         /^\/v1\/blocklist$/,

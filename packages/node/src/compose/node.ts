@@ -47,6 +47,7 @@ import { CoralNodeError, StartError } from '../errors.js';
 import { resolveFleetTrust, type FleetTrust } from '../trust/fleet-keys.js';
 import { FleetKeyAdmin } from '../trust/key-admin.js';
 import { DshtFleetMembers } from '../trust/members.js';
+import { MemberReports } from '../trust/member-reports.js';
 import { openStore } from '../storage/open-store.js';
 import { createLogger } from '../logging/logger.js';
 import { VERSION } from '../version.js';
@@ -102,6 +103,8 @@ export class CoralNode implements AdminBackend {
   /** Fleet purges: the purge log, propagation and catch-up. */
   purges!: FleetPurge;
   #purgeLog: PurgeLog | undefined;
+  /** Quarantines this node's audit found, sent to the fleet; members' reports taken. */
+  #reports: MemberReports | undefined;
   #purgeGate: PurgeGate | undefined;
   #heapTrimmer: HeapTrimmer | undefined;
   /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
@@ -287,6 +290,19 @@ export class CoralNode implements AdminBackend {
     const answerAuth = keyring ? new PeerAnswerAuth(keyring) : undefined;
     const peerSelf = () => this.#ownAdminAuthorities(config.admin.host, config.admin.port);
     const onPeerRefused = (reason: string) => metrics.peerRefused(reason);
+    // Node-to-node requests on the members' admin ports (purges, quarantine reports).
+    const peerRequests = (peerLogger: Logger) =>
+      new PeerRequests(
+        {
+          peerAuth: this.#peerAuth ?? peerAuth,
+          answerAuth,
+          self: peerSelf,
+          onRefused: onPeerRefused,
+          members: () => this.#otherMembers(),
+          logger: peerLogger,
+        },
+        { adminPort: config.admin.port },
+      );
     this.proxy = await step('proxy', () =>
       openStore({ ...storage, store: 'cache', dir: join(dataDir, 'cache') }, async () => {
         const proxy = await services.proxy({
@@ -300,6 +316,8 @@ export class CoralNode implements AdminBackend {
           // A fetch a purge overtook is not stored (the purge log is opened just after the proxy).
           admit: (c) => (this.purges ? this.purges.admits(c) : true),
           connections: this.connections,
+          // The audit quarantined a member: every other member hears of it (and checks it).
+          onQuarantine: (report) => void this.#reports?.send(report),
         });
         try {
           await proxy.open();
@@ -310,6 +328,20 @@ export class CoralNode implements AdminBackend {
         return proxy;
       }),
     );
+    const trustLogger = log('trust');
+    this.#reports = new MemberReports(
+      {
+        peers: peerRequests(trustLogger),
+        proxy: this.proxy,
+        logger: trustLogger,
+        metrics,
+      },
+      { nodeId },
+    );
+    metrics.bindQuarantine(() => {
+      const q = this.proxy.quarantine?.();
+      return { quarantined: q?.quarantined.length ?? 0, suspects: q?.suspects.length ?? 0 };
+    });
     // Blocked origins are refused before the proxy's handler: wrap it before it is mounted.
     this.#blocklist = new Blocklist(config.proxy.blocklist);
     this.proxy.handler = blockGate(this.proxy.handler, {
@@ -340,17 +372,7 @@ export class CoralNode implements AdminBackend {
       {
         store: this.proxy,
         log: this.#purgeLog,
-        peers: new PeerRequests(
-          {
-            peerAuth: this.#peerAuth ?? peerAuth,
-            answerAuth,
-            self: peerSelf,
-            onRefused: onPeerRefused,
-            members: () => this.#otherMembers(),
-            logger: purgeLogger,
-          },
-          { adminPort: config.admin.port },
-        ),
+        peers: peerRequests(purgeLogger),
         clock: this.#clock,
         logger: purgeLogger,
         metrics: metrics.purge,
@@ -416,6 +438,12 @@ export class CoralNode implements AdminBackend {
         clock: this.#clock,
         acme: this.acme,
         purges: this.purges,
+        members: {
+          reports: this.#reports,
+          view: {
+            quarantine: () => this.proxy.quarantine?.() ?? { quarantined: [], suspects: [] },
+          },
+        },
         connections: this.connections,
         ...(answerAuth ? { peerAnswers: answerAuth } : {}),
       },

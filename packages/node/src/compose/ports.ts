@@ -21,6 +21,7 @@ import type {
   CommitCandidate,
   ContentIndex,
   FleetMembers,
+  MemberReport,
   PeerAuth,
 } from '@coral/httpprx';
 import type { Keyring } from '@coral/keyring';
@@ -113,6 +114,10 @@ export interface ProxyPort {
   }): Promise<BoundAddress>;
   /** Swap the TLS listener's certificate: new handshakes use it, open connections stay. */
   setTlsCertificate?(certificate: { cert: string; key: string }): void;
+  /** A member's report of another (httpprx src/audit/): audited there, never obeyed. */
+  memberReported?(report: MemberReport, reporter: string): void;
+  /** Members quarantined by this node's audit, and suspects. */
+  quarantine?(): { quarantined: unknown[]; suspects: unknown[] };
 }
 
 export interface DnsPort {
@@ -164,6 +169,8 @@ export interface ServiceFactory<D extends DshtPort = DshtPort> {
       admit?: (c: CommitCandidate) => boolean | Promise<boolean>;
       /** The node-wide connection budget its client listeners register with. */
       connections?: ConnectionBudget;
+      /** This node's audit quarantined a member: tell the fleet (trust/member-reports.ts). */
+      onQuarantine?: (report: MemberReport) => void;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */

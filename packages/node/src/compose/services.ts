@@ -47,7 +47,19 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
     );
   },
 
-  proxy({ config, logger, metrics, index, self, dataDir, members, peerAuth, admit, connections }) {
+  proxy({
+    config,
+    logger,
+    metrics,
+    index,
+    self,
+    dataDir,
+    members,
+    peerAuth,
+    admit,
+    connections,
+    onQuarantine,
+  }) {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
     const p = config.proxy;
@@ -63,6 +75,7 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
         ...(peerAuth ? { peerAuth } : {}),
         ...(admit ? { admit } : {}),
         ...(connections ? { connections } : {}),
+        ...(onQuarantine ? { onQuarantine } : {}),
       },
       {
         zones: [config.zone],
@@ -83,6 +96,14 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
         ...(p.peerTimeoutMs > 0 ? { peerTimeoutMs: p.peerTimeoutMs } : {}),
         ...(p.indexTimeoutMs > 0 ? { indexTimeoutMs: p.indexTimeoutMs } : {}),
         ...(p.peerFetchingTimeoutMs > 0 ? { peerFetchingTimeoutMs: p.peerFetchingTimeoutMs } : {}),
+        peerMaxTtlSeconds: p.peerMaxTtlSeconds,
+        peerVerifyWholeBytes: p.peerVerifyWholeBytes,
+        auditFraction: p.auditFraction,
+        auditsPerMinute: p.auditsPerMinute,
+        reportsPerMinute: p.reportsPerMinute,
+        quarantineSeconds: p.quarantineSeconds,
+        quarantineMaxSeconds: p.quarantineMaxSeconds,
+        suspectSeconds: p.suspectSeconds,
         bandwidth: {
           originBytesPerSec: p.originBytesPerSec,
           servedBytesPerSec: p.servedBytesPerSec,

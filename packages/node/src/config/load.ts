@@ -12,7 +12,7 @@ import { parseBlocklistText } from '../blocklist/blocklist.js';
 import { checkAdvertise, type NameLookup } from './resolve.js';
 import { configSchema, type CoralConfig } from './schema.js';
 
-type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'map' | 'nameservers';
+type EnvKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'map' | 'nameservers';
 
 /** Every configuration field settable from the environment, by dotted path. */
 export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> = [
@@ -35,6 +35,14 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.peerTimeoutMs', 'int'],
   ['proxy.indexTimeoutMs', 'int'],
   ['proxy.peerFetchingTimeoutMs', 'int'],
+  ['proxy.peerMaxTtlSeconds', 'int'],
+  ['proxy.peerVerifyWholeBytes', 'int'],
+  ['proxy.auditFraction', 'number'],
+  ['proxy.auditsPerMinute', 'int'],
+  ['proxy.reportsPerMinute', 'int'],
+  ['proxy.quarantineSeconds', 'int'],
+  ['proxy.quarantineMaxSeconds', 'int'],
+  ['proxy.suspectSeconds', 'int'],
   ['proxy.clientRateLimitPerSecond', 'int'],
   ['proxy.originBytesPerSec', 'int'],
   ['proxy.servedBytesPerSec', 'int'],
@@ -239,6 +247,10 @@ function parseEnvValue(raw: string, kind: EnvKind): unknown {
       return text;
     case 'int': {
       if (!/^-?\d+$/.test(text)) return new Error(`must be an integer, got "${raw}"`);
+      return Number(text);
+    }
+    case 'number': {
+      if (!/^-?(\d+\.?\d*|\.\d+)$/.test(text)) return new Error(`must be a number, got "${raw}"`);
       return Number(text);
     }
     case 'bool': {

@@ -5,7 +5,17 @@
  * zone nyud.net.
  */
 import { isIP } from 'node:net';
-import { STALE_ON_ERROR_SECONDS } from '@coral/httpprx';
+import {
+  AUDIT_FRACTION,
+  AUDITS_PER_MINUTE,
+  PEER_MAX_TTL_SECONDS,
+  PEER_VERIFY_WHOLE_BYTES,
+  QUARANTINE_MAX_SECONDS,
+  QUARANTINE_SECONDS,
+  REPORTS_PER_MINUTE,
+  STALE_ON_ERROR_SECONDS,
+  SUSPECT_SECONDS,
+} from '@coral/httpprx';
 import { decodeKey } from '@coral/keyring';
 import { z } from 'zod';
 import {
@@ -132,6 +142,21 @@ const proxySchema = z.strictObject({
   indexTimeoutMs: z.number().int().nonnegative().default(0),
   /** Bound on waiting for a peer that announced `fetching` (it waits on its origin); 0 = proxy default (3 s). */
   peerFetchingTimeoutMs: z.number().int().nonnegative().default(0),
+  /** The most freshness a member's copy is believed to have left (s); default 1 h. */
+  peerMaxTtlSeconds: z.number().int().nonnegative().default(PEER_MAX_TTL_SECONDS),
+  /** Member copies up to this size are checked whole before a byte is sent; 0 = always stream. */
+  peerVerifyWholeBytes: z.number().int().nonnegative().default(PEER_VERIFY_WHOLE_BYTES),
+  /** Fraction of member copies audited against the origin (docs/security.md); 0 = off. */
+  auditFraction: z.number().min(0).max(1).default(AUDIT_FRACTION),
+  /** Sampled audits started per minute at most. */
+  auditsPerMinute: z.number().int().nonnegative().default(AUDITS_PER_MINUTE),
+  /** Members' reports checked per minute at most. */
+  reportsPerMinute: z.number().int().nonnegative().default(REPORTS_PER_MINUTE),
+  /** Quarantine of a member found lying (s), doubling for each new one up to quarantineMaxSeconds. */
+  quarantineSeconds: z.number().int().positive().default(QUARANTINE_SECONDS),
+  quarantineMaxSeconds: z.number().int().positive().default(QUARANTINE_MAX_SECONDS),
+  /** A member reported by another has every copy audited this long (s). */
+  suspectSeconds: z.number().int().nonnegative().default(SUSPECT_SECONDS),
   /** Per-client request rate limit (requests per second); 0 = the proxy's default. */
   clientRateLimitPerSecond: z.number().int().nonnegative().default(0),
   /**

@@ -34,6 +34,14 @@ export interface ProxyMetricsSink {
   peerRejected(reason: string): void;
   /** The designated fetcher: self, asked, ask-refused/-timeout/-error (misses), taken (members' asks). */
   designated(event: 'self' | 'asked' | 'ask-refused' | 'ask-timeout' | 'ask-error' | 'taken'): void;
+  /** A member's copy failed its check: answered from the origin, or cut off. */
+  peerIntegrity(outcome: 'origin' | 'aborted'): void;
+  /** A fetched response the disk would not take (EMFILE, ENOSPC...): served, not stored. */
+  storeFailed(code: string): void;
+  /** A sampled audit of a member's copy (agree, lied, inconclusive, skipped, error). */
+  audit(outcome: string): void;
+  /** A member's report of another (confirmed, unconfirmed, unchecked, ignored). */
+  memberReport(outcome: string): void;
 }
 
 /**
@@ -201,12 +209,15 @@ export class CoralMetrics {
   readonly traffic: TrafficMetricsSink;
   /** A failure-detection event about a member (suspect, dead, left, alive again). */
   readonly memberEvent: (event: MemberEvent) => void;
+  /** A quarantine report sent to a member (trust/member-reports.ts): ok or failed. */
+  readonly reportSent: (outcome: 'ok' | 'failed') => void;
   /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
   readonly hotUrls: SpaceSaving<string>;
   #trust: TrustSource | undefined;
   #budget: (() => BudgetStats) | undefined;
   #membership: MembershipSource | undefined;
   readonly #timer: ResponseTimer;
+  #quarantine: (() => { quarantined: number; suspects: number }) | undefined;
   /** Reads the counters the dashboard shows (see {@link read}). */
   readonly #readers: (() => Promise<Readings>)[] = [];
 
@@ -453,6 +464,50 @@ export class CoralMetrics {
     });
     for (const event of ['self', 'asked', 'ask-refused', 'ask-timeout', 'ask-error', 'taken'])
       designated.inc({ event }, 0);
+    const peerIntegrity = new Counter({
+      name: `${p}peer_integrity_total`,
+      help: "Members' copies that failed their check (size, SHA-256) or stalled, by what the client got: origin (caught before a byte was sent, the origin answered), aborted (caught at the end of a streamed copy: its clients cut off, never wrong bytes as complete)",
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['origin', 'aborted']) peerIntegrity.inc({ outcome }, 0);
+    const audits = new Counter({
+      name: `${p}member_audits_total`,
+      help: "Sampled audits of members' copies against the origin, by outcome: agree, lied (the member is quarantined here), inconclusive (the origin could not say), skipped (over the audit budget), error",
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['agree', 'lied', 'inconclusive', 'skipped', 'error'])
+      audits.inc({ outcome }, 0);
+    const reports = new Counter({
+      name: `${p}member_reports_total`,
+      help: "Members' quarantine reports: received and confirmed by this node's own check (quarantined), unconfirmed (suspect only), unchecked (over budget), ignored; sent to a member (sent, send-failed)",
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of [
+      'confirmed',
+      'unconfirmed',
+      'unchecked',
+      'ignored',
+      'sent',
+      'send-failed',
+    ])
+      reports.inc({ outcome }, 0);
+    this.reportSent = (outcome) =>
+      reports.inc({ outcome: outcome === 'ok' ? 'sent' : 'send-failed' });
+    const quarantine = () => this.#quarantine;
+    new Gauge({
+      name: `${p}members_quarantined`,
+      help: 'Members quarantined by this node (their answers and designation skipped), and suspects (reported by a member: every copy audited)',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const q = quarantine()?.();
+        this.set({ state: 'quarantined' }, q?.quarantined ?? 0);
+        this.set({ state: 'suspect' }, q?.suspects ?? 0);
+      },
+    });
     // Read from the DSHT at each scrape (it keeps its own monotonic counters): copied, not counted.
     const trust = () => this.#trust;
     new Counter({
@@ -609,6 +664,10 @@ export class CoralMetrics {
       holderSkipped: (reason) => holdersSkipped.inc({ reason: label(reason) }),
       peerRejected: (reason) => peerRejected.inc({ reason: label(reason) }),
       designated: (event) => designated.inc({ event }),
+      peerIntegrity: (outcome) => peerIntegrity.inc({ outcome }),
+      storeFailed: (code) => resourceErrors.inc({ source: 'cache-store', code: label(code) }),
+      audit: (outcome) => audits.inc({ outcome: label(outcome) }),
+      memberReport: (outcome) => reports.inc({ outcome: label(outcome) }),
     };
     this.dns = {
       answer: (method, rcode) => answers.inc({ method: label(method), rcode: label(rcode) }),
@@ -645,6 +704,11 @@ export class CoralMetrics {
   /** Where the membership gauge reads from (the node's DSHT), once it runs. */
   bindMembership(source: MembershipSource): void {
     this.#membership = source;
+  }
+
+  /** Where the quarantine gauge reads from (the proxy's audit), once it runs. */
+  bindQuarantine(counts: () => { quarantined: number; suspects: number }): void {
+    this.#quarantine = counts;
   }
 
   /** Where the connection gauges read from (the node's connection budget). */

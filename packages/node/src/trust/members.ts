@@ -17,12 +17,18 @@
  * that is really gone costs the asker a refused connection or that patience once, after which
  * the proxy's penalty skips it. `member()` (holders, peer lists) and DNS answers drop a dead
  * member at once as before.
+ *
+ * `generation()` counts each member's returns ('member-alive': back with a higher incarnation
+ * after it was declared dead or left, as a restarted member is): the proxy forgives a member that
+ * failed a request while it went away as soon as it is back (httpprx peer/penalties.ts).
  */
 import type { FleetMembers, LiveMember } from '@coral/httpprx';
 import type { Clock } from '@coral/runtime';
 
 /** How long the fetcher choice keeps a member after failure detection declared it dead (ms). */
 export const DESIGNATED_HOLD_MS = 5_000;
+/** Members whose returns are counted (the oldest counted is forgotten first). */
+export const GENERATIONS_MAX = 4_096;
 
 /** A member change as the DSHT reports it (`Dsht` 'member-dead' / 'member-alive' / 'member-left'). */
 export interface MemberEvent {
@@ -61,6 +67,8 @@ export class DshtFleetMembers implements FleetMembers {
   readonly #held = new Map<string, { member: LiveMember; until: number }>();
   /** With levels above 0: whether each member was near when last listed live. */
   readonly #near = new Map<string, boolean>();
+  /** Returns seen per member (`generation`). */
+  readonly #generations = new Map<string, number>();
 
   /** `keyed`: holder records were stored by authenticated members, so size and sha256 are trusted. */
   constructor(dsht: MemberSource, keyed: boolean, options: FleetMembersOptions = {}) {
@@ -68,6 +76,7 @@ export class DshtFleetMembers implements FleetMembers {
     this.recordsAuthenticated = keyed;
     this.#clock = options.clock;
     this.#holdMs = options.clock ? (options.holdMs ?? DESIGNATED_HOLD_MS) : 0;
+    dsht.on?.('member-alive', (m) => this.#returned(m.id));
     if (options.designated === false) {
       this.live = undefined;
       return;
@@ -80,6 +89,20 @@ export class DshtFleetMembers implements FleetMembers {
         this.#near.delete(m.id);
       });
     }
+  }
+
+  generation(nodeId: string): number {
+    return this.#generations.get(nodeId.toLowerCase()) ?? 0;
+  }
+
+  #returned(id: string): void {
+    const key = id.toLowerCase();
+    const n = (this.#generations.get(key) ?? 0) + 1;
+    this.#generations.delete(key);
+    if (this.#generations.size >= GENERATIONS_MAX) {
+      this.#generations.delete(this.#generations.keys().next().value!);
+    }
+    this.#generations.set(key, n);
   }
 
   member(nodeId: string): { ip: string; httpPort: number } | undefined {

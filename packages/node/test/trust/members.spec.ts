@@ -112,3 +112,27 @@ describe('the fetcher choice holds a member declared dead', () => {
     expect(members.live).toBeUndefined();
   });
 });
+
+describe("a member's generation counts its returns (the proxy lifts its penalty then)", () => {
+  it('grows when a member dead or gone comes back, and only then', () => {
+    const dsht = new Source([A, B]);
+    const members = new DshtFleetMembers(dsht, true, { clock: new ManualClock(1_000) });
+    expect(members.generation(A)).toBe(0);
+    dsht.change(A, 'left');
+    expect(members.generation(A)).toBe(0);
+    dsht.change(A, 'alive');
+    expect(members.generation(A)).toBe(1);
+    dsht.change(A, 'dead');
+    dsht.change(A, 'alive');
+    expect(members.generation(A)).toBe(2);
+    expect(members.generation(B)).toBe(0);
+  });
+
+  it('is counted with the hold off and without the designated fetcher too', () => {
+    const dsht = new Source([A]);
+    const members = new DshtFleetMembers(dsht, true, { designated: false });
+    dsht.change(A, 'left');
+    dsht.change(A, 'alive');
+    expect(members.generation(A)).toBe(1);
+  });
+});
