@@ -33,7 +33,7 @@ export { chooseFetcher, designatedHere, rendezvousRank, topMember } from './peer
 export type { FetcherChoice } from './peer/rendezvous.js';
 export { InMemoryFleetMembers } from './peer/memory-members.js';
 export { CoralProxy } from './proxy/coral-proxy.js';
-export type { MemberReport } from './audit/auditor.js';
+export type { MemberReport } from './audit/quarantine.js';
 export type { AuditEvidence, QuarantineEntry, SuspectEntry } from './audit/quarantine.js';
 export type { AuditedCopy, Disagreement, Verdict } from './audit/verdict.js';
 export { judge } from './audit/verdict.js';

@@ -27,25 +27,19 @@ import { forwardHeaders } from '../fetch/request-headers.js';
 import { discard, streamResponse } from '../fetch/response.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
 import { racePeers } from '../peer/peer-fetch.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import type { MemberAudit, ProxyCore, RequestCtx } from '../proxy/core.js';
 import { toRecord } from '../proxy/headers.js';
 import { withdraw } from '../commit/announce.js';
 import type { StoredMeta } from '../store/types.js';
 import { Transfer } from '../transfer/transfer.js';
-import type { MemberQuarantine, AuditEvidence, QuarantineEntry } from './quarantine.js';
+import type {
+  AuditEvidence,
+  MemberQuarantine,
+  MemberReport,
+  QuarantineEntry,
+} from './quarantine.js';
 import { judge } from './verdict.js';
 import type { AuditedCopy, Verdict } from './verdict.js';
-
-/** What a member found and tells the fleet (and what a member is told). */
-export interface MemberReport {
-  /** The member found lying (hex node id). */
-  member: string;
-  /** How a client named the object (Host and path as sent to members), and its origin URL. */
-  host: string;
-  path: string;
-  url: string;
-  evidence: AuditEvidence;
-}
 
 export interface AuditorOptions {
   fraction: number;
@@ -68,7 +62,7 @@ export interface AuditorComponents {
 /** Copies remembered with the member they came from (dropped when it is quarantined). */
 const PROVENANCE_MAX = 10_000;
 
-export class MemberAuditor {
+export class MemberAuditor implements MemberAudit {
   readonly #c: AuditorComponents;
   readonly #o: AuditorOptions;
   #running = 0;

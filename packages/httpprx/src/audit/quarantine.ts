@@ -22,6 +22,17 @@ export interface AuditEvidence {
   origin: { size: number; sha256: string; etag?: string; lastModified?: string; lifetime: number };
 }
 
+/** What a member found and tells the fleet (and what a member is told). */
+export interface MemberReport {
+  /** The member found lying (hex node id). */
+  member: string;
+  /** How a client named the object (Host and path as sent to members), and its origin URL. */
+  host: string;
+  path: string;
+  url: string;
+  evidence: AuditEvidence;
+}
+
 export interface QuarantineEntry {
   nodeId: string;
   since: number;

@@ -63,7 +63,7 @@ import {
 } from '../constants.js';
 import { reannounceAll, withdraw } from '../commit/announce.js';
 import { MemberAuditor } from '../audit/auditor.js';
-import type { MemberReport } from '../audit/auditor.js';
+import type { MemberReport } from '../audit/quarantine.js';
 import { MemberQuarantine } from '../audit/quarantine.js';
 import type { QuarantineEntry, SuspectEntry } from '../audit/quarantine.js';
 import { ProxyError } from '../errors.js';

@@ -12,12 +12,12 @@ import type { Upstream } from '../origin/upstream.js';
 import type { PeerAuth } from '../peer/auth.js';
 import type { PeerConnector } from '../peer/connector.js';
 import type { FleetMembers } from '../peer/members.js';
-import type { CacheStore } from '../store/types.js';
+import type { CacheStore, StoredMeta } from '../store/types.js';
 import type { HotCache } from '../serve/hot-cache.js';
 import type { OptOuts } from '../site-control/opt-outs.js';
 import type { FairShare } from '../fairness/fair-share.js';
 import type { CommitCandidate, Logger, ProxyMetrics } from './types.js';
-import type { MemberAuditor } from '../audit/auditor.js';
+import type { MemberReport } from '../audit/quarantine.js';
 
 export interface ProxyLimits {
   maxObjectBytes: number;
@@ -58,7 +58,7 @@ export interface ProxyCore {
   /** Is this member quarantined here (its answers and designation skipped)? */
   quarantined(nodeId: string): boolean;
   /** The sampled audit of member-served copies (keyed mode with members), or undefined. */
-  audit: MemberAuditor | undefined;
+  audit: MemberAudit | undefined;
   peerAuth: PeerAuth | undefined;
   /**
    * This node's own address policy for an origin URL, for when a member is about to fetch it on
@@ -112,4 +112,13 @@ export interface RequestCtx {
   cache: CacheRequest;
   /** A peer request (peer marker header): served only from this node's cache or fetches. */
   peer: boolean;
+}
+
+/**
+ * What the stages ask of the sampled audit of member copies (../audit/auditor.ts implements it):
+ * a copy a member served, and a member's report of a liar.
+ */
+export interface MemberAudit {
+  served(member: string, ctx: RequestCtx, copy: StoredMeta): void;
+  reported(report: MemberReport, reporter: string): void;
 }

@@ -7,7 +7,7 @@ import type { ContentIndex } from '../content-index.js';
 import type { PeerAuth } from '../peer/auth.js';
 import type { FleetMembers } from '../peer/members.js';
 import type { BodyFiles } from '../store/disk-store.js';
-import type { MemberReport } from '../audit/auditor.js';
+import type { MemberReport } from '../audit/quarantine.js';
 import type { QuarantineEntry } from '../audit/quarantine.js';
 
 export interface Logger {

@@ -14,7 +14,7 @@ import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@coral/testkit';
-import type { MemberReport } from '../../src/audit/auditor.js';
+import type { MemberReport } from '../../src/audit/quarantine.js';
 import { urlKey } from '../../src/mapping/coral-name.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
 import { topMember } from '../../src/peer/rendezvous.js';

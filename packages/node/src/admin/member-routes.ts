@@ -9,7 +9,7 @@
  *   POST /v1/peer/member-reports/<sha256 of the body>
  */
 import { PEER_REPORT_PATH, type MemberReports } from '../trust/member-reports.js';
-import { json, type AdminRequest, type AdminResponse } from './server.js';
+import { json, type AdminRequest, type AdminResponse } from './http.js';
 
 type Route = [
   method: string,

@@ -20,7 +20,7 @@
 import diagnostics from 'node:diagnostics_channel';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { Outcome } from './metrics.js';
+import type { Outcome } from './outcome.js';
 
 export type Protocol = 'http' | 'https';
 export const PROTOCOLS: readonly Protocol[] = ['http', 'https'];

@@ -18,6 +18,7 @@ import {
   type Protocol,
 } from './latency.js';
 import { SpaceSaving } from './top-k.js';
+import { OUTCOMES, outcomeOf, type Outcome } from './outcome.js';
 
 /** What the proxy records (the shape @coral/httpprx takes as its `metrics` component). */
 export interface ProxyMetricsSink {
@@ -147,29 +148,7 @@ export const HOT_URL_CAPACITY = 100;
 /** Longer URLs are cut (with "…") before they are counted, so one entry stays small. */
 export const HOT_URL_MAX_LENGTH = 512;
 
-/** How the dashboard groups Cache-Status outcomes: where the response's bytes came from. */
-export type Outcome = 'hit' | 'peer' | 'miss' | 'error';
-export const OUTCOMES: readonly Outcome[] = ['hit', 'peer', 'miss', 'error'];
-
-/**
- * `hit`: served from this node's cache (hit, stale, revalidated); `peer`: fetched from another
- * node; `error`: an error answer; `miss`: everything else (went to the origin: miss, uri-miss,
- * request, bypass, ...).
- */
-export function outcomeOf(cacheStatus: string): Outcome {
-  switch (cacheStatus) {
-    case 'hit':
-    case 'stale':
-    case 'revalidated':
-      return 'hit';
-    case 'peer':
-      return 'peer';
-    case 'error':
-      return 'error';
-    default:
-      return 'miss';
-  }
-}
+export { OUTCOMES, outcomeOf, type Outcome };
 
 /**
  * Upper bounds (s) of the response-time histograms: hits from memory take well under a
