@@ -21,7 +21,8 @@
 // connections shows), and 1 KiB and 100 KiB over TLS (ECDSA P-256 from a CA made here; handshakes
 // during warm-up only). Reported per case: req/s, p99, the server set's CPU per request (every
 // process of the shape), the RSS of the whole set, and the split of requests between the workers
-// (each worker counts what it answered).
+// (each worker counts what it answered); beside the RSS under load, the set's RSS at rest (once
+// listening, before any load).
 //
 // Part 2, DNS over UDP. The same file answers every datagram with a fixed 60-byte DNS answer (the
 // query's id copied in; sent as bench:dns's echo server sends): the runtime's ceiling per core, no
@@ -232,11 +233,15 @@ async function startSet(shapeKey, base) {
     for (const pid of ready.pids) serverPids.add(pid);
     procs.push({ child, pids: ready.pids });
   }
+  const pids = procs.flatMap((p) => p.pids);
+  const rssBytes = () => pids.reduce((n, pid) => n + (processMemory(pid)?.rss ?? 0), 0);
   return {
     key: shapeKey,
     name: shape.name,
     pinned: shape.cpu !== undefined,
-    pids: procs.flatMap((p) => p.pids),
+    pids,
+    /** The whole set's RSS once every listener is up, before any load. */
+    rssIdleMB: rssBytes() / 2 ** 20,
     /** Requests answered so far by each worker, in order. */
     async served() {
       const out = [];
@@ -246,8 +251,7 @@ async function startSet(shapeKey, base) {
       }
       return out;
     },
-    rssBytes: () =>
-      procs.flatMap((p) => p.pids).reduce((n, pid) => n + (processMemory(pid)?.rss ?? 0), 0),
+    rssBytes,
   };
 }
 
@@ -427,7 +431,7 @@ if (PARTS.has('http')) {
     `\nHTTP summary: median over quiet runs (n), over all runs when n = 0; gain = req/s ÷ "one" (unpinned) in the same variant; CPU ratio = µs/req ÷ "one"'s`,
   );
   const sumHeader =
-    'case                          |   req/s |  p99 ms | srv µs/req | RSS MB | busiest % | quiet n | gain  | CPU ratio';
+    'case                          |   req/s |  p99 ms | srv µs/req | RSS MB (idle) | busiest % | quiet n | gain  | CPU ratio';
   printHeader(sumHeader);
   json.http = {};
   for (const c of cases) {
@@ -445,7 +449,7 @@ if (PARTS.has('http')) {
         f(rps.value),
         f(p99, 3),
         f(us, 1),
-        f(rss, 1),
+        `${f(rss, 1)} (${f(c.set.rssIdleMB, 1)})`,
         f(100 * busiest, 1),
         String(rps.quietN),
         f(gain, 3),
@@ -458,6 +462,7 @@ if (PARTS.has('http')) {
       p99Ms: round(p99, 3),
       serverUsPerReq: round(us),
       rssMB: round(rss),
+      rssIdleMB: round(c.set.rssIdleMB),
       busiestWorkerShare: round(busiest, 3),
       quietRuns: rps.quietN,
       gainOverOne: round(gain, 3),
