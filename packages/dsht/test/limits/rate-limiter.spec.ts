@@ -77,6 +77,21 @@ describe('SourceLimiter', () => {
     expect(l.tracks('10.0.0.1')).toBe(false);
     expect(pingsAllowed()).toBe(4);
   });
+
+  it('limits kinds of its own (what a source can make a node send), with a /24 on top', () => {
+    const clock = new ManualClock(0);
+    const l = new SourceLimiter<'NOTICE'>(
+      { clock },
+      { kinds: { NOTICE: { perSecond: 0.5, burst: 2 } }, netMultiplier: 2 },
+    );
+    const allowed = (ip: string) =>
+      Array.from({ length: 5 }, () => l.allow('NOTICE', ip)).filter(Boolean).length;
+    expect(allowed('10.7.7.1')).toBe(2);
+    expect(allowed('10.7.7.2')).toBe(2);
+    expect(allowed('10.7.7.3')).toBe(0); // the /24 had 2 × 2
+    expect(l.refused.NOTICE).toBe(11);
+    expect(l.limits).toEqual({ NOTICE: { perSecond: 0.5, burst: 2 } });
+  });
 });
 
 describe('GlobalBucket', () => {
