@@ -5,7 +5,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ConnectionBudget } from '@coral/connguard';
-import type { DshtAuthState, DshtMember, FailureDetectionState, MemberChange } from '@coral/dsht';
+import type {
+  DshtAuthState,
+  DshtMember,
+  FailureDetectionState,
+  KeyRejection,
+  MemberChange,
+} from '@coral/dsht';
 import type { CommitCandidate, ContentIndex, FleetMembers, PeerAuth } from '@coral/httpprx';
 import type { Keyring } from '@coral/keyring';
 import type { ChallengeStore, NodeDirectory } from '@coral/dnssrv';
@@ -40,6 +46,8 @@ export interface DshtPort extends DshtValueStore {
   authState(): DshtAuthState;
   /** Keyed mode: isolation began or ended. */
   on(event: 'isolated', listener: (state: DshtAuthState) => void): unknown;
+  /** Keyed mode: a peer's key notice says it does not accept this node's key id (≤ 1 a minute). */
+  on(event: 'key-rejected', listener: (rejection: KeyRejection) => void): unknown;
   /** Failure detection: a member suspected, declared dead, gone (LEAVE), or back. */
   on(
     event: 'member-suspect' | 'member-dead' | 'member-left' | 'member-alive',
