@@ -42,6 +42,23 @@ export const ISOLATION_MIN_DATAGRAMS = 3;
 /** How often isolation is re-evaluated. */
 export const ISOLATION_CHECK_MS = 5_000;
 
+/**
+ * First byte of a key notice: the 13-byte datagram a keyed node sends back to the source of a
+ * keyed datagram under a key id it does not hold (auth/key-notices.ts). It names that key id and
+ * echoes the datagram's nonce, nothing else.
+ */
+export const KEY_NOTICE_VERSION = 4;
+/** Bytes of a key notice: version 1, key id 4, nonce 8 (a keyed datagram has at least 36). */
+export const KEY_NOTICE_BYTES = 13;
+/** Key notices one source host may get (per /24, NET_RATE_MULTIPLIER times this). */
+export const KEY_NOTICE_RATE = { perSecond: 0.5, burst: 4 } as const;
+/** Key notices a node sends at most, to all sources together. */
+export const KEY_NOTICE_GLOBAL_RATE = { perSecond: 20, burst: 40 } as const;
+/** Sources (hosts and networks) whose key-notice buckets are kept. */
+export const KEY_NOTICE_SOURCES = 2_048;
+/** A node reports that a peer does not accept its key at most this often ('key-rejected'). */
+export const KEY_REJECTED_REPORT_MS = 60_000;
+
 /** Bytes of a write token (HMAC of the source ip:port under a rotating secret, truncated). */
 export const TOKEN_BYTES = 8;
 /** Longest token accepted on the wire. */

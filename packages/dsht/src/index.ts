@@ -43,6 +43,7 @@ export type {
   PutResult,
 } from './types.js';
 export type { Address, ClusterAdvert, Contact, ServiceInfo } from './contact.js';
+export type { KeyNoticesOptions, KeyRejection } from './auth/key-notices.js';
 export type { FindNodeOptions } from './lookup/find-node.js';
 export type { GetOptions, GetProbe } from './lookup/get.js';
 export type { PutOptions } from './lookup/put.js';

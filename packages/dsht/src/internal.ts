@@ -21,6 +21,12 @@ export {
   type DatagramAuthOptions,
   type IsolationState,
 } from './auth/datagram-auth.js';
+export {
+  KeyNotices,
+  emptyKeyNoticeCounters,
+  type KeyNoticeCounters,
+  type KeyNoticesComponents,
+} from './auth/key-notices.js';
 export { WriteTokens, PeerTokens } from './rpc/tokens.js';
 export {
   SourceLimiter,

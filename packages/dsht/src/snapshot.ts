@@ -6,8 +6,9 @@
 import type { Clock } from '@coral/runtime';
 import type { Keyring } from '@coral/keyring';
 import { emptyAuthCounters, type AuthCounters, type DatagramAuth } from './auth/datagram-auth.js';
+import { emptyKeyNoticeCounters } from './auth/key-notices.js';
 import type { Contact } from './contact.js';
-import { toHex } from './id/id.js';
+import { addressString, toHex } from './id/id.js';
 import type { FailureDetector } from './membership/failure-detector.js';
 import type { Peers } from './membership/peers.js';
 import { emptyCounters, type Rpc } from './rpc/rpc.js';
@@ -43,6 +44,7 @@ export function authStateOf(s: ReportSources): DshtAuthState {
     ...iso,
     counters: {
       ...ac,
+      ...(s.rpc?.notices?.counters ?? emptyKeyNoticeCounters()),
       malformed: rc.malformed,
       spoofed: rc.spoofed,
       unexpected: rc.unexpected,
@@ -60,6 +62,11 @@ export function authStateOf(s: ReportSources): DshtAuthState {
     amplificationMax: rc.amplificationMax,
   };
   if (s.keyring) state.primaryKeyId = s.keyring.primaryId;
+  const rejection = s.rpc?.notices?.last;
+  if (rejection) {
+    const { keyId, from, at } = rejection;
+    state.keyRejection = { keyId, from: addressString(from.ip, from.port), at };
+  }
   return state;
 }
 

@@ -6,6 +6,7 @@
 import type { Clock, Random } from '@coral/runtime';
 import type { Keyring } from '@coral/keyring';
 import type { AuthCounters, AuthMode, IsolationState } from './auth/datagram-auth.js';
+import type { KeyNoticeCounters, KeyNoticesOptions, KeyRejection } from './auth/key-notices.js';
 import type { DshtClusterBindingOptions } from './cluster/dsht-binding.js';
 import type { Address, ClusterAdvert, Contact, ServiceInfo } from './contact.js';
 import type { Swim, SwimOptions, SwimState } from './membership/swim.js';
@@ -36,6 +37,12 @@ export type DshtEvents = {
   evicted: [peer: Contact];
   /** Keyed mode: the node became isolated (its fleet's keys changed without it) or recovered. */
   isolated: [state: DshtAuthState];
+  /**
+   * Keyed mode: a peer answered one of this node's first-contact requests with a key notice — it
+   * does not accept this node's key id. A hint (notices are unauthenticated), at most once per
+   * `auth.keyNotices.reportIntervalMs`; nothing else changes.
+   */
+  'key-rejected': [rejection: KeyRejection];
   /** Failure detection: a member did not answer probes, direct or indirect (still a member). */
   'member-suspect': [change: MemberChange];
   /** Failure detection: a suspicion ran out unrefuted; the member is out of members() and the tables. */
@@ -144,6 +151,14 @@ export interface DshtOptions {
     isolationAfterMs?: number;
     /** Default ISOLATION_MIN_DATAGRAMS (3). */
     isolationMinDatagrams?: number;
+    /**
+     * Key notices (auth/key-notices.ts): answer a datagram under a key id this node lacks with a
+     * 13-byte notice (rate limited per source and in all), and report notices answering this
+     * node's own requests ('key-rejected'). `false`: send none, as silent as WireGuard (notices
+     * received are still reported). Default on, with KEY_NOTICE_RATE, KEY_NOTICE_GLOBAL_RATE and
+     * KEY_REJECTED_REPORT_MS.
+     */
+    keyNotices?: false | Omit<KeyNoticesOptions, 'send'>;
   };
   /** Write-token secret rotation. Default TOKEN_ROTATE_MS (5 min). */
   tokenRotateMs?: number;
@@ -238,6 +253,7 @@ export interface DshtAuthState extends IsolationState {
   keyIds: string[];
   primaryKeyId?: string;
   counters: AuthCounters &
+    KeyNoticeCounters &
     Pick<
       RpcCounters,
       | 'malformed'
@@ -257,6 +273,11 @@ export interface DshtAuthState extends IsolationState {
     };
   /** Datagrams per unknown key id (keyed mode), most recent first. */
   unknownKeys: Array<{ id: string; datagrams: number; lastSeen: number }>;
+  /**
+   * Keyed mode: the last key notice that answered a request of this node — a peer (`from`,
+   * `ip:port`) does not accept its key id `keyId` — and when. A hint: see 'key-rejected'.
+   */
+  keyRejection?: { keyId: string; from: string; at: number };
   /** Average authentication bytes per datagram sent (34 in keyed mode, 0 open). */
   authBytesPerDatagram: number;
   /** Largest answer/request size ratio sent to a source before its round trip (≤ 1). */

@@ -13,6 +13,8 @@
  *
  * Isolation: a keyed node that keeps receiving datagrams under key ids it lacks while nothing
  * authenticates (its fleet rotated keys without it) reports itself isolated, naming those ids.
+ * The other way round — a node whose own key id the fleet lacks — is the key notices' business
+ * (key-notices.ts): a datagram dropped as `unknownKey` may be answered with one.
  */
 import { createHmac, randomFillSync } from 'node:crypto';
 import type { Clock } from '@coral/runtime';
@@ -259,6 +261,18 @@ export class DatagramAuth {
     };
     if (this.#reason) state.reason = this.#reason;
     return state;
+  }
+
+  /**
+   * Has this node authenticated a datagram within the isolation window (`isolationAfterMs`)? A
+   * node that has is talking to its fleet (key notices use it to tell "a peer lacks this node's
+   * key" from "the fleet does not accept it").
+   */
+  get heardLately(): boolean {
+    return (
+      this.counters.accepted > 0 &&
+      this.#clock.now() - this.#lastAuthenticated <= this.#isolationAfter
+    );
   }
 
   /**

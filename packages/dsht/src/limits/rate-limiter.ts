@@ -1,7 +1,9 @@
 /**
  * Per-source token buckets for every request type: one bucket per (type, host) and one per
  * (type, network) (see address.ts), the network's `netMultiplier` times the host's. A request is
- * served only when both buckets hold a token. Each host's and each network's buckets are one
+ * served only when both buckets hold a token. The kinds are the request types by default; another
+ * set of kinds with limits of its own (`options.kinds`) makes a limiter for something else a
+ * source can make a node send (the key notices of auth/key-notices.ts). Each host's and each network's buckets are one
  * record (a flat array of numbers) in a bounded LRU map, hosts and networks sharing the bound: a
  * record pushed out had not been used for longer than any other, so it had (nearly) refilled.
  *
@@ -22,26 +24,22 @@ export interface RateLimit {
 
 export type RateLimits = Record<RequestType, RateLimit>;
 
-export interface SourceLimiterOptions {
-  /** Per-type limits per host (merged over RATE_LIMITS). */
-  limits?: Partial<RateLimits>;
+export interface SourceLimiterOptions<K extends string = RequestType> {
+  /**
+   * The kinds limited and their limits per host; default RATE_LIMITS (one per request type).
+   * Required when `K` is not `RequestType`.
+   */
+  kinds?: Readonly<Record<K, RateLimit>>;
+  /** Per-kind limits per host, merged over `kinds`. */
+  limits?: Partial<Record<K, RateLimit>>;
   /** Network limit = this × host limit. Default NET_RATE_MULTIPLIER (8). */
   netMultiplier?: number;
   /** Buckets kept. Default RATE_LIMIT_ENTRIES. */
   maxEntries?: number;
 }
 
-/** Request types in the order of a source's bucket slots. */
-const TYPES = Object.keys(RATE_LIMITS) as RequestType[];
-const SLOT = Object.fromEntries(TYPES.map((t, i) => [t, i])) as Record<RequestType, number>;
 /**
- * A new source's state: every type full (time -Infinity). Copied with `slice()`, so each record's
- * array is exactly its size — pushing pair by pair left spare capacity in every one.
- */
-const EMPTY_STATE: readonly number[] = TYPES.flatMap(() => [0, -Infinity]);
-
-/**
- * One source's (host's or network's) buckets, one per request type: `state` holds each type's
+ * One source's (host's or network's) buckets, one per kind (request type): `state` holds each kind's
  * tokens and last refill time side by side (a flat array of numbers: no object per bucket). A
  * type never used reads as full (its time is -Infinity).
  */
@@ -54,9 +52,16 @@ interface SourceBuckets {
   touched: number;
 }
 
-export class SourceLimiter {
-  readonly limits: RateLimits;
+export class SourceLimiter<K extends string = RequestType> {
+  readonly limits: Record<K, RateLimit>;
   readonly netMultiplier: number;
+  /** Each kind's slot in a source's state (kinds in the order of `limits`). */
+  readonly #slot: Record<K, number>;
+  /**
+   * A new source's state: every kind full (time -Infinity). Copied with `slice()`, so each
+   * record's array is exactly its size — pushing pair by pair left spare capacity in every one.
+   */
+  readonly #empty: readonly number[];
   #clock: Clock;
   #max: number;
   /** A record unused this long has every bucket full again (see #forgetIdle). */
@@ -64,18 +69,23 @@ export class SourceLimiter {
   /** Hosts' and networks' buckets, each least recently used first (half the bound each). */
   #hosts = new Map<string, SourceBuckets>();
   #nets = new Map<string, SourceBuckets>();
-  /** Requests refused, by type. */
-  readonly refused: Partial<Record<RequestType, number>> = {};
+  /** Requests refused, by kind. */
+  readonly refused: Partial<Record<K, number>> = {};
 
-  constructor(components: { clock: Clock }, options: SourceLimiterOptions = {}) {
+  constructor(components: { clock: Clock }, options: SourceLimiterOptions<K> = {}) {
     this.#clock = components.clock;
-    this.limits = { ...RATE_LIMITS, ...options.limits };
+    // K is RequestType when `kinds` is absent (see SourceLimiterOptions.kinds).
+    const kinds = options.kinds ?? (RATE_LIMITS as Readonly<Record<K, RateLimit>>);
+    this.limits = { ...kinds, ...options.limits };
+    const names = Object.keys(kinds) as K[];
+    this.#slot = Object.fromEntries(names.map((t, i) => [t, i])) as Record<K, number>;
+    this.#empty = names.flatMap(() => [0, -Infinity]);
     this.netMultiplier = options.netMultiplier ?? NET_RATE_MULTIPLIER;
     this.#max = options.maxEntries ?? RATE_LIMIT_ENTRIES;
     // The longest time any bucket takes to refill from empty (a network's takes as long as a
     // host's), plus the second by which `touched` may lag the last use (see #source).
     let refill = 0;
-    for (const t of TYPES)
+    for (const t of names)
       refill = Math.max(refill, (this.limits[t].burst / this.limits[t].perSecond) * 1000);
     this.#idleMs = refill + 1_000;
   }
@@ -91,10 +101,10 @@ export class SourceLimiter {
   }
 
   /** Take a token for a `type` request from `ip`; false (and nothing taken) when either bucket is empty. */
-  allow(type: RequestType, ip: string): boolean {
+  allow(type: K, ip: string): boolean {
     const limit = this.limits[type];
     const now = this.#clock.now();
-    const slot = 2 * SLOT[type];
+    const slot = 2 * this.#slot[type];
     const m = this.netMultiplier;
     const host = this.#refill(
       this.#source(this.#hosts, hostKey(ip), now),
@@ -146,7 +156,7 @@ export class SourceLimiter {
       }
       return b;
     }
-    b = { state: EMPTY_STATE.slice(), touched: now };
+    b = { state: this.#empty.slice(), touched: now };
     this.#forgetIdle(map, now);
     if (map.size >= Math.max(1, this.#max >> 1)) map.delete(map.keys().next().value as string);
     map.set(key, b);

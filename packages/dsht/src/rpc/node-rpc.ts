@@ -1,11 +1,13 @@
 /**
  * The RPC stack of a starting node, every part given to its constructor: the authenticator
- * (keyed or open, its isolation reported to the log and as the node's 'isolated' event), the write
+ * (keyed or open, its isolation reported to the log and as the node's 'isolated' event), keyed
+ * mode's key notices (a peer not accepting this node's key id reported as 'key-rejected'), the write
  * tokens, the per-source limiter, the request handlers (`NodeHandlers`: failure detection's
  * messages, then one handler per message type), the membership observer (`MembershipObserver`)
  * and failure detection's PING fields. A node builds a fresh one at every start.
  */
 import { DatagramAuth, type IsolationState } from '../auth/datagram-auth.js';
+import { KeyNotices, type KeyRejection } from '../auth/key-notices.js';
 import { KBUCKET_SIZE, MAX_IDS_PER_IP, WALK_CONTACTS } from '../constants.js';
 import type { NodeContext } from '../context.js';
 import { SourceLimiter } from '../limits/rate-limiter.js';
@@ -34,6 +36,13 @@ export function createNodeRpc(
     },
     options.auth,
   );
+  const noticeOptions = options.auth?.keyNotices;
+  const notices = ctx.keyring
+    ? new KeyNotices(
+        { clock, heard: () => auth.heardLately, onReport: (r) => keyRejected(ctx, r) },
+        noticeOptions === false ? { send: false } : noticeOptions,
+      )
+    : undefined;
   const detector = ctx.detector;
   const peers = ctx.peers;
   const rpc = new Rpc(
@@ -44,6 +53,7 @@ export function createNodeRpc(
       metrics: ctx.metrics,
       logger: ctx.logger,
       auth,
+      notices,
       tokens: new WriteTokens({ clock }, { rotateMs: options.tokenRotateMs }),
       limiter: new SourceLimiter(
         { clock },
@@ -88,4 +98,12 @@ function isolationChanged(ctx: NodeContext, iso: IsolationState): void {
       'dsht no longer isolated: authenticated traffic again',
     );
   ctx.events.emit('isolated', state);
+}
+
+function keyRejected(ctx: NodeContext, r: KeyRejection): void {
+  ctx.logger.debug(
+    { keyId: r.keyId, from: r.from, notices: r.notices, fleetHeard: r.fleetHeard },
+    "dsht: a peer does not accept this node's key id",
+  );
+  ctx.events.emit('key-rejected', r);
 }

@@ -23,9 +23,14 @@
  * A request sent to a peer this node holds no fresh token from is padded (FIRST_CONTACT_PAD_BYTES)
  * so the peer can answer in full; an answer refused for want of a token, or trimmed, is asked
  * again once with the token it brought.
+ *
+ * Keyed mode, besides: a datagram dropped at step 1 because this node lacks its key id may be
+ * answered with a 13-byte key notice, and a notice answering one of this node's first-contact
+ * requests is reported (auth/key-notices.ts) — a hint, which changes no state.
  */
 import type { Clock, Random, TimerHandle } from '@coral/runtime';
 import { DatagramAuth } from '../auth/datagram-auth.js';
+import { KeyNotices } from '../auth/key-notices.js';
 import type { Address, Contact } from '../contact.js';
 import {
   FIRST_CONTACT_PAD_BYTES,
@@ -77,6 +82,8 @@ export interface RpcComponents {
   logger?: Logger;
   /** Datagram framing / authentication. Default: open mode. */
   auth?: DatagramAuth;
+  /** Keyed mode: key notices sent and read. Default (keyed): a KeyNotices with its defaults. */
+  notices?: KeyNotices;
   /** Write tokens this node issues. Default: a WriteTokens on the clock. */
   tokens?: WriteTokens;
   /** Per-source request limits. Default: a SourceLimiter with RATE_LIMITS. */
@@ -261,6 +268,8 @@ export class Rpc {
   /** Scratch list of `#filterListed`. */
   readonly #listedHosts: string[] = [];
   readonly auth: DatagramAuth;
+  /** Key notices (keyed mode only). */
+  readonly notices: KeyNotices | undefined;
   readonly tokens: WriteTokens;
   readonly peerTokens: PeerTokens;
   readonly limiter: SourceLimiter;
@@ -270,6 +279,8 @@ export class Rpc {
   readonly #handler: RequestHandler;
   readonly #observer: RpcObserver;
   readonly #decorate: ((body: Request, to: Address) => Request) | undefined;
+  /** Set by `#encodeRequest`: the request it just sealed went padded (no token from the peer). */
+  #padded = false;
 
   constructor(components: RpcComponents, options: RpcOptions) {
     this.#transport = components.transport;
@@ -289,6 +300,8 @@ export class Rpc {
     this.#maxIdsPerIp = options.maxIdsPerIp ?? MAX_IDS_PER_IP;
     const clock = this.#clock;
     this.auth = components.auth ?? new DatagramAuth({ clock });
+    this.notices =
+      this.auth.mode === 'keyed' ? (components.notices ?? new KeyNotices({ clock })) : undefined;
     this.tokens = components.tokens ?? new WriteTokens({ clock });
     this.peerTokens = new PeerTokens({ clock }, { maxAgeMs: this.tokens.rotateMs });
     this.limiter = components.limiter ?? new SourceLimiter({ clock });
@@ -327,12 +340,15 @@ export class Rpc {
       let current: Pending | undefined;
       let done = false;
       let askedWithToken = false;
+      /** Key notices that would answer this request's first-contact attempts (keyed mode). */
+      let expected: number[] | undefined;
       const finish = (): void => {
         done = true;
         if (current) {
           current.timer?.cancel();
           this.#pending.delete(current.txid);
         }
+        if (expected) for (const h of expected) this.notices!.forget(h);
         signal?.removeEventListener('abort', onAbort);
       };
       const onAbort = (): void => {
@@ -410,6 +426,7 @@ export class Rpc {
           return;
         }
         this.counters.requestsSent++;
+        if (this.#padded && this.notices) (expected ??= []).push(this.notices.expect(data, to));
         this.#transport.send(data, to);
       };
       send();
@@ -426,6 +443,7 @@ export class Rpc {
     const token = this.peerTokens.take(peer);
     const msg: Message = { kind: 'request', txid, sender: this.#self(), body };
     let padTo = 0;
+    this.#padded = !token;
     if (token) msg.token = token;
     else {
       padTo = FIRST_CONTACT_PAD_BYTES[body.type];
@@ -449,9 +467,18 @@ export class Rpc {
   }
 
   #receive(data: Uint8Array, from: Address): void {
+    const notices = this.notices;
+    if (notices && KeyNotices.is(data)) {
+      notices.receive(data, from);
+      return;
+    }
     const payload = this.auth.open(data);
     if (typeof payload === 'string') {
       if (payload === 'malformed') this.counters.malformed++;
+      else if (payload === 'unknownKey' && notices) {
+        const notice = notices.answer(data, from);
+        if (notice) this.#transport.send(notice, from);
+      }
       return;
     }
     let msg: Message;

@@ -13,9 +13,16 @@
 import dgram from 'node:dgram';
 import { Keyring } from '@coral/keyring';
 import { systemClock, waitFor, type Clock } from '@coral/testkit';
+import { expect } from 'vitest';
 import { DatagramAuth } from '../../src/auth/datagram-auth.js';
 import type { Address, Contact } from '../../src/contact.js';
-import { FIRST_CONTACT_PAD_BYTES, MAX_DATAGRAM_BYTES } from '../../src/constants.js';
+import {
+  FIRST_CONTACT_PAD_BYTES,
+  KEY_NOTICE_BYTES,
+  KEY_NOTICE_RATE,
+  KEY_NOTICE_VERSION,
+  MAX_DATAGRAM_BYTES,
+} from '../../src/constants.js';
 import { Dsht } from '../../src/dsht.js';
 import type { DshtOptions } from '../../src/types.js';
 import { addressString, nodeIdFor } from '../../src/id/id.js';
@@ -244,4 +251,24 @@ export function stateOf(node: Dsht) {
     values: snap.store.values,
     bytes: snap.store.bytes,
   };
+}
+
+/**
+ * All a stranger without the fleet key gets back from a keyed node: key notices, and no more of
+ * them than one source's burst (KEY_NOTICE_RATE) — each 13 bytes, naming the key id it signed
+ * with, holding nothing else of the node's. Returns how many came.
+ */
+export function onlyKeyNotices(p: Peer): number {
+  const keyId =
+    p.wire.auth.mode === 'keyed'
+      ? Buffer.from(p.wire.frame(p.request({ type: 'PING' })).subarray(1, 5))
+      : undefined;
+  for (const r of p.received) {
+    expect(r.msg).toBeUndefined();
+    expect(r.data.length).toBe(KEY_NOTICE_BYTES);
+    expect(r.data[0]).toBe(KEY_NOTICE_VERSION);
+    if (keyId) expect(r.data.subarray(1, 5).equals(keyId)).toBe(true);
+  }
+  expect(p.received.length).toBeLessThanOrEqual(KEY_NOTICE_RATE.burst);
+  return p.received.length;
 }

@@ -1,7 +1,7 @@
 /**
  * Keyed mode over real UDP: replayed, unauthenticated, unknown-key, tampered and stale datagrams
- * are dropped before the message is read, counted by reason, answered with nothing, and change
- * nothing. The captured datagrams are real: a fleet member's signed requests, replayed byte for
+ * are dropped before the message is read, counted by reason, answered with nothing (an unknown key
+ * id: with a 13-byte key notice alone), and change nothing. The captured datagrams are real: a fleet member's signed requests, replayed byte for
  * byte from the member's own socket and from the attacker's.
  */
 import { ManualClock } from '@coral/testkit';
@@ -80,8 +80,9 @@ describe('replayed and unauthenticated datagrams (keyed mode)', () => {
     await send(Uint8Array.from([1, ...encode(ping()).subarray(1)]));
     await send(Uint8Array.from({ length: 200 }, (_, i) => (i * 37) & 255));
     await send(member.wire.frame(ping()).subarray(0, 30));
-    // Keyed under a key the fleet does not hold.
-    await send(new Wire('outsider').frame(ping(), 1200));
+    // Keyed under a key the fleet does not hold (answered by a key notice echoing its key id and nonce).
+    const outsider = new Wire('outsider').frame(ping(), 1200);
+    await send(outsider);
     // A member's datagram with one payload byte or one MAC byte changed.
     for (const at of [40, -1]) {
       const d = member.wire.frame(member.request({ type: 'PING' }), 400).slice();
@@ -100,7 +101,10 @@ describe('replayed and unauthenticated datagrams (keyed mode)', () => {
     expect(after.badMac - before.badMac).toBe(2);
     expect(after.stale - before.stale).toBe(2);
     expect(after.malformed).toBe(before.malformed); // nothing got as far as the decoder
-    expect(attacker.received).toHaveLength(0);
+    // Nothing answered but the unknown key id, by a notice of 13 bytes naming it: nothing of the node's.
+    expect(attacker.received.map((r) => [...r.data])).toEqual([
+      [4, ...outsider.subarray(1, 5), ...outsider.subarray(11, 19)],
+    ]);
     expect(stateOf(node)).toEqual(state);
     expect(node.authState().unknownKeys).toHaveLength(1);
     expect(node.authState().isolated).toBe(false); // it has authenticated traffic

@@ -2,6 +2,7 @@ import { ManualClock } from '@coral/testkit';
 import { describe, expect, it } from 'vitest';
 import { hostKey, netKey } from '../../src/limits/address.js';
 import { GlobalBucket, SourceLimiter } from '../../src/limits/rate-limiter.js';
+import type { RequestType } from '../../src/wire/messages.js';
 
 describe('source keys', () => {
   it('group IPv4 by address and /24, IPv6 by /64 and /48, mapped IPv4 as IPv4', () => {
@@ -20,7 +21,10 @@ describe('source keys', () => {
 describe('SourceLimiter', () => {
   it('allows a burst per host and type, then the sustained rate', async () => {
     const clock = new ManualClock(0);
-    const l = new SourceLimiter({ clock }, { limits: { PING: { perSecond: 10, burst: 5 } } });
+    const l = new SourceLimiter<RequestType>(
+      { clock },
+      { limits: { PING: { perSecond: 10, burst: 5 } } },
+    );
     let ok = 0;
     for (let i = 0; i < 20; i++) if (l.allow('PING', '10.0.0.1')) ok++;
     expect(ok).toBe(5);
@@ -76,6 +80,21 @@ describe('SourceLimiter', () => {
     l.allow('GET', '10.0.2.1');
     expect(l.tracks('10.0.0.1')).toBe(false);
     expect(pingsAllowed()).toBe(4);
+  });
+
+  it('limits kinds of its own (what a source can make a node send), with a /24 on top', () => {
+    const clock = new ManualClock(0);
+    const l = new SourceLimiter<'NOTICE'>(
+      { clock },
+      { kinds: { NOTICE: { perSecond: 0.5, burst: 2 } }, netMultiplier: 2 },
+    );
+    const allowed = (ip: string) =>
+      Array.from({ length: 5 }, () => l.allow('NOTICE', ip)).filter(Boolean).length;
+    expect(allowed('10.7.7.1')).toBe(2);
+    expect(allowed('10.7.7.2')).toBe(2);
+    expect(allowed('10.7.7.3')).toBe(0); // the /24 had 2 × 2
+    expect(l.refused.NOTICE).toBe(11);
+    expect(l.limits).toEqual({ NOTICE: { perSecond: 0.5, burst: 2 } });
   });
 });
 

@@ -3,7 +3,8 @@
  * resolve yet: a member still starting); while the node has no contact it retries — the first
  * delay {@link BOOTSTRAP_RETRY_MS}, doubling up to {@link BOOTSTRAP_RETRY_MAX_MS} — resolving the
  * names again and pinging them, then runs the self-lookup. Each wait says why the node is not
- * joined yet (at `warn` while that keeps it from being ready).
+ * joined yet (at `warn` while that keeps it from being ready) — naming a bootstrap address that
+ * answered with a key notice (it does not accept this node's key id) instead of "no answer".
  */
 import type { Clock } from '@coral/runtime';
 import type { Logger } from 'pino';
@@ -37,6 +38,7 @@ export class FleetJoin {
   #joined = false;
   #attempts = 0;
   #retry: { cancel(): void } | undefined;
+  #dsht: DshtPort | undefined;
 
   constructor(components: FleetJoinComponents) {
     this.#c = components;
@@ -75,6 +77,7 @@ export class FleetJoin {
    * Otherwise retry in the background.
    */
   started(dsht: DshtPort): void {
+    this.#dsht = dsht;
     const contacts = dsht.routes(0).length;
     this.#joined = contacts > 0 || this.#c.config.bootstrap.length === 0 || this.#bootstrap.self;
     if (contacts === 0 && this.hasOtherMembers) {
@@ -95,13 +98,31 @@ export class FleetJoin {
 
   #logPending(retryInMs: number): void {
     const b = this.#bootstrap;
+    // A key notice is an unauthenticated hint: it only changes what this line says.
+    const auth = this.#dsht?.authState();
+    const rejected = auth?.keyRejection;
+    // Said of the key this node signs with now, by one of the addresses it is trying.
+    const refusing =
+      rejected && rejected.keyId === auth.primaryKeyId && b.contacts.includes(rejected.from)
+        ? rejected
+        : undefined;
+    const silent = refusing ? b.contacts.filter((c) => c !== refusing.from) : b.contacts;
     this.#c.logger[this.#joined ? 'debug' : 'warn'](
-      { attempt: this.#attempts, retryInMs, unresolved: b.unresolved, unanswered: b.contacts },
+      {
+        attempt: this.#attempts,
+        retryInMs,
+        unresolved: b.unresolved,
+        unanswered: silent,
+        ...(refusing ? { keyRejectedBy: refusing.from, keyId: refusing.keyId } : {}),
+      },
       `not joined yet: ${[
         b.unresolved.length > 0
           ? `bootstrap ${b.unresolved.map((u) => `${u.entry} (${u.reason})`).join(', ')} did not resolve`
           : '',
-        b.contacts.length > 0 ? `no answer from ${b.contacts.join(', ')}` : '',
+        refusing
+          ? `${refusing.from} does not accept this node's key id ${refusing.keyId} (check CORAL_FLEET_KEYS)`
+          : '',
+        silent.length > 0 ? `no answer from ${silent.join(', ')}` : '',
       ]
         .filter(Boolean)
         .join('; ')}; retrying in ${retryInMs} ms`,

@@ -15,7 +15,7 @@ import {
   type NodeInfo,
   type ProbeEntry,
 } from '@coral/dnssrv';
-import type { Contact, DshtAuthState, PutResult } from '@coral/dsht';
+import type { Contact, DshtAuthState, KeyRejection, PutResult } from '@coral/dsht';
 import { rendezvousRank as rankAmong, type CacheListEntry, type PeerAuth } from '@coral/httpprx';
 import { HttpPeerSigner, type KeyInfo } from '@coral/keyring';
 import { FleetChallenges } from '../acme/fleet-challenges.js';
@@ -220,6 +220,8 @@ export class CoralNode implements AdminBackend {
           },
           ...(keyring ? { keyring } : {}),
         });
+        // Before the bootstrap pings: their key notices come back while start() waits.
+        dsht.on('key-rejected', (r) => this.#keyRejected(r));
         try {
           await dsht.start({ bootstrap: bootstrap.contacts });
         } catch (err) {
@@ -718,6 +720,31 @@ export class CoralNode implements AdminBackend {
       this.logger.warn(
         { component: 'fleet', keyIds: state.keyIds },
         'this node is no longer isolated: it authenticates DSHT traffic again',
+      );
+    }
+  }
+
+  /**
+   * A peer's key notice (at most one report a minute): it does not accept this node's key id. The
+   * notice is unauthenticated — a hint, which changes nothing — so this is a log line (and the
+   * `coral_fleet_key_rejected_total` metric) only.
+   */
+  #keyRejected(r: KeyRejection): void {
+    const by = r.from.ip.includes(':')
+      ? `[${r.from.ip}]:${r.from.port}`
+      : `${r.from.ip}:${r.from.port}`;
+    const entry = { component: 'fleet', keyId: r.keyId, answeredBy: by, notices: r.notices };
+    if (r.fleetHeard) {
+      this.logger.warn(
+        entry,
+        `fleet member ${by} does not accept this node's key id ${r.keyId}: it lacks this key ` +
+          '(a rotation step missed there?); this node still authenticates the rest of its fleet',
+      );
+    } else {
+      this.logger.error(
+        entry,
+        `the fleet does not accept this node's key id ${r.keyId} (answered by ${by}): check ` +
+          "CORAL_FLEET_KEYS (fleet.keys or fleet.keysFile) — it must hold the fleet's current key",
       );
     }
   }

@@ -13,6 +13,7 @@ import type {
   DshtSnapshot,
   FailureDetectionState,
   GetResult,
+  KeyRejection,
   MemberChange,
   PutResult,
 } from '@coral/dsht';
@@ -70,6 +71,8 @@ export interface DshtPort extends DshtValueStore {
   authState(): DshtAuthState;
   /** Keyed mode: isolation began or ended. */
   on(event: 'isolated', listener: (state: DshtAuthState) => void): void;
+  /** Keyed mode: a peer's key notice says it does not accept this node's key id (≤ 1 a minute). */
+  on(event: 'key-rejected', listener: (rejection: KeyRejection) => void): void;
   /** Failure detection: a member suspected, declared dead, gone (LEAVE), or back. */
   on(
     event: 'member-suspect' | 'member-dead' | 'member-left' | 'member-alive',

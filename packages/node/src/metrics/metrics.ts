@@ -508,6 +508,28 @@ export class CoralMetrics {
         this.set(trust()?.isolated() ? 1 : 0);
       },
     });
+    new Counter({
+      name: `${p}fleet_key_rejected_total`,
+      help: "Key notices answering this node's own requests: a peer does not accept this node's key id (a wrong or stale fleet key here, or a member that lacks it; notices are unauthenticated hints)",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(trust()?.counters().keyRejected ?? 0);
+      },
+    });
+    new Counter({
+      name: `${p}dsht_key_notices_total`,
+      help: 'Key notices: sent to sources of datagrams under key ids this node lacks (sent), not sent for the per-source or global rate (limited), received matching none of its requests (ignored)',
+      labelNames: ['event'],
+      registers,
+      collect() {
+        const c = trust()?.counters() ?? {};
+        this.reset();
+        this.inc({ event: 'sent' }, c.keyNoticesSent ?? 0);
+        this.inc({ event: 'limited' }, c.keyNoticesLimited ?? 0);
+        this.inc({ event: 'ignored' }, c.keyNoticesIgnored ?? 0);
+      },
+    });
     new Gauge({
       name: `${p}fleet_keys`,
       help: 'Fleet keys held (0: open mode)',

@@ -50,10 +50,7 @@ export async function loadRlimit(
       r: number,
       v: { rlim_cur: number | bigint; rlim_max: number | bigint },
     ) => number;
-    const errno = (): string => {
-      const e = (koffi as unknown as { errno?: () => number }).errno?.();
-      return e === undefined ? 'failed' : `errno ${e}`;
-    };
+    const errno = (): string => `errno ${koffi.errno()}`;
     return {
       calls: {
         get() {
