@@ -180,6 +180,18 @@ export class PurgeError extends CoralNodeError {
 }
 
 /**
+ * A fleet-wide change (a purge, an ACME challenge value) that some live member did not apply: it
+ * could not be reached (no admin record, refused, timed out), refused it, or this node is cut off
+ * from its fleet. Answered 502 by the admin API with the whole propagation beside the error; the
+ * change is applied here all the same (and purges reach the others through the purge log).
+ */
+export class FleetIncompleteError extends CoralNodeError {
+  constructor(message: string) {
+    super('CORAL_ERR_FLEET_INCOMPLETE', message, 502);
+  }
+}
+
+/**
  * A request for a Coralized name (or site) whose origin domain is on the blocklist
  * (`proxy.blocklist`, `proxy.blocklistFile`): answered 403 by the proxy's listener, before any
  * cache, peer or origin work.
@@ -217,5 +229,6 @@ export const ERROR_CODES = [
   'CORAL_ERR_TLS',
   'CORAL_ERR_PEER_UNAUTHORIZED',
   'CORAL_ERR_PURGE_INVALID',
+  'CORAL_ERR_FLEET_INCOMPLETE',
   'CORAL_ERR_ORIGIN_BLOCKED',
 ] as const;

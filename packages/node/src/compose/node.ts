@@ -37,6 +37,7 @@ import { CoralNodeError, StartError } from '../errors.js';
 import { resolveFleetTrust, type FleetTrust } from '../trust/fleet-keys.js';
 import { FleetKeyAdmin } from '../trust/key-admin.js';
 import { DshtFleetMembers } from '../trust/members.js';
+import { AdminRecords } from '../trust/admin-records.js';
 import { openStore } from '../storage/open-store.js';
 import { createLogger } from '../logging/logger.js';
 import { VERSION } from '../version.js';
@@ -83,6 +84,8 @@ export class CoralNode implements AdminBackend {
   #purgeLog: PurgeLog | undefined;
   #purgeGate: PurgeGate | undefined;
   #heapTrimmer: HeapTrimmer | undefined;
+  /** This node's admin record and the members' (keyed mode: where peer requests go). */
+  #adminRecords: AdminRecords | undefined;
   /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
   #blocklist = new Blocklist();
   readonly listening: {
@@ -259,6 +262,18 @@ export class CoralNode implements AdminBackend {
     const answerAuth = keyring ? new PeerAnswerAuth(keyring) : undefined;
     const peerSelf = () => this.#ownAdminAuthorities(config.admin.host, config.admin.port);
     const onPeerRefused = (reason: string) => metrics.peerRefused(reason);
+    // Members reach this node's admin API at the port its record says (trust/admin-records.ts),
+    // and it reaches theirs at the ports their records say.
+    const adminRecords = new AdminRecords(
+      { dsht: this.dsht, clock: this.#clock, logger: log('admin-records') },
+      { nodeId, adminPort: config.admin.port },
+    );
+    if (keyring) {
+      this.#adminRecords = adminRecords;
+      adminRecords.start();
+    }
+    const adminPorts = adminRecords.port.bind(adminRecords);
+    const cutOff = () => this.#cutOff();
     this.proxy = await step('proxy', () =>
       openStore({ ...storage, store: 'cache', dir: join(dataDir, 'cache') }, async () => {
         const proxy = await services.proxy({
@@ -311,20 +326,19 @@ export class CoralNode implements AdminBackend {
       {
         store: this.proxy,
         log: this.#purgeLog,
-        peers: new PeerRequests(
-          {
-            peerAuth: this.#peerAuth ?? peerAuth,
-            answerAuth,
-            self: peerSelf,
-            onRefused: onPeerRefused,
-            members: () => this.#otherMembers(),
-            logger: purgeLogger,
-          },
-          { adminPort: config.admin.port },
-        ),
+        peers: new PeerRequests({
+          peerAuth: this.#peerAuth ?? peerAuth,
+          answerAuth,
+          self: peerSelf,
+          onRefused: onPeerRefused,
+          members: () => this.#otherMembers(),
+          adminPorts,
+          logger: purgeLogger,
+        }),
         clock: this.#clock,
         logger: purgeLogger,
         metrics: metrics.purge,
+        cutOff,
       },
       { nodeId, syncIntervalMs: config.purge.syncIntervalMs },
     );
@@ -371,9 +385,11 @@ export class CoralNode implements AdminBackend {
         self: peerSelf,
         onRefused: onPeerRefused,
         members: () => this.#otherMembers(),
+        adminPorts,
+        cutOff,
         logger: log('acme'),
       },
-      { zone: config.zone, adminPort: config.admin.port },
+      { zone: config.zone },
     );
     this.admin = new AdminApi(
       {
@@ -477,6 +493,7 @@ export class CoralNode implements AdminBackend {
     this.#stopping ??= (async () => {
       this.#join.cancel();
       this.#purgeGate?.stop();
+      this.#adminRecords?.stop();
       this.#heapTrimmer?.stop();
       this.certificates?.stop();
       // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
@@ -575,6 +592,19 @@ export class CoralNode implements AdminBackend {
     if (this.dsht) out.push(fmt(this.dsht.contact.ip));
     if (adminHost !== '0.0.0.0' && adminHost !== '::' && adminHost !== '') out.push(fmt(adminHost));
     return out;
+  }
+
+  /**
+   * Why this node may not see the members it should (fleet-wide changes with no live member are
+   * then not done): isolated from the fleet's keys, or not joined yet. Undefined for a node that
+   * is simply alone.
+   */
+  #cutOff(): string | undefined {
+    if (this.trust.mode === 'keyed' && this.dsht?.authState().isolated) {
+      return 'this node is isolated from its fleet (its keys authenticate no traffic)';
+    }
+    if (!this.#join.joined) return 'this node has not joined its fleet yet (no bootstrap answered)';
+    return undefined;
   }
 
   #otherMembers(): { nodeId: string; ip: string }[] {
