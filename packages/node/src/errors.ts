@@ -37,12 +37,31 @@ export class ConfigError extends CoralNodeError {
   }
 }
 
-/** A service could not start (port in use, unreadable data directory, ...). */
+/** The setting (and its variable) that chooses the port of each listening service. */
+const PORT_SETTINGS: Readonly<Record<string, readonly [setting: string, env: string]>> = {
+  proxy: ['proxy.port', 'CORAL_PROXY_PORT'],
+  'proxy tls': ['proxy.tlsPort', 'CORAL_PROXY_TLS_PORT'],
+  dsht: ['dsht.port', 'CORAL_DSHT_PORT'],
+  dns: ['dns.port', 'CORAL_DNS_PORT'],
+  admin: ['admin.port', 'CORAL_ADMIN_PORT'],
+};
+
+/**
+ * A service could not start (port in use, unreadable data directory, ...). A port in use names
+ * the setting that moves it (two nodes on one machine need their own port for every service).
+ */
 export class StartError extends CoralNodeError {
   constructor(service: string, cause: unknown) {
+    const e = cause as { code?: string } | undefined;
+    const setting = PORT_SETTINGS[service];
+    const hint =
+      e?.code === 'EADDRINUSE' && setting
+        ? `: set ${setting[0]} (${setting[1]}) to a free port (another node on this machine ` +
+          'needs its own), or stop what holds it'
+        : '';
     super(
       'CORAL_ERR_START_FAILED',
-      `${service} failed to start: ${cause instanceof Error ? cause.message : String(cause)}`,
+      `${service} failed to start: ${cause instanceof Error ? cause.message : String(cause)}${hint}`,
       500,
       { cause },
     );
