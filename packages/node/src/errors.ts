@@ -21,6 +21,24 @@ export interface ConfigIssue {
   /** Dotted path of the field (`dns.port`), or the source (`env CORAL_DNS_PORT`, `file`). */
   path: string;
   message: string;
+  /**
+   * Where the field's value came from: `CORAL_DNS_PORT`, `file coral.yaml`, `overrides`, or
+   * `default` (set by config/load.ts for issues about a field).
+   */
+  source?: string;
+  /** The value given, as JSON (cut short); `[redacted]` for keys and tokens. */
+  given?: string;
+}
+
+/** `path: message (given VALUE in SOURCE)`, as the configuration error lists each problem. */
+export function formatConfigIssue(i: ConfigIssue): string {
+  const where =
+    i.source === undefined
+      ? ''
+      : i.source === 'default'
+        ? ` (the default${i.given !== undefined ? ` ${i.given}` : ''})`
+        : ` (${i.given !== undefined ? `given ${i.given} ` : ''}in ${i.source})`;
+  return `${i.path}: ${i.message}${where}`;
 }
 
 /** The configuration (file, environment or flags) is invalid; `issues` lists every problem at once. */
@@ -30,7 +48,7 @@ export class ConfigError extends CoralNodeError {
     super(
       'CORAL_ERR_CONFIG_INVALID',
       `invalid configuration (${issues.length} problem${issues.length === 1 ? '' : 's'}):\n` +
-        issues.map((i) => `  - ${i.path}: ${i.message}`).join('\n'),
+        issues.map((i) => `  - ${formatConfigIssue(i)}`).join('\n'),
       400,
     );
     this.issues = Object.freeze([...issues]);
