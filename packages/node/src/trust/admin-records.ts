@@ -13,9 +13,11 @@
  * inside is the member's; its address is never read from it. A member without a record (not
  * published yet, an older version) is *not reached*: its operation fails, it is never counted done.
  *
- * Each node publishes its record at start, again when it first meets a member (a record stored
- * while alone sits on this node only), and every {@link ADMIN_RECORD_REFRESH_MS}; the TTL
- * ({@link ADMIN_RECORD_TTL_SECONDS}) outlives two refreshes. Lookups are cached for
+ * Each node publishes its record once it has a member (alone, nobody needs it and a put has nowhere
+ * to go), again whenever its membership has doubled since (the nodes closest to the key change as
+ * the fleet grows), every {@link ADMIN_RECORD_REFRESH_MS}, and every
+ * {@link ADMIN_RECORD_CHECK_MS} after a put that failed; the TTL ({@link ADMIN_RECORD_TTL_SECONDS})
+ * outlives two refreshes. Lookups are cached for
  * {@link ADMIN_RECORD_CACHE_MS}; a caller whose request to a cached port failed asks again with
  * `fresh` (the member may have restarted on another port).
  */
@@ -30,6 +32,8 @@ export const ADMIN_RECORD_VERSION = 1;
 export const ADMIN_RECORD_TTL_SECONDS = 900;
 /** Period of the re-publication. */
 export const ADMIN_RECORD_REFRESH_MS = 5 * 60_000;
+/** Period of the check whether to publish (a member met, membership doubled, a put failed). */
+export const ADMIN_RECORD_CHECK_MS = 1_000;
 /** How long a looked-up port is used without asking the DSHT again. */
 export const ADMIN_RECORD_CACHE_MS = 60_000;
 /** Members whose looked-up ports are kept (the oldest entry goes first). */
@@ -75,8 +79,6 @@ export interface AdminRecordStore {
   ): Promise<{ records?: ReadonlyArray<{ publisher: Uint8Array; value: Uint8Array }> }>;
   put(key: Uint8Array, value: Uint8Array, ttlSeconds: number): Promise<unknown>;
   members(): readonly unknown[];
-  on(event: 'contact', listener: () => void): unknown;
-  off(event: 'contact', listener: () => void): unknown;
 }
 
 export interface AdminRecordsComponents {
@@ -105,11 +107,10 @@ export class AdminRecords {
   readonly #cache = new Map<string, { port: number; until: number }>();
   #timer: TimerHandle | undefined;
   #stopped = false;
-  readonly #onContact = () => {
-    if (this.#dsht.members().length === 0) return;
-    this.#dsht.off('contact', this.#onContact);
-    void this.publish();
-  };
+  /** Members when the record was last published (0: not yet) and when. */
+  #publishedFor = 0;
+  #publishedAt = 0;
+  #failing = false;
 
   constructor(components: AdminRecordsComponents, options: AdminRecordsOptions) {
     this.#dsht = components.dsht;
@@ -121,14 +122,12 @@ export class AdminRecords {
     this.#cacheMs = options.cacheMs ?? ADMIN_RECORD_CACHE_MS;
   }
 
-  /** Publish now, when the first member is met, and every refresh period until {@link stop}. */
+  /** Check now and every {@link ADMIN_RECORD_CHECK_MS} whether to publish, until {@link stop}. */
   start(): void {
-    if (this.#stopped) return;
-    if (this.#dsht.members().length === 0) this.#dsht.on('contact', this.#onContact);
     const tick = () => {
       if (this.#stopped) return;
-      void this.publish().finally(() => {
-        if (!this.#stopped) this.#timer = this.#clock.setTimeout(tick, this.#refreshMs);
+      void this.#check().finally(() => {
+        if (!this.#stopped) this.#timer = this.#clock.setTimeout(tick, ADMIN_RECORD_CHECK_MS);
       });
     };
     tick();
@@ -137,16 +136,38 @@ export class AdminRecords {
   stop(): void {
     this.#stopped = true;
     this.#timer?.cancel();
-    this.#dsht.off('contact', this.#onContact);
   }
 
-  /** Put this node's record; a failure is logged (the next refresh tries again). */
-  async publish(): Promise<void> {
+  async #check(): Promise<void> {
+    const n = this.#dsht.members().length;
+    if (n === 0) return;
+    const due =
+      this.#publishedFor === 0 ||
+      n >= 2 * this.#publishedFor ||
+      this.#clock.now() - this.#publishedAt >= this.#refreshMs;
+    if (!due) return;
+    if (await this.publish()) {
+      this.#publishedFor = n;
+      this.#publishedAt = this.#clock.now();
+    }
+  }
+
+  /** Put this node's record; false (and logged) when no node took it. */
+  async publish(): Promise<boolean> {
     const value = encodeAdminRecord({ nodeId: this.#nodeId, adminPort: this.#adminPort });
     try {
       await this.#dsht.put(adminRecordKey(this.#nodeId), value, ADMIN_RECORD_TTL_SECONDS);
+      this.#failing = false;
+      return true;
     } catch (err) {
-      this.#logger?.warn({ err }, 'admin record not published: members may not reach this node');
+      // Tried again every check: at warn once, then at debug until a put succeeds.
+      const level = this.#failing ? 'debug' : 'warn';
+      this.#failing = true;
+      this.#logger?.[level]?.(
+        { err },
+        'admin record not published: members may not reach this node',
+      );
+      return false;
     }
   }
 

@@ -187,7 +187,10 @@ describe('fleet purge over five node processes', () => {
     const before = origin.count('/u/1');
     const r = await purge(nodes[2]!, { url: url('/u/1') });
     expect(r.local.count).toBe(1);
-    expect(r.propagation).toMatchObject({ mode: 'sent', complete: true });
+    expect(r.propagation, JSON.stringify(r.propagation)).toMatchObject({
+      mode: 'sent',
+      complete: true,
+    });
     expect(r.propagation.members.map((m) => m.address).sort()).toEqual(
       nodes
         .filter((n) => n !== nodes[2])
