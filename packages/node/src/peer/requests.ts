@@ -73,11 +73,12 @@ export interface PeerMember {
 
 /**
  * The admin port a member published (trust/admin-records.ts `AdminRecords.port`), undefined when
- * it is not known; `fresh`: do not answer from a cache (a request to the cached port failed).
+ * it is not known; `fresh`: do not answer from a cache (a request to the cached port failed);
+ * `patient`: look again a few times when the record is not found (a member that just joined).
  */
 export type AdminPortOf = (
   member: PeerMember,
-  opts: { fresh?: boolean; signal?: AbortSignal },
+  opts: { fresh?: boolean; patient?: boolean; signal?: AbortSignal },
 ) => Promise<number | undefined>;
 
 /** Every member on one port: for components used on their own (tests), never for a fleet. */
@@ -218,6 +219,8 @@ export class PeerRequests {
   /**
    * Send one signed request to every member in `to` (default: every live member), in parallel,
    * each bounded by the timeout. Never throws: a member that fails is a result with `ok: false`.
+   * A fleet-wide change: a member whose admin record is not found yet is looked up again a few
+   * times before it counts as not reached (`patient`).
    * Throws only when this node has no keys (check {@link enabled} first).
    */
   async sendAll(
@@ -226,7 +229,7 @@ export class PeerRequests {
     body?: string,
     to: PeerMember[] = this.#members(),
   ): Promise<PeerResult[]> {
-    return Promise.all(to.map((m) => this.send(m, method, path, body)));
+    return Promise.all(to.map((m) => this.send(m, method, path, body, { patient: true })));
   }
 
   /**
@@ -234,9 +237,15 @@ export class PeerRequests {
    * request to a port from the cache that did not connect is tried once more when a fresh lookup
    * gives another port (the member restarted on it).
    */
-  async send(member: PeerMember, method: string, path: string, body?: string): Promise<PeerResult> {
+  async send(
+    member: PeerMember,
+    method: string,
+    path: string,
+    body?: string,
+    opts: { patient?: boolean } = {},
+  ): Promise<PeerResult> {
     if (!this.#peerAuth) throw new PeerAuthError('no-keys', 'this node has no fleet keys');
-    const port = await this.#adminPorts(member, {});
+    const port = await this.#adminPorts(member, opts.patient ? { patient: true } : {});
     if (port === undefined) return this.#noRecord(member);
     const first = await this.#sendTo(member, port, method, path, body);
     if (first.status !== undefined) return first;

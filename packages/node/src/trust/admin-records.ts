@@ -13,13 +13,16 @@
  * inside is the member's; its address is never read from it. A member without a record (not
  * published yet, an older version) is *not reached*: its operation fails, it is never counted done.
  *
- * Each node publishes its record once it has a member (alone, nobody needs it and a put has nowhere
- * to go), again whenever its membership has doubled since (the nodes closest to the key change as
- * the fleet grows), every {@link ADMIN_RECORD_REFRESH_MS}, and every
+ * Each node publishes its record at start (alone, in its own store, where the first member to join
+ * finds it), again when it meets its first member and whenever its membership has doubled since
+ * (the nodes closest to the key change as the fleet grows), every {@link ADMIN_RECORD_REFRESH_MS}, and every
  * {@link ADMIN_RECORD_CHECK_MS} after a put that failed; the TTL ({@link ADMIN_RECORD_TTL_SECONDS})
- * outlives two refreshes. Lookups are cached for
- * {@link ADMIN_RECORD_CACHE_MS}; a caller whose request to a cached port failed asks again with
- * `fresh` (the member may have restarted on another port).
+ * outlives two refreshes. For a fleet-wide change (`patient`), a lookup that finds no record
+ * looks again {@link ADMIN_RECORD_LOOKUP_RETRIES} times, a check period apart (a member that
+ * joined a moment ago publishes within one); the purge catch-up does not wait (its next round
+ * looks again). Found ports are cached for {@link ADMIN_RECORD_CACHE_MS}; a caller
+ * whose request to a cached port failed asks again with `fresh` (the member may have restarted on
+ * another port).
  */
 import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
@@ -34,6 +37,8 @@ export const ADMIN_RECORD_TTL_SECONDS = 900;
 export const ADMIN_RECORD_REFRESH_MS = 5 * 60_000;
 /** Period of the check whether to publish (a member met, membership doubled, a put failed). */
 export const ADMIN_RECORD_CHECK_MS = 1_000;
+/** Lookups again, a check period apart, when a member's record is not found. */
+export const ADMIN_RECORD_LOOKUP_RETRIES = 2;
 /** How long a looked-up port is used without asking the DSHT again. */
 export const ADMIN_RECORD_CACHE_MS = 60_000;
 /** Members whose looked-up ports are kept (the oldest entry goes first). */
@@ -107,8 +112,8 @@ export class AdminRecords {
   readonly #cache = new Map<string, { port: number; until: number }>();
   #timer: TimerHandle | undefined;
   #stopped = false;
-  /** Members when the record was last published (0: not yet) and when. */
-  #publishedFor = 0;
+  /** Members when the record was last published (undefined: not yet) and when. */
+  #publishedFor: number | undefined;
   #publishedAt = 0;
   #failing = false;
 
@@ -140,10 +145,9 @@ export class AdminRecords {
 
   async #check(): Promise<void> {
     const n = this.#dsht.members().length;
-    if (n === 0) return;
     const due =
-      this.#publishedFor === 0 ||
-      n >= 2 * this.#publishedFor ||
+      this.#publishedFor === undefined ||
+      n >= 2 * this.#publishedFor + (this.#publishedFor === 0 ? 1 : 0) ||
       this.#clock.now() - this.#publishedAt >= this.#refreshMs;
     if (!due) return;
     if (await this.publish()) {
@@ -173,39 +177,45 @@ export class AdminRecords {
 
   /**
    * The admin port `member` published, or undefined when no record of its own is found. `fresh`
-   * skips the cache (a request to the cached port failed).
+   * skips the cache (a request to the cached port failed); `patient` looks again
+   * {@link ADMIN_RECORD_LOOKUP_RETRIES} times, a check period apart, before giving up.
    */
   async port(
     member: PeerMember,
-    opts: { fresh?: boolean; signal?: AbortSignal } = {},
+    opts: { fresh?: boolean; patient?: boolean; signal?: AbortSignal } = {},
   ): Promise<number | undefined> {
     const id = member.nodeId.toLowerCase();
     const now = this.#clock.now();
     const cached = this.#cache.get(id);
     if (cached && cached.until > now && !opts.fresh) return cached.port;
-    let found: number | undefined;
-    try {
-      const r = await this.#dsht.get(
-        adminRecordKey(id),
-        opts.signal ? { signal: opts.signal } : {},
-      );
-      for (const rec of r.records ?? []) {
-        if (Buffer.from(rec.publisher).toString('hex') !== id) continue;
-        const decoded = decodeAdminRecord(rec.value);
-        if (decoded?.nodeId === id) {
-          found = decoded.adminPort;
-          break;
-        }
-      }
-    } catch (err) {
-      this.#logger?.debug?.({ err, member: id }, 'admin record lookup failed');
+    let found = await this.#lookup(id, opts.signal);
+    const retries = opts.patient ? ADMIN_RECORD_LOOKUP_RETRIES : 0;
+    for (let n = 0; found === undefined && n < retries; n++) {
+      if (opts.signal?.aborted || this.#stopped) break;
+      await new Promise<void>((r) => this.#clock.setTimeout(r, ADMIN_RECORD_CHECK_MS));
+      found = await this.#lookup(id, opts.signal);
     }
     this.#cache.delete(id);
     if (found === undefined) return undefined;
-    this.#cache.set(id, { port: found, until: now + this.#cacheMs });
+    this.#cache.set(id, { port: found, until: this.#clock.now() + this.#cacheMs });
     while (this.#cache.size > ADMIN_RECORD_CACHE_MAX) {
       this.#cache.delete(this.#cache.keys().next().value!);
     }
     return found;
+  }
+
+  /** One DSHT get of the member's record: its port when a record of its own is there. */
+  async #lookup(id: string, signal: AbortSignal | undefined): Promise<number | undefined> {
+    try {
+      const r = await this.#dsht.get(adminRecordKey(id), signal ? { signal } : {});
+      for (const rec of r.records ?? []) {
+        if (Buffer.from(rec.publisher).toString('hex') !== id) continue;
+        const decoded = decodeAdminRecord(rec.value);
+        if (decoded?.nodeId === id) return decoded.adminPort;
+      }
+    } catch (err) {
+      this.#logger?.debug?.({ err, member: id }, 'admin record lookup failed');
+    }
+    return undefined;
   }
 }
