@@ -250,8 +250,9 @@ export class PeerRequests {
     const first = await this.#sendTo(member, port, method, path, body);
     if (first.status !== undefined) return first;
     const again = await this.#adminPorts(member, { fresh: true });
-    if (again === undefined) return this.#noRecord(member);
-    return again === port ? first : this.#sendTo(member, again, method, path, body);
+    return again === undefined || again === port
+      ? first
+      : this.#sendTo(member, again, method, path, body);
   }
 
   #noRecord(member: PeerMember): PeerResult {

@@ -20,9 +20,10 @@
  * outlives two refreshes. For a fleet-wide change (`patient`), a lookup that finds no record
  * looks again {@link ADMIN_RECORD_LOOKUP_RETRIES} times, a check period apart (a member that
  * joined a moment ago publishes within one); the purge catch-up does not wait (its next round
- * looks again). Found ports are cached for {@link ADMIN_RECORD_CACHE_MS}; a caller
- * whose request to a cached port failed asks again with `fresh` (the member may have restarted on
- * another port).
+ * looks again). Found ports are used for {@link ADMIN_RECORD_CACHE_MS} without a
+ * lookup, and after that whenever a lookup finds nothing (the last word of the member itself); a
+ * caller whose request to a port failed asks again with `fresh` (the member may have restarted on
+ * another port), which drops a port no lookup confirms.
  */
 import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
@@ -195,8 +196,14 @@ export class AdminRecords {
       await new Promise<void>((r) => this.#clock.setTimeout(r, ADMIN_RECORD_CHECK_MS));
       found = await this.#lookup(id, opts.signal);
     }
+    if (found === undefined) {
+      // The DSHT did not answer (a busy fleet, a lookup that timed out): the member's last known
+      // port is still its own word, unless a request to it has just failed (`fresh`).
+      if (cached && !opts.fresh) return cached.port;
+      this.#cache.delete(id);
+      return undefined;
+    }
     this.#cache.delete(id);
-    if (found === undefined) return undefined;
     this.#cache.set(id, { port: found, until: this.#clock.now() + this.#cacheMs });
     while (this.#cache.size > ADMIN_RECORD_CACHE_MAX) {
       this.#cache.delete(this.#cache.keys().next().value!);

@@ -10,13 +10,14 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keyring } from '@coral/keyring';
-import { systemClock, type Clock } from '@coral/testkit';
+import { ManualClock, systemClock, type Clock } from '@coral/testkit';
 import { loadConfig } from '../../src/config/load.js';
 import { realServices } from '../../src/compose/services.js';
 import type { DshtPort } from '../../src/compose/ports.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { CoralMetrics } from '../../src/metrics/metrics.js';
 import {
+  ADMIN_RECORD_CACHE_MS,
   AdminRecords,
   adminRecordKey,
   decodeAdminRecord,
@@ -127,5 +128,32 @@ describe('admin records', () => {
     } finally {
       publisher.stop();
     }
+  });
+
+  it("keeps a member's last port when a later lookup finds nothing, until a request to it fails", async () => {
+    const id = 'cd'.repeat(20);
+    const member = { nodeId: id, ip: '127.0.0.9' };
+    let records: { publisher: Uint8Array; value: Uint8Array }[] = [
+      {
+        publisher: Buffer.from(id, 'hex'),
+        value: encodeAdminRecord({ nodeId: id, adminPort: 8392 }),
+      },
+    ];
+    const store = {
+      get: async () => ({ records }),
+      put: async () => undefined,
+      members: () => [],
+    };
+    const clock = new ManualClock(0);
+    const reader = new AdminRecords(
+      { dsht: store, clock },
+      { nodeId: 'ef'.repeat(20), adminPort: 8092 },
+    );
+    expect(await reader.port(member)).toBe(8392);
+    records = []; // the DSHT answers nothing (a busy fleet, a lookup that timed out)
+    await clock.advance(ADMIN_RECORD_CACHE_MS + 1);
+    expect(await reader.port(member)).toBe(8392);
+    expect(await reader.port(member, { fresh: true })).toBeUndefined();
+    expect(await reader.port(member)).toBeUndefined();
   });
 });
