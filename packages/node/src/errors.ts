@@ -21,6 +21,24 @@ export interface ConfigIssue {
   /** Dotted path of the field (`dns.port`), or the source (`env CORAL_DNS_PORT`, `file`). */
   path: string;
   message: string;
+  /**
+   * Where the field's value came from: `CORAL_DNS_PORT`, `file coral.yaml`, `overrides`, or
+   * `default` (set by config/load.ts for issues about a field).
+   */
+  source?: string;
+  /** The value given, as JSON (cut short); `[redacted]` for keys and tokens. */
+  given?: string;
+}
+
+/** `path: message (given VALUE in SOURCE)`, as the configuration error lists each problem. */
+export function formatConfigIssue(i: ConfigIssue): string {
+  const where =
+    i.source === undefined
+      ? ''
+      : i.source === 'default'
+        ? ` (the default${i.given !== undefined ? ` ${i.given}` : ''})`
+        : ` (${i.given !== undefined ? `given ${i.given} ` : ''}in ${i.source})`;
+  return `${i.path}: ${i.message}${where}`;
 }
 
 /** The configuration (file, environment or flags) is invalid; `issues` lists every problem at once. */
@@ -30,19 +48,38 @@ export class ConfigError extends CoralNodeError {
     super(
       'CORAL_ERR_CONFIG_INVALID',
       `invalid configuration (${issues.length} problem${issues.length === 1 ? '' : 's'}):\n` +
-        issues.map((i) => `  - ${i.path}: ${i.message}`).join('\n'),
+        issues.map((i) => `  - ${formatConfigIssue(i)}`).join('\n'),
       400,
     );
     this.issues = Object.freeze([...issues]);
   }
 }
 
-/** A service could not start (port in use, unreadable data directory, ...). */
+/** The setting (and its variable) that chooses the port of each listening service. */
+const PORT_SETTINGS: Readonly<Record<string, readonly [setting: string, env: string]>> = {
+  proxy: ['proxy.port', 'CORAL_PROXY_PORT'],
+  'proxy tls': ['proxy.tlsPort', 'CORAL_PROXY_TLS_PORT'],
+  dsht: ['dsht.port', 'CORAL_DSHT_PORT'],
+  dns: ['dns.port', 'CORAL_DNS_PORT'],
+  admin: ['admin.port', 'CORAL_ADMIN_PORT'],
+};
+
+/**
+ * A service could not start (port in use, unreadable data directory, ...). A port in use names
+ * the setting that moves it (two nodes on one machine need their own port for every service).
+ */
 export class StartError extends CoralNodeError {
   constructor(service: string, cause: unknown) {
+    const e = cause as { code?: string } | undefined;
+    const setting = PORT_SETTINGS[service];
+    const hint =
+      e?.code === 'EADDRINUSE' && setting
+        ? `: set ${setting[0]} (${setting[1]}) to a free port (another node on this machine ` +
+          'needs its own), or stop what holds it'
+        : '';
     super(
       'CORAL_ERR_START_FAILED',
-      `${service} failed to start: ${cause instanceof Error ? cause.message : String(cause)}`,
+      `${service} failed to start: ${cause instanceof Error ? cause.message : String(cause)}${hint}`,
       500,
       { cause },
     );
@@ -190,6 +227,18 @@ export class ReportError extends CoralNodeError {
 }
 
 /**
+ * A fleet-wide change (a purge, an ACME challenge value) that some live member did not apply: it
+ * could not be reached (no admin record, refused, timed out), refused it, or this node is cut off
+ * from its fleet. Answered 502 by the admin API with the whole propagation beside the error; the
+ * change is applied here all the same (and purges reach the others through the purge log).
+ */
+export class FleetIncompleteError extends CoralNodeError {
+  constructor(message: string) {
+    super('CORAL_ERR_FLEET_INCOMPLETE', message, 502);
+  }
+}
+
+/**
  * A request for a Coralized name (or site) whose origin domain is on the blocklist
  * (`proxy.blocklist`, `proxy.blocklistFile`): answered 403 by the proxy's listener, before any
  * cache, peer or origin work.
@@ -227,6 +276,7 @@ export const ERROR_CODES = [
   'CORAL_ERR_TLS',
   'CORAL_ERR_PEER_UNAUTHORIZED',
   'CORAL_ERR_PURGE_INVALID',
+  'CORAL_ERR_FLEET_INCOMPLETE',
   'CORAL_ERR_ORIGIN_BLOCKED',
   'CORAL_ERR_REPORT_INVALID',
 ] as const;

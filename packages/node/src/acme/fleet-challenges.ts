@@ -3,7 +3,7 @@
  * `_acme-challenge.<zone>` TXT, so a value set on one node (admin API, `coral-node acme set`)
  * is applied to this node's DNS server at once and sent to every live member, node to node:
  *
- *   PUT    /v1/peer/acme/challenges/<value>?ttl=<seconds>   (on each member's admin port)
+ *   PUT    /v1/peer/acme/challenges/<value>?ttl=<seconds>   (on each member's own admin port)
  *   DELETE /v1/peer/acme/challenges/<value>
  *   DELETE /v1/peer/acme/challenges                          (every value)
  *
@@ -18,7 +18,7 @@ import type { ChallengeEntry, InMemoryChallengeStore } from '@coral/dnssrv';
 import type { PeerAuth } from '@coral/httpprx';
 import type { Logger } from 'pino';
 import type { PeerAnswerAuth } from '../peer/answers.js';
-import { PeerRequests, PEER_REQUEST_TIMEOUT_MS } from '../peer/requests.js';
+import { PeerRequests, PEER_REQUEST_TIMEOUT_MS, type AdminPortOf } from '../peer/requests.js';
 
 export { PEER_AUTH_HEADER } from '../peer/requests.js';
 /** Path of the peer endpoint on every member's admin port. */
@@ -64,14 +64,19 @@ export interface FleetChallengesComponents {
   onRefused?: (reason: string) => void;
   /** The live members other than this node, with the address they were verified at. */
   members: () => { nodeId: string; ip: string }[];
+  /** Each member's own admin port (trust/admin-records.ts). */
+  adminPorts: AdminPortOf;
+  /**
+   * Why this node may not see every member it should (isolated from the fleet's keys, not joined
+   * yet), or undefined: with a reason, no live member means "not reached", not "none to reach".
+   */
+  cutOff?: () => string | undefined;
   fetch?: typeof fetch;
   logger?: Pick<Logger, 'info' | 'warn'> & Partial<Pick<Logger, 'debug'>>;
 }
 
 export interface FleetChallengesOptions {
   zone: string;
-  /** The members' admin port (the fleet's configuration gives every member the same). */
-  adminPort: number;
   timeoutMs?: number;
 }
 
@@ -79,11 +84,13 @@ export class FleetChallenges {
   readonly #store: InMemoryChallengeStore;
   readonly #peers: PeerRequests;
   readonly #logger: FleetChallengesComponents['logger'];
+  readonly #cutOff: FleetChallengesComponents['cutOff'];
   readonly zone: string;
 
   constructor(components: FleetChallengesComponents, options: FleetChallengesOptions) {
     this.#store = components.store;
     this.#logger = components.logger;
+    this.#cutOff = components.cutOff;
     this.#peers = new PeerRequests(
       {
         peerAuth: components.peerAuth,
@@ -91,10 +98,11 @@ export class FleetChallenges {
         ...(components.self ? { self: components.self } : {}),
         ...(components.onRefused ? { onRefused: components.onRefused } : {}),
         members: components.members,
+        adminPorts: components.adminPorts,
         ...(components.fetch ? { fetch: components.fetch } : {}),
         logger: components.logger,
       },
-      { adminPort: options.adminPort, timeoutMs: options.timeoutMs ?? ACME_PROPAGATION_TIMEOUT_MS },
+      { timeoutMs: options.timeoutMs ?? ACME_PROPAGATION_TIMEOUT_MS },
     );
     this.zone = options.zone;
   }
@@ -166,6 +174,8 @@ export class FleetChallenges {
     if (failed.length > 0) {
       this.#logger?.warn({ method, failed }, 'ACME challenge change not applied by every member');
     }
+    const cutOff = members.length === 0 ? this.#cutOff?.() : undefined;
+    if (cutOff !== undefined) return { mode: 'sent', complete: false, members, reason: cutOff };
     return { mode: 'sent', complete: failed.length === 0, members };
   }
 }

@@ -30,7 +30,12 @@ export interface DshtValueStore {
   get(
     key: Uint8Array,
     opts?: { signal?: AbortSignal },
-  ): Promise<{ values: Uint8Array[]; stats: { level?: number } }>;
+  ): Promise<{
+    values: Uint8Array[];
+    /** The same values with their publisher (the authenticated node that stored each). */
+    records?: ReadonlyArray<{ publisher: Uint8Array; value: Uint8Array }>;
+    stats: { level?: number };
+  }>;
   put(
     key: Uint8Array,
     value: Uint8Array,

@@ -6,6 +6,7 @@
  *   DELETE /v1/acme/challenges/<value>    remove one value, here and on every member
  *   DELETE /v1/acme/challenges            remove every value
  *
+ * (502 CORAL_ERR_FLEET_INCOMPLETE, with the answer, when a live member did not apply a change)
  * and the node-to-node endpoints the fleet uses to pass them on (`/v1/peer/...`), which are not
  * subject to the admin token or loopback rule but to the fleet's peer signature instead.
  */
@@ -14,6 +15,7 @@ import { DnsChallengeError } from '@coral/dnssrv';
 import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { PEER_ACME_PATH } from '../acme/fleet-challenges.js';
 import { AdminRequestError } from '../errors.js';
+import { fleetAnswer } from './fleet-answer.js';
 import { json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
 
 /** Longest lifetime of a value (dnssrv's store allows 24 h). */
@@ -51,15 +53,21 @@ export function acmeRoutes(acme: FleetChallenges): Route[] {
       /^\/v1\/acme\/challenges$/,
       async (req) => {
         const body = parseBody(setBody, req);
-        return json(200, await challengeCall(() => acme.set(body.value, body.ttlSeconds)));
+        const r = await challengeCall(() => acme.set(body.value, body.ttlSeconds));
+        return fleetAnswer('the challenge value was', r);
       },
     ],
     [
       'DELETE',
       challenge,
-      async (_r, _u, [value]) => json(200, await acme.remove(pathValue(value!))),
+      async (_r, _u, [value]) =>
+        fleetAnswer('the removal was', await acme.remove(pathValue(value!))),
     ],
-    ['DELETE', /^\/v1\/acme\/challenges$/, async () => json(200, await acme.remove())],
+    [
+      'DELETE',
+      /^\/v1\/acme\/challenges$/,
+      async () => fleetAnswer('the removal was', await acme.remove()),
+    ],
     [
       'PUT',
       peerOne,

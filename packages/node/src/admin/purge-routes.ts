@@ -2,6 +2,7 @@
  * The admin API's purge endpoints (docs/admin-api.md, "Purge"):
  *
  *   POST /v1/purge              { url } | { prefix } | { tag }: here and on every live member
+ *                               (502 CORAL_ERR_FLEET_INCOMPLETE when one was not reached)
  *   GET  /v1/purge/log          the newest entries of this node's purge log and its catch-up state
  *
  * and the node-to-node endpoints (purge/fleet-purge.ts), which take no admin token but the
@@ -18,6 +19,7 @@ import {
   PURGE_PAGE_LIMIT,
   type FleetPurge,
 } from '../purge/fleet-purge.js';
+import { fleetAnswer } from './fleet-answer.js';
 import { json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
 
 /** Longest URL or prefix (as Fastly's 8 KB URL limit); members refuse longer entries. */
@@ -48,7 +50,7 @@ export function purgeRoutes(purges: FleetPurge): Route[] {
             : 'prefix' in body
               ? { kind: 'prefix' as const, value: body.prefix }
               : { kind: 'tag' as const, value: body.tag };
-        return json(200, await purges.purge(spec));
+        return fleetAnswer('the purge was', await purges.purge(spec));
       },
     ],
     [

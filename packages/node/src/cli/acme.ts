@@ -11,6 +11,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { AdminClient } from './client.js';
 
 interface Propagated {
+  error?: { code?: string };
   propagation?: { complete?: boolean; mode?: string; reason?: string };
 }
 
@@ -18,6 +19,8 @@ export function addAcmeCommands(
   program: Command,
   client: () => AdminClient,
   print: (value: unknown) => void,
+  /** The status of an answer some live member did not apply (printed, then exit 1). */
+  incompleteStatus: number,
   fail: (message: string) => void,
 ): void {
   const acme = program
@@ -27,10 +30,11 @@ export function addAcmeCommands(
     print(answer);
     const p = answer.propagation;
     if (p && p.complete === false) {
+      const code = answer.error?.code ?? 'CORAL_ERR_FLEET_INCOMPLETE';
       fail(
         p.mode === 'off'
-          ? `not passed on to the fleet: ${p.reason ?? 'no fleet keys'}`
-          : 'not applied by every live member (see propagation.members)',
+          ? `${code}: not passed on to the fleet: ${p.reason ?? 'no fleet keys'}`
+          : `${code}: not applied by every live member (see propagation.members)${p.reason ? `: ${p.reason}` : ''}`,
       );
     }
   };
@@ -46,7 +50,8 @@ export function addAcmeCommands(
     })
     .action(async (value: string, opts: { ttl?: number }) => {
       const body = opts.ttl === undefined ? { value } : { value, ttlSeconds: opts.ttl };
-      report(await client().json<Propagated>('POST', '/v1/acme/challenges', body));
+      const accept = [incompleteStatus];
+      report(await client().json<Propagated>('POST', '/v1/acme/challenges', body, accept));
     });
   acme
     .command('remove [value]')
@@ -61,7 +66,7 @@ export function addAcmeCommands(
         value === undefined
           ? '/v1/acme/challenges'
           : `/v1/acme/challenges/${encodeURIComponent(value)}`;
-      report(await client().json<Propagated>('DELETE', path));
+      report(await client().json<Propagated>('DELETE', path, undefined, [incompleteStatus]));
     });
   acme
     .command('list')

@@ -26,8 +26,17 @@ export class AdminClient {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
   }
 
-  /** The parsed JSON of a successful answer; throws {@link AdminClientError} otherwise. */
-  async json<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  /**
+   * The parsed JSON of a successful answer (or of one whose status is in `accept`: the fleet's
+   * 502 `CORAL_ERR_FLEET_INCOMPLETE` carries each member's result); throws
+   * {@link AdminClientError} otherwise.
+   */
+  async json<T = unknown>(
+    method: string,
+    path: string,
+    body?: unknown,
+    accept: readonly number[] = [],
+  ): Promise<T> {
     const res = await this.raw(method, path, body);
     const text = await res.text();
     let parsed: unknown;
@@ -40,7 +49,7 @@ export class AdminClient {
         res.status,
       );
     }
-    if (!res.ok && !(path === '/readyz' && res.status === 503)) {
+    if (!res.ok && !(path === '/readyz' && res.status === 503) && !accept.includes(res.status)) {
       const err = (parsed as { error?: { code?: string; message?: string } }).error;
       throw new AdminClientError(
         'CORAL_ERR_CLIENT_HTTP',

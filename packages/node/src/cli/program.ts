@@ -239,18 +239,20 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
         return;
       }
       const kind = given[0]!;
-      const r = await client().json<PurgeAnswer>('POST', '/v1/purge', { [kind]: opts[kind] });
+      const r = await client().json<PurgeAnswer>('POST', '/v1/purge', { [kind]: opts[kind] }, [
+        FLEET_INCOMPLETE_STATUS,
+      ]);
       if (opts.json) print(r);
       else print(purgeTable(r));
       if (!r.propagation.complete) {
         io.stderr.write(
-          'coral-node: the purge was not applied by every live member (they catch up from the purge log)\n',
+          `coral-node: ${r.error?.code ?? 'CORAL_ERR_FLEET_INCOMPLETE'}: the purge was not applied by every live member (they catch up from the purge log)\n`,
         );
         exitCode = EXIT_FAILURE;
       }
     });
 
-  addAcmeCommands(program, client, print, (message) => {
+  addAcmeCommands(program, client, print, FLEET_INCOMPLETE_STATUS, (message) => {
     io.stderr.write(`coral-node: ${message}\n`);
     exitCode = EXIT_FAILURE;
   });
@@ -316,8 +318,12 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
   return exitCode;
 }
 
+/** The status of a fleet-wide change some live member did not apply (admin/fleet-answer.ts). */
+export const FLEET_INCOMPLETE_STATUS = 502;
+
 /** What `POST /v1/purge` answers (admin/purge-routes.ts). */
 interface PurgeAnswer {
+  error?: { code: string; message: string };
   id: string;
   kind: string;
   value: string;
@@ -339,5 +345,6 @@ function purgeTable(r: PurgeAnswer): string {
     lines.push(`  ${m.nodeId.slice(0, 12)}  ${m.address}  ${what}`);
   }
   if (r.propagation.mode === 'off') lines.push(`  not sent: ${r.propagation.reason ?? ''}`);
+  else if (r.propagation.members.length === 0) lines.push(`  ${r.propagation.reason ?? ''}`);
   return lines.join('\n');
 }

@@ -101,7 +101,8 @@ function fleetLines(b: BannerInput): string[] {
     lines.push(
       'Join another node to this one (keep the key file secret; on this same machine the other',
       'node also needs its own ports and data directory, see README "A keyed fleet by hand"):',
-      `  CORAL_FLEET_KEYS=$(cat ${t.keyFile}) CORAL_BOOTSTRAP=${dsht} coral-node start`,
+      `  CORAL_FLEET_KEYS=$(cat ${t.keyFile}) CORAL_BOOTSTRAP=${dsht} npx coral-node start`,
+      '(npx coral-node in a checkout of Coral; coral-node alone where it is installed globally)',
     );
   }
   return lines;

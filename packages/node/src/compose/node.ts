@@ -47,6 +47,7 @@ import { CoralNodeError, StartError } from '../errors.js';
 import { resolveFleetTrust, type FleetTrust } from '../trust/fleet-keys.js';
 import { FleetKeyAdmin } from '../trust/key-admin.js';
 import { DshtFleetMembers } from '../trust/members.js';
+import { AdminRecords } from '../trust/admin-records.js';
 import { MemberReports } from '../trust/member-reports.js';
 import { openStore } from '../storage/open-store.js';
 import { createLogger } from '../logging/logger.js';
@@ -107,6 +108,8 @@ export class CoralNode implements AdminBackend {
   #reports: MemberReports | undefined;
   #purgeGate: PurgeGate | undefined;
   #heapTrimmer: HeapTrimmer | undefined;
+  /** This node's admin record and the members' (keyed mode: where peer requests go). */
+  #adminRecords: AdminRecords | undefined;
   /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
   #blocklist = new Blocklist();
   readonly listening: {
@@ -292,19 +295,29 @@ export class CoralNode implements AdminBackend {
     const answerAuth = keyring ? new PeerAnswerAuth(keyring) : undefined;
     const peerSelf = () => this.#ownAdminAuthorities(config.admin.host, config.admin.port);
     const onPeerRefused = (reason: string) => metrics.peerRefused(reason);
+    // Members reach this node's admin API at the port its record says (trust/admin-records.ts),
+    // and it reaches theirs at the ports their records say.
+    const adminRecords = new AdminRecords(
+      { dsht: this.dsht, clock: this.#clock, logger: log('admin-records') },
+      { nodeId, adminPort: config.admin.port },
+    );
+    if (keyring) {
+      this.#adminRecords = adminRecords;
+      adminRecords.start();
+    }
+    const adminPorts = adminRecords.port.bind(adminRecords);
+    const cutOff = () => this.#cutOff();
     // Node-to-node requests on the members' admin ports (purges, quarantine reports).
     const peerRequests = (peerLogger: Logger) =>
-      new PeerRequests(
-        {
-          peerAuth: this.#peerAuth ?? peerAuth,
-          answerAuth,
-          self: peerSelf,
-          onRefused: onPeerRefused,
-          members: () => this.#otherMembers(),
-          logger: peerLogger,
-        },
-        { adminPort: config.admin.port },
-      );
+      new PeerRequests({
+        peerAuth: this.#peerAuth ?? peerAuth,
+        answerAuth,
+        self: peerSelf,
+        onRefused: onPeerRefused,
+        members: () => this.#otherMembers(),
+        adminPorts,
+        logger: peerLogger,
+      });
     this.proxy = await step('proxy', () =>
       openStore({ ...storage, store: 'cache', dir: join(dataDir, 'cache') }, async () => {
         const proxy = await services.proxy({
@@ -378,6 +391,7 @@ export class CoralNode implements AdminBackend {
         clock: this.#clock,
         logger: purgeLogger,
         metrics: metrics.purge,
+        cutOff,
       },
       { nodeId, syncIntervalMs: config.purge.syncIntervalMs },
     );
@@ -428,9 +442,11 @@ export class CoralNode implements AdminBackend {
         self: peerSelf,
         onRefused: onPeerRefused,
         members: () => this.#otherMembers(),
+        adminPorts,
+        cutOff,
         logger: log('acme'),
       },
-      { zone: config.zone, adminPort: config.admin.port },
+      { zone: config.zone },
     );
     this.admin = new AdminApi(
       {
@@ -585,6 +601,7 @@ export class CoralNode implements AdminBackend {
     this.#stopping ??= (async () => {
       this.#join.cancel();
       this.#purgeGate?.stop();
+      this.#adminRecords?.stop();
       this.#heapTrimmer?.stop();
       this.certificates?.stop();
       // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
@@ -684,6 +701,19 @@ export class CoralNode implements AdminBackend {
     if (this.dsht) out.push(fmt(this.dsht.contact.ip));
     if (adminHost !== '0.0.0.0' && adminHost !== '::' && adminHost !== '') out.push(fmt(adminHost));
     return out;
+  }
+
+  /**
+   * Why this node may not see the members it should (fleet-wide changes with no live member are
+   * then not done): isolated from the fleet's keys, or not joined yet. Undefined for a node that
+   * is simply alone.
+   */
+  #cutOff(): string | undefined {
+    if (this.trust.mode === 'keyed' && this.dsht?.authState().isolated) {
+      return 'this node is isolated from its fleet (its keys authenticate no traffic)';
+    }
+    if (!this.#join.joined) return 'this node has not joined its fleet yet (no bootstrap answered)';
+    return undefined;
   }
 
   #otherMembers(): { nodeId: string; ip: string }[] {

@@ -1,7 +1,9 @@
 /**
  * Loading the configuration once, at the edge: a JSON or YAML file, then `CORAL_*` environment
- * variables over it, validated against the schema with every problem reported at once (each with
- * its path), then deeply frozen. Nothing else in the process reads the environment.
+ * variables over it, validated against the schema with every problem reported at once — each with
+ * its path, where its value came from (the file, the `CORAL_*` variable, the overrides or the
+ * default) and the value given, secrets ({@link SECRET_FIELDS}) redacted — then deeply frozen.
+ * Nothing else in the process reads the environment.
  */
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
@@ -96,6 +98,11 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['exampleOrigin', 'string'],
 ];
 
+/** Fields whose values are never echoed in a problem (keys and tokens). */
+export const SECRET_FIELDS: readonly string[] = ['fleet.keys', 'admin.token'];
+/** Longest echo of a given value in a problem. */
+const MAX_GIVEN_CHARS = 80;
+
 /** Environment variables the process reads that are not configuration fields. */
 export const ENV_OTHER = ['CORAL_CONFIG', 'CORAL_ADMIN_URL'] as const;
 
@@ -137,7 +144,7 @@ export function loadConfig(options: LoadConfigOptions = {}): CoralConfig {
 export async function loadStartConfig(
   options: LoadConfigOptions & { lookup?: NameLookup } = {},
 ): Promise<CoralConfig> {
-  const { config, issues, input } = collect(options);
+  const { config, issues, input, describe } = collect(options);
   // Even when other fields are wrong, check a well-formed `advertise`, so that one run lists all.
   const advertise = config
     ? config.advertise
@@ -147,7 +154,7 @@ export async function loadStartConfig(
   if (advertise !== undefined) {
     const hosts = config?.hosts ?? configSchema.shape.hosts.safeParse(input.hosts).data ?? {};
     const checked = await checkAdvertise(hosts, advertise, options.lookup);
-    if ('issue' in checked) issues.push(checked.issue);
+    if ('issue' in checked) issues.push(describe(checked.issue));
   }
   if (!config || issues.length > 0) throw new ConfigError(issues);
   return config;
@@ -158,28 +165,36 @@ function collect(options: LoadConfigOptions): {
   config: CoralConfig | undefined;
   issues: ConfigIssue[];
   input: Record<string, unknown>;
+  describe: (issue: ConfigIssue, parsed?: unknown) => ConfigIssue;
 } {
   const env = options.env ?? {};
   const issues: ConfigIssue[] = [];
   let merged: Record<string, unknown> = {};
+  let fromFile: Record<string, unknown> | undefined;
+  const fromEnv = new Map<string, string>();
 
   const file = options.file ?? env.CORAL_CONFIG;
   if (file !== undefined && file !== '') {
-    const fromFile = readConfigFile(file, issues);
+    fromFile = readConfigFile(file, issues);
     if (fromFile) merged = fromFile;
   }
-  merged = deepMerge(merged, readEnv(env, issues));
+  merged = deepMerge(merged, readEnv(env, issues, fromEnv));
   if (options.overrides) merged = deepMerge(merged, options.overrides);
+  const describe = describer(merged, {
+    file: fromFile && file ? { name: file, value: fromFile } : undefined,
+    env: fromEnv,
+    overrides: options.overrides,
+  });
 
   const result = configSchema.safeParse(merged);
   if (!result.success) {
     for (const issue of result.error.issues) {
       const path = issue.path.map(String).join('.') || '(root)';
-      issues.push({ path, message: issue.message });
+      issues.push(describe({ path, message: issue.message }));
     }
-    return { config: undefined, issues, input: merged };
+    return { config: undefined, issues, input: merged, describe };
   }
-  issues.push(...crossFieldIssues(result.data));
+  issues.push(...crossFieldIssues(result.data).map((i) => describe(i, result.data)));
   const keysFile = result.data.fleet.keysFile;
   if (keysFile !== undefined && result.data.fleet.keys.length === 0) {
     result.data.fleet.keys = readKeysFile(keysFile, issues);
@@ -190,7 +205,58 @@ function collect(options: LoadConfigOptions): {
     for (const d of readBlocklistFile(blocklistFile, issues)) listed.add(d);
     result.data.proxy.blocklist = [...listed];
   }
-  return { config: deepFreeze(result.data), issues, input: merged };
+  return { config: deepFreeze(result.data), issues, input: merged, describe };
+}
+
+/**
+ * Adds to an issue about a field (a dotted path) where its value came from and the value given:
+ * the overrides, then the environment, then the file win, as they are merged; a field none of them
+ * set holds its default (its value read from `parsed`, the validated configuration, when given).
+ * Issues about a source (`env X`, `file F`) are left as they are.
+ */
+function describer(
+  merged: Record<string, unknown>,
+  sources: {
+    file: { name: string; value: Record<string, unknown> } | undefined;
+    env: ReadonlyMap<string, string>;
+    overrides: Record<string, unknown> | undefined;
+  },
+): (issue: ConfigIssue, parsed?: unknown) => ConfigIssue {
+  return (issue, parsed) => {
+    if (!/^[A-Za-z0-9_.]+$/.test(issue.path)) return issue;
+    const parts = issue.path.split('.');
+    let source = 'default';
+    for (let n = parts.length; n > 0 && source === 'default'; n--) {
+      const prefix = parts.slice(0, n);
+      if (sources.overrides && getPath(sources.overrides, prefix) !== undefined) {
+        source = 'overrides';
+      } else if (sources.env.has(prefix.join('.'))) {
+        source = sources.env.get(prefix.join('.'))!;
+      } else if (sources.file && getPath(sources.file.value, prefix) !== undefined) {
+        source = `file ${sources.file.name}`;
+      }
+    }
+    const value = getPath(merged, parts) ?? getPath(parsed, parts);
+    const secret = SECRET_FIELDS.some((f) => issue.path === f || issue.path.startsWith(`${f}.`));
+    const out: ConfigIssue = { ...issue, source };
+    if (value !== undefined) out.given = secret ? '[redacted]' : given(value);
+    return out;
+  };
+}
+
+/** A value as JSON, cut short. */
+function given(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > MAX_GIVEN_CHARS ? `${text.slice(0, MAX_GIVEN_CHARS - 1)}…` : text;
+}
+
+function getPath(target: unknown, parts: readonly string[]): unknown {
+  let node = target;
+  for (const part of parts) {
+    if (typeof node !== 'object' || node === null) return undefined;
+    node = (node as Record<string, unknown>)[part];
+  }
+  return node;
 }
 
 function readConfigFile(file: string, issues: ConfigIssue[]): Record<string, unknown> | undefined {
@@ -219,6 +285,8 @@ function readConfigFile(file: string, issues: ConfigIssue[]): Record<string, unk
 function readEnv(
   env: Record<string, string | undefined>,
   issues: ConfigIssue[],
+  /** Filled: field path → the variable that set it. */
+  sources: Map<string, string>,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const known = new Map(ENV_FIELDS.map(([path, kind]) => [envName(path), { path, kind }]));
@@ -232,10 +300,11 @@ function readEnv(
     }
     const value = parseEnvValue(raw, field.kind);
     if (value instanceof Error) {
-      issues.push({ path: `env ${name}`, message: value.message });
+      issues.push({ path: `env ${name}`, message: `${field.path} ${value.message}` });
       continue;
     }
     setPath(out, field.path, value);
+    sources.set(field.path, name);
   }
   return out;
 }

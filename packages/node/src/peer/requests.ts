@@ -17,6 +17,11 @@
  * verified is sealed with the fleet's keys (peer/answers.ts, `Coral-Peer-Answer`: the request's
  * nonce and signature, the status and the body's SHA-256), and the sender reads an answer only
  * up to {@link PEER_MAX_ANSWER_BYTES} and believes it only when the seal checks.
+ *
+ * A member is reached at the address the fleet verified it at and at the admin port it published
+ * itself (trust/admin-records.ts), never at this node's own port; a member whose port is not
+ * known is a failed result ({@link PEER_NO_ADMIN_RECORD}), like one that did not answer: nothing
+ * that did not reach a member counts as done there.
  */
 import { createHash } from 'node:crypto';
 import type { PeerAuth } from '@coral/httpprx';
@@ -37,6 +42,8 @@ export const PEER_MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 export const PEER_ANSWER_TOO_LARGE = 'answer-too-large';
 /** `PeerResult.error` of an answer whose `Coral-Peer-Answer` seal is missing or wrong. */
 export const PEER_ANSWER_UNAUTHENTICATED = 'answer-unauthenticated';
+/** `PeerResult.error` of a member whose admin record (its admin port) was not found. */
+export const PEER_NO_ADMIN_RECORD = 'no-admin-record';
 
 /** Requests that verified, with their `Coral-Peer-Auth` value (for sealing their answer). */
 const verified = new WeakMap<object, string>();
@@ -64,6 +71,21 @@ export interface PeerMember {
   ip: string;
 }
 
+/**
+ * The admin port a member published (trust/admin-records.ts `AdminRecords.port`), undefined when
+ * it is not known; `fresh`: do not answer from a cache (a request to the cached port failed);
+ * `patient`: look again a few times when the record is not found (a member that just joined).
+ */
+export type AdminPortOf = (
+  member: PeerMember,
+  opts: { fresh?: boolean; patient?: boolean; signal?: AbortSignal },
+) => Promise<number | undefined>;
+
+/** Every member on one port: for components used on their own (tests), never for a fleet. */
+export function fixedAdminPort(port: number): AdminPortOf {
+  return () => Promise.resolve(port);
+}
+
 export interface PeerRequestsComponents {
   /** The fleet's peer signer; absent (open mode): nothing is sent, every peer request refused. */
   peerAuth?: PeerAuth | undefined;
@@ -79,13 +101,13 @@ export interface PeerRequestsComponents {
   onRefused?: (reason: string) => void;
   /** The live members other than this node, with the address they were verified at. */
   members: () => PeerMember[];
+  /** Each member's own admin port (its admin record). */
+  adminPorts: AdminPortOf;
   fetch?: typeof fetch;
   logger?: (Pick<Logger, 'info' | 'warn'> & Partial<Pick<Logger, 'debug'>>) | undefined;
 }
 
 export interface PeerRequestsOptions {
-  /** The members' admin port (the fleet's configuration gives every member the same). */
-  adminPort: number;
   timeoutMs?: number;
   /** Largest answer read (default {@link PEER_MAX_ANSWER_BYTES}). */
   maxAnswerBytes?: number;
@@ -123,10 +145,10 @@ export class PeerRequests {
   readonly #members: PeerRequestsComponents['members'];
   readonly #fetch: typeof fetch;
   readonly #logger: PeerRequestsComponents['logger'];
-  readonly #adminPort: number;
+  readonly #adminPorts: AdminPortOf;
   readonly #timeoutMs: number;
 
-  constructor(components: PeerRequestsComponents, options: PeerRequestsOptions) {
+  constructor(components: PeerRequestsComponents, options: PeerRequestsOptions = {}) {
     this.#peerAuth = components.peerAuth;
     this.#answerAuth = components.answerAuth;
     if (this.#peerAuth && !this.#answerAuth) {
@@ -138,7 +160,7 @@ export class PeerRequests {
     this.#members = components.members;
     this.#fetch = components.fetch ?? fetch;
     this.#logger = components.logger;
-    this.#adminPort = options.adminPort;
+    this.#adminPorts = components.adminPorts;
     this.#timeoutMs = options.timeoutMs ?? PEER_REQUEST_TIMEOUT_MS;
   }
 
@@ -197,6 +219,8 @@ export class PeerRequests {
   /**
    * Send one signed request to every member in `to` (default: every live member), in parallel,
    * each bounded by the timeout. Never throws: a member that fails is a result with `ok: false`.
+   * A fleet-wide change: a member whose admin record is not found yet is looked up again a few
+   * times before it counts as not reached (`patient`).
    * Throws only when this node has no keys (check {@link enabled} first).
    */
   async sendAll(
@@ -205,15 +229,51 @@ export class PeerRequests {
     body?: string,
     to: PeerMember[] = this.#members(),
   ): Promise<PeerResult[]> {
-    return Promise.all(to.map((m) => this.send(m, method, path, body)));
+    return Promise.all(to.map((m) => this.send(m, method, path, body, { patient: true })));
   }
 
-  /** One signed request to one member (see {@link sendAll}). */
-  async send(member: PeerMember, method: string, path: string, body?: string): Promise<PeerResult> {
-    const signer = this.#peerAuth;
-    if (!signer) throw new PeerAuthError('no-keys', 'this node has no fleet keys');
+  /**
+   * One signed request to one member (see {@link sendAll}), at the port of its admin record. A
+   * request to a port from the cache that did not connect is tried once more when a fresh lookup
+   * gives another port (the member restarted on it).
+   */
+  async send(
+    member: PeerMember,
+    method: string,
+    path: string,
+    body?: string,
+    opts: { patient?: boolean } = {},
+  ): Promise<PeerResult> {
+    if (!this.#peerAuth) throw new PeerAuthError('no-keys', 'this node has no fleet keys');
+    const port = await this.#adminPorts(member, opts.patient ? { patient: true } : {});
+    if (port === undefined) return this.#noRecord(member);
+    const first = await this.#sendTo(member, port, method, path, body);
+    if (first.status !== undefined) return first;
+    const again = await this.#adminPorts(member, { fresh: true });
+    return again === undefined || again === port
+      ? first
+      : this.#sendTo(member, again, method, path, body);
+  }
+
+  #noRecord(member: PeerMember): PeerResult {
+    return {
+      nodeId: member.nodeId,
+      address: fmtIp(member.ip),
+      ok: false,
+      error: PEER_NO_ADMIN_RECORD,
+    };
+  }
+
+  async #sendTo(
+    member: PeerMember,
+    port: number,
+    method: string,
+    path: string,
+    body?: string,
+  ): Promise<PeerResult> {
+    const signer = this.#peerAuth!;
     const { nodeId, ip } = member;
-    const authority = `${ip.includes(':') ? `[${ip}]` : ip}:${this.#adminPort}`;
+    const authority = `${fmtIp(ip)}:${port}`;
     const abort = new AbortController();
     try {
       const auth = signer.sign({ method, authority, path });
@@ -270,6 +330,11 @@ export class PeerRequests {
       abort.abort();
     }
   }
+}
+
+/** An IP as an authority writes it (brackets around IPv6). */
+function fmtIp(ip: string): string {
+  return ip.includes(':') ? `[${ip}]` : ip;
 }
 
 /**

@@ -75,6 +75,11 @@ export interface FleetPurgeComponents {
   clock: Clock;
   logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
   metrics?: Pick<PurgeMetricsSink, 'purge'>;
+  /**
+   * Why this node may not see every member it should (isolated from the fleet's keys, not joined
+   * yet), or undefined: with a reason, no live member means "not reached", not "none to reach".
+   */
+  cutOff?: () => string | undefined;
 }
 
 export interface FleetPurgeOptions {
@@ -172,6 +177,7 @@ export class FleetPurge {
   readonly #recent: Array<{ appliedAt: number; match: (m: PurgeCandidate) => boolean }> = [];
   readonly #logger: FleetPurgeComponents['logger'];
   readonly #metrics: FleetPurgeComponents['metrics'];
+  readonly #cutOff: FleetPurgeComponents['cutOff'];
   readonly #nodeId: string;
   readonly #intervalMs: number;
   /** Log changes run one at a time (an id is checked and recorded atomically). */
@@ -189,6 +195,7 @@ export class FleetPurge {
     this.#clock = components.clock;
     this.#logger = components.logger;
     this.#metrics = components.metrics;
+    this.#cutOff = components.cutOff;
     this.#nodeId = options.nodeId;
     this.#intervalMs = options.syncIntervalMs ?? DEFAULT_PURGE_SYNC_INTERVAL_MS;
   }
@@ -313,9 +320,12 @@ export class FleetPurge {
     });
     const failed = members.filter((m) => !m.ok);
     if (members.length === 0) {
-      // No member could be asked (none verified yet, or this node is cut off): nothing says the
-      // fleet has it; members pull it from this node's log when they reach it.
-      return { mode: 'sent', complete: false, members, reason: 'no live member to send it to' };
+      // A node alone in its fleet is the whole fleet; one that is cut off (isolated, not joined
+      // yet) cannot tell: members pull the purge from this node's log when they reach it.
+      const cutOff = this.#cutOff?.();
+      return cutOff === undefined
+        ? { mode: 'sent', complete: true, members, reason: 'no other live member' }
+        : { mode: 'sent', complete: false, members, reason: cutOff };
     }
     if (failed.length > 0) {
       this.#logger?.warn(

@@ -373,4 +373,22 @@ describe('start failures', () => {
       blocker.close();
     }
   });
+
+  it('names the setting (and variable) of a port in use: the TLS port of a second node on one machine', async () => {
+    const ip = `127.0.${subnet}.204`;
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(8443, ip, () => r()));
+    try {
+      await expect(
+        CoralNode.start(configFor(ip), {
+          services: realServices,
+          logger: createLogger({ level: 'silent' }),
+        }),
+      ).rejects.toThrow(
+        `proxy tls failed to start: listen EADDRINUSE: address already in use ${ip}:8443: set proxy.tlsPort (CORAL_PROXY_TLS_PORT) to a free port`,
+      );
+    } finally {
+      blocker.close();
+    }
+  });
 });

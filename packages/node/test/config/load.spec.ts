@@ -141,7 +141,12 @@ describe('loadConfig', () => {
     for (const wildcard of ['0.0.0.0', '::', '0:0:0:0:0:0:0:0']) {
       const issues = issuesOf(() => loadConfig({ env: { CORAL_ADVERTISE: wildcard } }));
       expect(issues).toEqual([
-        { path: 'advertise', message: expect.stringMatching(/not the wildcard/) },
+        {
+          path: 'advertise',
+          message: expect.stringMatching(/not the wildcard/),
+          source: 'CORAL_ADVERTISE',
+          given: JSON.stringify(wildcard),
+        },
       ]);
     }
     expect(issuesOf(() => loadConfig({ env: { CORAL_ADVERTISE: 'a b' } }))[0]?.message).toMatch(
@@ -163,13 +168,56 @@ describe('loadConfig', () => {
     const ports = issuesOf(() =>
       loadConfig({ overrides: { admin: { host: '0.0.0.0', port: 8090 } } }),
     );
-    expect(ports).toEqual([{ path: 'admin.port', message: expect.stringMatching(/proxy.port/) }]);
+    expect(ports).toEqual([
+      {
+        path: 'admin.port',
+        message: expect.stringMatching(/proxy.port/),
+        source: 'overrides',
+        given: '8090',
+      },
+    ]);
     const views = issuesOf(() =>
       loadConfig({
         overrides: { dns: { views: [{ cidr: '10.0.0.0/8', nodes: ['a'], region: 'eu' }] } },
       }),
     );
     expect(views.map((i) => i.path)).toEqual(['dns.views.0']);
+  });
+
+  it('names, for each problem, where the value came from and the value given, never a secret', () => {
+    const path = file('sources.yaml', 'proxy:\n  port: 70000\nadmin:\n  host: 0.0.0.0\n');
+    let err: ConfigError | undefined;
+    try {
+      loadConfig({
+        file: path,
+        env: {
+          CORAL_ZONE: 'not a zone',
+          CORAL_DNS_PORT: 'fifty',
+          CORAL_ADMIN_TOKEN: 'short-secret',
+          CORAL_FLEET_KEYS: 'not-a-key-secret',
+        },
+      });
+    } catch (e) {
+      err = e as ConfigError;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const lines = err!.message.split('\n').map((l) => l.trim());
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        '- env CORAL_DNS_PORT: dns.port must be an integer, got "fifty"',
+        '- zone: must be a DNS name such as nyud.net (given "not a zone" in CORAL_ZONE)',
+        `- proxy.port: Too big: expected number to be <=65535 (given 70000 in file ${path})`,
+        '- admin.token: must be at least 16 characters (given [redacted] in CORAL_ADMIN_TOKEN)',
+        expect.stringMatching(/^- fleet\.keys\.0: .* \(given \[redacted\] in CORAL_FLEET_KEYS\)$/),
+      ]),
+    );
+    expect(err!.message).not.toContain('short-secret');
+    expect(err!.message).not.toContain('not-a-key-secret');
+    // A value nobody set is the default's, and says so.
+    const byDefault = issuesOf(() =>
+      loadConfig({ env: { CORAL_ADMIN_HOST: '0.0.0.0', CORAL_PROXY_TLS_PORT: '8092' } }),
+    );
+    expect(byDefault).toMatchObject([{ path: 'admin.port', source: 'default', given: '8092' }]);
   });
 
   it('refuses a short admin token', () => {
@@ -208,6 +256,8 @@ describe('loadStartConfig', () => {
       {
         path: 'advertise',
         message: '"ghost.invalid" does not resolve (ENOTFOUND; not in hosts either)',
+        source: 'CORAL_ADVERTISE',
+        given: '"ghost.invalid"',
       },
     ]);
   });

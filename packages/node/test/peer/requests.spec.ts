@@ -14,6 +14,7 @@ import {
   PEER_ANSWER_TOO_LARGE,
   PEER_ANSWER_UNAUTHENTICATED,
   PeerRequests,
+  fixedAdminPort,
 } from '../../src/peer/requests.js';
 import { randomSubnet } from '../helpers.js';
 
@@ -39,8 +40,9 @@ function requests(port: number, key: string, maxAnswerBytes?: number) {
       peerAuth: new HttpPeerSigner({ keyring }),
       answerAuth: new PeerAnswerAuth(keyring),
       members: () => [{ nodeId: 'ab'.repeat(20), ip }],
+      adminPorts: fixedAdminPort(port),
     },
-    { adminPort: port, timeoutMs: 3_000, ...(maxAnswerBytes ? { maxAnswerBytes } : {}) },
+    { timeoutMs: 3_000, ...(maxAnswerBytes ? { maxAnswerBytes } : {}) },
   );
 }
 

@@ -12,7 +12,13 @@ import { join } from 'node:path';
 import { AdminApi } from '../../src/admin/server.js';
 import type { AdminBackend } from '../../src/admin/backend.js';
 import { PeerAnswerAuth } from '../../src/peer/answers.js';
-import { PeerRequests, bodyDigest } from '../../src/peer/requests.js';
+import {
+  PEER_NO_ADMIN_RECORD,
+  PeerRequests,
+  bodyDigest,
+  fixedAdminPort,
+  type AdminPortOf,
+} from '../../src/peer/requests.js';
 import { FleetPurge, PURGE_SKEW_MS, RECENT_PURGES_MS } from '../../src/purge/fleet-purge.js';
 import type { PurgeCandidate } from '../../src/purge/match.js';
 import { PurgeLog } from '../../src/purge/purge-log.js';
@@ -44,7 +50,13 @@ interface Member {
 
 async function fleetOf(
   names: string[],
-  opts: { open?: boolean; maxEntries?: number; replaced?: string[] } = {},
+  opts: {
+    open?: boolean;
+    maxEntries?: number;
+    replaced?: string[];
+    adminPorts?: AdminPortOf;
+    cutOff?: () => string | undefined;
+  } = {},
 ) {
   const clock = new ManualClock(1_000);
   const key = Keyring.generateKey();
@@ -79,22 +91,24 @@ async function fleetOf(
     await log.open(clock.now(), { replaced: opts.replaced?.includes(name) ?? false });
     const store = new MemStore();
     const ring = Keyring.parse([key]);
-    const peers = new PeerRequests(
-      {
-        ...(opts.open
-          ? {}
-          : {
-              peerAuth: new HttpPeerSigner({ keyring: ring, clock }),
-              answerAuth: new PeerAnswerAuth(ring),
-            }),
-        self: () => [`${ip}:8092`],
-        members: () => members.filter((m) => m.ip !== ip).map((m) => ({ nodeId: m.id, ip: m.ip })),
-        fetch: fetchVia,
-      },
-      { adminPort: 8092 },
-    );
+    const peers = new PeerRequests({
+      ...(opts.open
+        ? {}
+        : {
+            peerAuth: new HttpPeerSigner({ keyring: ring, clock }),
+            answerAuth: new PeerAnswerAuth(ring),
+          }),
+      self: () => [`${ip}:8092`],
+      members: () => members.filter((m) => m.ip !== ip).map((m) => ({ nodeId: m.id, ip: m.ip })),
+      adminPorts: opts.adminPorts ?? fixedAdminPort(8092),
+      fetch: fetchVia,
+    });
     const id = String(i + 1).repeat(40);
-    const purges = new FleetPurge({ store, log, peers, clock }, { nodeId: id });
+    const cutOff = opts.cutOff;
+    const purges = new FleetPurge(
+      { store, log, peers, clock, ...(cutOff ? { cutOff } : {}) },
+      { nodeId: id },
+    );
     apis.set(
       ip,
       new AdminApi({
@@ -409,5 +423,59 @@ describe('FleetPurge', () => {
     });
     expect(b.store.urls()).toEqual(['http://o.test/1']);
     expect(await b.purges.sync()).toMatchObject({ asked: 0, answered: 0 });
+  });
+
+  it('a node alone in its keyed fleet has purged the whole fleet (issue 29: exit 1 with no other member)', async () => {
+    const { members } = await fleetOf(['alone']);
+    const [a] = members as [Member];
+    a.store.add('http://o.test/p/1', 'x', 1);
+    const r = await a.purges.purge({ kind: 'prefix', value: 'http://o.test/p/' });
+    expect(r.local.count).toBe(1);
+    expect(r.propagation).toEqual({
+      mode: 'sent',
+      complete: true,
+      members: [],
+      reason: 'no other live member',
+    });
+  });
+
+  it('a node cut off from its fleet (isolated, not joined) has not: no member is not "every member"', async () => {
+    const { members } = await fleetOf(['cut'], { cutOff: () => 'this node is isolated' });
+    const r = await members[0]!.purges.purge({ kind: 'tag', value: 'x' });
+    expect(r.propagation).toMatchObject({
+      complete: false,
+      members: [],
+      reason: 'this node is isolated',
+    });
+  });
+
+  it('a member whose admin port is not known is not reached, and the admin API answers 502', async () => {
+    // b's admin record is not found: nothing is sent to it, and nothing counts it done.
+    const { members, apis } = await fleetOf(['a', 'b', 'c'], {
+      adminPorts: async (m) => (m.ip === '127.0.0.2' ? undefined : 8092),
+    });
+    const [a, b, c] = members as [Member, Member, Member];
+    for (const m of members) m.store.add('http://o.test/1', 'x', 1);
+    const res = await apis.get(a.ip)!.handle({
+      method: 'POST',
+      url: '/v1/purge',
+      headers: { host: `${a.ip}:8092`, 'content-type': 'application/json' },
+      remoteAddress: '127.0.0.1',
+      body: JSON.stringify({ tag: 'x' }),
+    });
+    expect(res.status).toBe(502);
+    const body = JSON.parse(String(res.body)) as {
+      error: { code: string; message: string };
+      propagation: { complete: boolean; members: unknown[] };
+    };
+    expect(body.error.code).toBe('CORAL_ERR_FLEET_INCOMPLETE');
+    expect(body.error.message).toContain(`${b.ip} ${PEER_NO_ADMIN_RECORD}`);
+    expect(body.propagation.complete).toBe(false);
+    expect(body.propagation.members).toEqual([
+      { nodeId: b.id, address: b.ip, ok: false, error: PEER_NO_ADMIN_RECORD },
+      { nodeId: c.id, address: `${c.ip}:8092`, ok: true, status: 200, count: 1 },
+    ]);
+    expect(b.store.urls()).toEqual(['http://o.test/1']);
+    expect(c.store.urls()).toEqual([]);
   });
 });

@@ -3,12 +3,13 @@
  * its signals), an https origin with a certificate from its own test CA (trusted through
  * `tls.originCa`), a cache hit over TLS, a SIGHUP reload that new handshakes see while a
  * keep-alive connection opened before it goes on serving, and the local development CA's banner
- * line run as printed with curl.
+ * line (for the example http origin: its ---h name) run as printed with curl.
  */
 import { execFile } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { X509Certificate } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import { Agent, createServer, request } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
@@ -192,7 +193,16 @@ describe('the TLS listener of a node', () => {
 
   it('creates a local development CA on first start, prints a curl line that works as printed, and reuses the CA on restart', async () => {
     const ip = `127.0.${subnet}.62`;
-    const node = await startNode(ip, {});
+    // The banner's example origin is an http origin: its one-label name is the ---h form.
+    const plain = createHttpServer((req, res) =>
+      res.end(`plain origin says hello from ${req.url}`),
+    );
+    plain.listen(0, '127.0.0.1');
+    await once(plain, 'listening');
+    const plainPort = (plain.address() as { port: number }).port;
+    const node = await startNode(ip, {
+      CORAL_EXAMPLE_ORIGIN: `http://www.origin.test:${plainPort}/`,
+    });
     let caPem: string;
     try {
       const banner = node.banner();
@@ -205,15 +215,16 @@ describe('the TLS listener of a node', () => {
         '--cacert',
         caPath,
         '--resolve',
-        `www-origin-test---${originPort}.nyud.net:8443:${ip}`,
-        `https://www-origin-test---${originPort}.nyud.net:8443/`,
+        `www-origin-test---h${plainPort}.nyud.net:8443:${ip}`,
+        `https://www-origin-test---h${plainPort}.nyud.net:8443/`,
       ]);
       const { stdout } = await promisify(execFile)('curl', ['-sS', '--fail', ...args]);
-      expect(stdout).toBe('origin says hello from /');
+      expect(stdout).toBe('plain origin says hello from /');
       caPem = await readFile(caPath, 'utf8');
       expect(banner).toMatch(/--ignore-certificate-errors-spki-list=[A-Za-z0-9+/]{43}=/);
     } finally {
       expect(await node.stop()).toBe(0);
+      plain.close();
     }
     const again = await startNode(ip, {});
     try {

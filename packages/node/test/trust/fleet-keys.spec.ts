@@ -189,7 +189,7 @@ describe('a running keyed node', () => {
     const key = readFileSync(keyFile, 'utf8').trim();
     expect(banner).toContain(`generated now into ${keyFile}`);
     expect(banner).toContain(
-      `CORAL_FLEET_KEYS=$(cat ${keyFile}) CORAL_BOOTSTRAP=${ip}:8091 coral-node start`,
+      `CORAL_FLEET_KEYS=$(cat ${keyFile}) CORAL_BOOTSTRAP=${ip}:8091 npx coral-node start`,
     );
     expect(banner).not.toContain(key);
   });

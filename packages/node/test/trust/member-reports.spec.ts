@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { memberRoutes } from '../../src/admin/member-routes.js';
 import { CoralNodeError } from '../../src/errors.js';
 import { PeerAnswerAuth } from '../../src/peer/answers.js';
-import { PeerRequests, bodyDigest } from '../../src/peer/requests.js';
+import { PeerRequests, bodyDigest, fixedAdminPort } from '../../src/peer/requests.js';
 import { MemberReports, PEER_REPORT_PATH } from '../../src/trust/member-reports.js';
 import { randomSubnet } from '../helpers.js';
 
@@ -43,15 +43,13 @@ async function receiver(key: string) {
   const answers = new PeerAnswerAuth(keyring);
   const taken: { report: unknown; reporter: string }[] = [];
   let port = 0;
-  const peers = new PeerRequests(
-    {
-      peerAuth: new HttpPeerSigner({ keyring }),
-      answerAuth: answers,
-      self: () => [`${ip}:${port}`],
-      members: () => [],
-    },
-    { adminPort: 0 },
-  );
+  const peers = new PeerRequests({
+    peerAuth: new HttpPeerSigner({ keyring }),
+    answerAuth: answers,
+    self: () => [`${ip}:${port}`],
+    members: () => [],
+    adminPorts: fixedAdminPort(0),
+  });
   const reports = new MemberReports(
     { peers, proxy: { memberReported: (r, by) => taken.push({ report: r, reporter: by }) } },
     { nodeId: 'bb'.repeat(20) },
@@ -105,14 +103,12 @@ async function receiver(key: string) {
 
 function sender(key: string, port: number) {
   const keyring = Keyring.parse([key]);
-  const peers = new PeerRequests(
-    {
-      peerAuth: new HttpPeerSigner({ keyring }),
-      answerAuth: new PeerAnswerAuth(keyring),
-      members: () => [{ nodeId: 'bb'.repeat(20), ip }],
-    },
-    { adminPort: port },
-  );
+  const peers = new PeerRequests({
+    peerAuth: new HttpPeerSigner({ keyring }),
+    answerAuth: new PeerAnswerAuth(keyring),
+    members: () => [{ nodeId: 'bb'.repeat(20), ip }],
+    adminPorts: fixedAdminPort(port),
+  });
   return { peers, reports: new MemberReports({ peers, proxy: {} }, { nodeId: SENDER }) };
 }
 
