@@ -302,12 +302,23 @@ describe("a member's large copy that stops mid-body is completed from the origin
   const SENT = 3 * MIB;
   const ETAG = '"v1"';
 
-  /** An origin that answers `Range` under `If-Range: "v1"` with 206 (unless `ignoreRange`). */
-  async function bigOrigin(ignoreRange = false) {
+  /**
+   * An origin that answers `Range` under `If-Range: "v1"` with 206 — or ignores Range (200), or
+   * answers 206 under another ETag (an origin that does not check If-Range, the object changed).
+   */
+  type OriginMode = 'ranges' | 'ignores-range' | 'other-etag';
+  async function bigOrigin(mode: OriginMode) {
     const origin = await startOrigin((req, res) => {
       const m = /^bytes=([0-9]+)-$/.exec(req.headers.range ?? '');
-      const fields = { 'cache-control': 'max-age=600', etag: ETAG };
-      if (!ignoreRange && m && req.headers['if-range'] === ETAG) {
+      const fields = {
+        'cache-control': 'max-age=600',
+        etag: mode === 'other-etag' ? '"v2"' : ETAG,
+      };
+      if (
+        mode !== 'ignores-range' &&
+        m &&
+        (req.headers['if-range'] === ETAG || mode === 'other-etag')
+      ) {
         const from = Number(m[1]);
         res.writeHead(206, {
           ...fields,
@@ -325,12 +336,12 @@ describe("a member's large copy that stops mid-body is completed from the origin
   }
 
   /** A member that sends the head (announcing `BIG_SHA`), `first`, then `then` (stall or close). */
-  function member(first: Buffer, then: 'stall' | 'close') {
+  function member(first: Buffer, then: 'stall' | 'close', announce = true) {
     return (res: ServerResponse) => {
       res.writeHead(200, {
         'cache-control': 'max-age=600',
         etag: ETAG,
-        'x-coral-sha256': BIG_SHA,
+        ...(announce ? { 'x-coral-sha256': BIG_SHA } : {}),
         'content-length': String(BIG.length),
       });
       res.write(first, () => {
@@ -375,8 +386,8 @@ describe("a member's large copy that stops mid-body is completed from the origin
     return { received: () => received, done };
   }
 
-  async function setup(answer: (res: ServerResponse) => void, ignoreRange = false) {
-    const origin = await bigOrigin(ignoreRange);
+  async function setup(answer: (res: ServerResponse) => void, mode: OriginMode = 'ranges') {
+    const origin = await bigOrigin(mode);
     const liar = await startLiar(answer);
     const outcomes: string[] = [];
     const metrics: ProxyMetrics = {
@@ -418,7 +429,7 @@ describe("a member's large copy that stops mid-body is completed from the origin
   }
 
   it('an origin that ignores the Range (200): the client sees its transfer end early, nothing stored', async () => {
-    const s = await setup(member(BIG.subarray(0, SENT), 'close'), true);
+    const s = await setup(member(BIG.subarray(0, SENT), 'close'), 'ignores-range');
     const got = await read(s.a.px.port, s.origin.coralHost, s.path).done;
     expect(got.complete).toBe(false);
     expect(got.length).toBe(BIG.length);
@@ -446,5 +457,25 @@ describe("a member's large copy that stops mid-body is completed from the origin
     expect(q.map((e) => [e.nodeId, e.found, e.evidence.proof])).toEqual([[LIAR, 'stream', true]]);
     expect(q[0]!.evidence.member.sha256).toBe(BIG_SHA);
     expect(q[0]!.evidence.origin.sha256).not.toBe(BIG_SHA);
+  });
+
+  it('an origin whose 206 names another ETag: the rest is refused, the client sees its transfer end early', async () => {
+    const s = await setup(member(BIG.subarray(0, SENT), 'close'), 'other-etag');
+    const got = await read(s.a.px.port, s.origin.coralHost, s.path).done;
+    expect(got.complete).toBe(false);
+    expect(got.body.equals(BIG.subarray(0, got.body.length))).toBe(true);
+    expect(got.body.length).toBeLessThanOrEqual(SENT);
+    expect(s.origin.hits).toHaveLength(1);
+    expect(s.outcomes).toEqual(['aborted']);
+    expect(await s.a.px.proxy.cacheList()).toEqual([]);
+  });
+
+  it('a member that announced no SHA-256: completed for the client, not stored (its part is unchecked)', async () => {
+    const s = await setup(member(BIG.subarray(0, SENT), 'close', false));
+    const got = await read(s.a.px.port, s.origin.coralHost, s.path).done;
+    expect(got.complete).toBe(true);
+    expect(got.body.equals(BIG)).toBe(true);
+    expect(s.outcomes).toEqual(['resumed']);
+    expect(await s.a.px.proxy.cacheList()).toEqual([]);
   });
 });
