@@ -19,6 +19,11 @@
  * accused becomes a suspect here for `suspectSeconds` (every copy from it audited), and the
  * reported object is checked at once — this node asks the accused for it and the origin for it,
  * and judges for itself. Only its own evidence quarantines.
+ *
+ * A member can also be caught without an audit: a copy it streamed that failed mid-body and was
+ * completed from the origin (../fetch/resume.ts) whose assembled bytes are not the ones it
+ * announced (`proven`) — the origin's part came under the member's own validators, so the member's
+ * part or its hash was a lie. That is this node's own evidence too, and takes the same path.
  */
 import { createHash } from 'node:crypto';
 import type { TimerHandle } from '@coral/runtime';
@@ -197,6 +202,29 @@ export class MemberAuditor implements MemberAudit {
       member: facts(claim),
       origin: facts(origin),
     };
+    this.#quarantine(member, found, evidence, target);
+  }
+
+  /**
+   * `member` streamed a copy for `ctx` that was completed from the origin under its own
+   * validators, and the whole is not what it announced (`evidence.member`: its claim;
+   * `evidence.origin`: the assembled body): quarantined here, as by an audit.
+   */
+  proven(member: string, ctx: RequestCtx, evidence: AuditEvidence): void {
+    this.#quarantine(member.toLowerCase(), 'stream', evidence, {
+      host: ctx.host,
+      path: ctx.path,
+      url: ctx.url,
+    });
+  }
+
+  #quarantine(
+    member: string,
+    found: QuarantineEntry['found'],
+    evidence: AuditEvidence,
+    target: { host: string; path: string; url: string },
+  ): void {
+    const core = this.#c.core;
     const entry = this.#c.quarantine.add(member, found, evidence);
     core.log.error(
       {

@@ -39,8 +39,11 @@ export interface QuarantineEntry {
   until: number;
   /** Quarantines of this member remembered (1 for the first). */
   count: number;
-  /** `audit`: a sampled or suspect's copy; `report`: the object a member reported, checked here. */
-  found: 'audit' | 'report';
+  /**
+   * `audit`: a sampled or suspect's copy; `report`: the object a member reported, checked here;
+   * `stream`: a copy it streamed, completed from the origin, whose whole is not what it announced.
+   */
+  found: 'audit' | 'report' | 'stream';
   evidence: AuditEvidence;
 }
 

@@ -6,11 +6,15 @@
  * against the record's size, `x-coral-sha256` against the record's hash) falls back to the origin
  * at no cost to the client; a body that turns out wrong at the end aborts the clients reading it
  * (they never see a complete-looking wrong body), is not stored, and its member is skipped for a
- * while (../peer/penalties.ts).
+ * while (../peer/penalties.ts). A body that stalls or is cut short is completed from the origin
+ * when the member's validators allow it (./resume.ts); if the whole is then not what the member
+ * announced, the member lied about bytes it sent: the clients are aborted and it is quarantined.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { TimerHandle } from '@coral/runtime';
+import type { AuditEvidence } from '../audit/quarantine.js';
+import { responseRules } from '../cache/policy.js';
 import type { ClaimResult, Holder } from '../content-index.js';
 import { SHA256_HEADER } from '../constants.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
@@ -19,8 +23,11 @@ import type { PeerTarget } from '../peer/members.js';
 import type { PeerPenalties } from '../peer/penalties.js';
 import { racePeers } from '../peer/peer-fetch.js';
 import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import { toRecord } from '../proxy/headers.js';
 import type { Transfer } from '../transfer/transfer.js';
 import { contentLength, discard, streamResponse } from './response.js';
+import type { StreamResult } from './response.js';
+import { resumeBasis, resumeFromOrigin } from './resume.js';
 
 /** `index.lookup`, bounded by `indexTimeoutMs` on the clock even if the index ignores the signal. */
 function lookupHolders(core: ProxyCore, keyBytes: Uint8Array): Promise<Holder[]> {
@@ -226,6 +233,9 @@ export async function fetchFromPeers(
     }
     body = Readable.from([whole]);
   }
+  // A body that stops mid-way may be completed from the origin, under the member's validators.
+  const fields = toRecord(res.headers);
+  const basis = ctx.method === 'GET' ? resumeBasis(fields, declared ?? h.size) : undefined;
   const out = await streamResponse(
     core,
     ctx,
@@ -243,17 +253,70 @@ export async function fetchFromPeers(
       // A body from a member that is fetching it (the designated member's target is a `fetching`
       // holder too) comes at its origin's pace: the fetching patience.
       idleMs: patience(h),
+      resume: (at) =>
+        basis
+          ? resumeFromOrigin(core, ctx, headers, basis, at)
+          : Promise.resolve({ ok: false, why: 'no-validator' }),
     },
     unregister,
   );
   // A stored copy from a member may be audited against the origin (../audit/auditor.ts).
   if (out.ok && out.committed) core.audit?.served(h.nodeId, ctx, out.committed);
+  if (out.ok && out.resumed) {
+    winner.abort();
+    core.metrics?.peerIntegrity?.('resumed');
+    // Honest (or unverifiable) but failed mid-way: it may be restarting.
+    penalties.penalize(h.nodeId, 'unreachable');
+    core.log.info(
+      { peer: h.nodeId, url: ctx.url, at: out.resumed.at, verified: out.resumed.verified },
+      "a member's copy stopped mid-body: completed from the origin",
+    );
+  }
   if (!out.ok) {
     winner.abort();
     penalties.penalize(h.nodeId, out.mismatch ? 'integrity' : 'unreachable');
-    if (out.mismatch) core.metrics?.peerIntegrity?.('aborted');
+    // Its clients are cut off: wrong bytes at the end, or stopped and not completed.
+    if (out.mismatch || out.resumed) core.metrics?.peerIntegrity?.('aborted');
+    if (out.mismatch && out.resumed && !out.resumed.refused && out.body && sha256.length > 0) {
+      proven(core, ctx, h.nodeId, winner.responseTime, res.status, fields, sha256, out);
+    }
   }
   return true;
+}
+
+/**
+ * A member's copy completed from the origin (under its own validators) is not what it announced:
+ * the bytes it sent, or the hash it announced for them, were a lie — this node's own evidence.
+ */
+function proven(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  member: string,
+  responseTime: number,
+  status: number,
+  fields: Record<string, string>,
+  announced: string[],
+  out: StreamResult,
+): void {
+  const assembled = out.body!;
+  const lifetime = responseRules(status, fields, core.policy, responseTime).lifetime;
+  const validators = {
+    ...(fields['etag'] !== undefined ? { etag: fields['etag'] } : {}),
+    ...(fields['last-modified'] !== undefined ? { lastModified: fields['last-modified'] } : {}),
+    lifetime,
+  };
+  const evidence: AuditEvidence = {
+    url: ctx.url,
+    disagreements: ['bytes'],
+    proof: true,
+    member: { size: assembled.size, sha256: announced[0]!, ...validators },
+    origin: { size: assembled.size, sha256: assembled.sha256, ...validators },
+  };
+  core.log.warn(
+    { peer: member, url: ctx.url, at: out.resumed?.at, evidence },
+    "a member's copy, completed from the origin under its validators, is not what it announced",
+  );
+  core.audit?.proven(member, ctx, evidence);
 }
 
 /**

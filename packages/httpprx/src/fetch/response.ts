@@ -2,7 +2,11 @@
  * Turning an upstream response (origin or peer) into a transfer: the head every waiting client
  * gets, whether it may be shared and stored (RFC 9111 §3), the body pumped to the store's temp
  * file with backpressure, checked (size, and for peers SHA-256), then committed — or discarded.
+ * A peer's body that stalls or is cut short may be completed from the origin (`resume`,
+ * ./resume.ts) into the same transfer, and the whole checked as one.
  */
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { formatHttpDate, parseHttpDate } from '../cache/http-date.js';
 import { ageFacts, responseRules, storable } from '../cache/policy.js';
 import type { AgeFacts, HeaderRecord, ResponseRules } from '../cache/policy.js';
@@ -18,8 +22,21 @@ import type { ProxyCore, RequestCtx } from '../proxy/core.js';
 import { NOT_STORED, toRecord } from '../proxy/headers.js';
 import type { StoredMeta } from '../store/types.js';
 import { pump } from '../transfer/pump.js';
-import type { PumpResult } from '../transfer/pump.js';
+import type { PumpFailure, PumpResult } from '../transfer/pump.js';
 import type { Transfer, TransferHead } from '../transfer/transfer.js';
+
+/** Why a copy was not completed from the origin (./resume.ts). */
+export type ResumeRefusal =
+  | 'no-validator' // the member's copy has no strong validator to ask with
+  | 'ignored-range' // the origin answered 200: a whole body, not the rest
+  | 'changed' // 412, or a 206 under other validators or coding: another version
+  | 'bad-range' // a 206 for other bytes than the rest
+  | 'status' // any other answer
+  | 'unreachable'; // the request failed
+
+export type Resumption =
+  | { ok: true; body: Readable; length: number; abandon: () => void }
+  | { ok: false; why: ResumeRefusal; status?: number };
 
 export interface ResponseSource {
   requestTime: number;
@@ -35,7 +52,15 @@ export interface ResponseSource {
   verify?: { size?: number | undefined; sha256?: string[] };
   /** Idle bound between body chunks on the injected clock (peers). */
   idleMs?: number;
+  /**
+   * Complete a body that stalled or was cut short after `received` bytes (a member's copy, from
+   * the origin: ./resume.ts): the rest, to be appended, or why not.
+   */
+  resume?: (received: number) => Promise<Resumption>;
 }
+
+/** Failures a body can be completed after: it stopped, and what came was not too much. */
+const RESUMABLE: ReadonlySet<PumpFailure> = new Set(['stalled', 'truncated', 'short']);
 
 export interface StreamResult {
   /** The body arrived whole (and matched, for a verified source). */
@@ -46,6 +71,12 @@ export interface StreamResult {
   /** Why the body failed, when it did. */
   failure?: PumpResult & { ok: false };
   mismatch?: boolean;
+  /**
+   * The body stopped after `at` bytes and `resume` was asked for the rest: `refused` (why not:
+   * the transfer failed), or completed from byte `at` (`ok` and `mismatch` then say how the
+   * whole came out; `verified`: it matched an announced SHA-256, not only its size).
+   */
+  resumed?: { at: number; refused?: ResumeRefusal; verified?: boolean };
 }
 
 /** A strict Content-Length (RFC 9110 §8.6): digits only, or undefined. */
@@ -171,18 +202,45 @@ export async function streamResponse(
       : core.metrics?.peerFetch(bytes, ok);
   let size = 0;
   let sha256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'; // empty body
+  let resumed: StreamResult['resumed'];
   if (noBody) {
     res.body.on('error', () => {});
     res.body.resume();
   } else {
-    const r = await pump(res.body, t, {
+    const originShare = (n: number) => core.bandwidth.origin.take(ctx.domain, n);
+    // Kept by the caller when the body may be completed, so that the rest extends it.
+    const hash = o.resume ? createHash('sha256') : undefined;
+    let r = await pump(res.body, t, {
       maxBytes: max,
       length: declared,
+      ...(hash ? { continues: { size: 0, hash } } : {}),
       ...(o.idleMs !== undefined ? { idle: { clock: core.clock, ms: o.idleMs } } : {}),
-      ...(o.source === 'origin'
-        ? { share: (n: number) => core.bandwidth.origin.take(ctx.domain, n) }
-        : {}),
+      ...(o.source === 'origin' ? { share: originShare } : {}),
     });
+    // Completed only for someone: the store, or clients still reading (an unstored transfer
+    // whose clients all left was stopped on purpose).
+    if (!r.ok && o.resume && hash && RESUMABLE.has(r.reason) && (storing || t.readers > 0)) {
+      const at = r.size;
+      countFetch(at, false);
+      core.log.warn(
+        { url: ctx.url, err: r.error.message, received: at, from: o.peer ?? 'origin' },
+        'upstream body stopped: asking the origin for the rest',
+      );
+      const rest = await o.resume(at);
+      if (!rest.ok) {
+        resumed = { at, refused: rest.why };
+      } else {
+        resumed = { at };
+        if (!storing) t.abandon = rest.abandon;
+        r = await pump(rest.body, t, {
+          maxBytes: max,
+          length: rest.length,
+          continues: { size: at, hash },
+          share: originShare,
+        });
+        core.metrics?.originFetch(r.size - at, r.ok);
+      }
+    }
     if (!r.ok) {
       core.log.warn(
         { url: ctx.url, err: r.error.message, received: r.size, from: o.peer ?? 'origin' },
@@ -196,8 +254,9 @@ export async function streamResponse(
             )
           : r.error;
       t.fail(err);
-      countFetch(r.size, false);
-      return { ok: false, committed: undefined, failure: r };
+      // A body that was to be completed is counted already (the member's part, the origin's).
+      if (!resumed) countFetch(r.size, false);
+      return { ok: false, committed: undefined, failure: r, ...(resumed ? { resumed } : {}) };
     }
     ({ size, sha256 } = r);
   }
@@ -212,13 +271,22 @@ export async function streamResponse(
       'peer sent bytes that do not match its announcement',
     );
     t.fail(new Error('peer body does not match its announced size and SHA-256'));
-    countFetch(size, false);
-    return { ok: false, committed: undefined, mismatch: true };
+    if (!resumed) countFetch(size, false);
+    return {
+      ok: false,
+      committed: undefined,
+      mismatch: true,
+      body: { size, sha256 },
+      ...(resumed ? { resumed } : {}),
+    };
   }
   t.finish();
-  countFetch(size, true);
+  if (resumed) resumed.verified = (v?.sha256 ?? []).length > 0;
+  else countFetch(size, true);
   let committed: StoredMeta | undefined;
-  if (storing && writer) {
+  // A completed copy is stored only when its whole matched a SHA-256 the member announced: its
+  // first bytes are vouched for by nobody else.
+  if (storing && writer && resumed?.verified !== false) {
     committed = await commitTransfer(core, ctx, t, head, writer, {
       size,
       sha256,
@@ -226,5 +294,5 @@ export async function streamResponse(
       fetchStartedAt: o.requestTime,
     });
   }
-  return { ok: true, committed, body: { size, sha256 } };
+  return { ok: true, committed, body: { size, sha256 }, ...(resumed ? { resumed } : {}) };
 }

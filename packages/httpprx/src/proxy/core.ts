@@ -17,7 +17,7 @@ import type { HotCache } from '../serve/hot-cache.js';
 import type { OptOuts } from '../site-control/opt-outs.js';
 import type { FairShare } from '../fairness/fair-share.js';
 import type { CommitCandidate, Logger, ProxyMetrics } from './types.js';
-import type { MemberReport } from '../audit/quarantine.js';
+import type { AuditEvidence, MemberReport } from '../audit/quarantine.js';
 
 export interface ProxyLimits {
   maxObjectBytes: number;
@@ -116,9 +116,11 @@ export interface RequestCtx {
 
 /**
  * What the stages ask of the sampled audit of member copies (../audit/auditor.ts implements it):
- * a copy a member served, and a member's report of a liar.
+ * a copy a member served, a member's report of a liar, and a lie this node proved itself while
+ * completing a member's copy from the origin (../fetch/resume.ts).
  */
 export interface MemberAudit {
   served(member: string, ctx: RequestCtx, copy: StoredMeta): void;
   reported(report: MemberReport, reporter: string): void;
+  proven(member: string, ctx: RequestCtx, evidence: AuditEvidence): void;
 }

@@ -60,10 +60,12 @@ export interface ProxyMetrics {
   commitRefused?(): void;
   /**
    * A member's copy failed its check (size, SHA-256) or stalled: `origin` when it was caught
-   * before anything was sent and the origin answered the client instead, `aborted` when it was
-   * found at the end of a streamed body and the clients reading it were cut off.
+   * before anything was sent and the origin answered the client instead; `resumed` when a
+   * streamed copy stalled or was cut short and the origin's rest (a range request under its
+   * validators) completed it for its clients; `aborted` when the clients reading a streamed copy
+   * were cut off (wrong at its end, or stopped and not completed: see ../fetch/resume.ts).
    */
-  peerIntegrity?(outcome: 'origin' | 'aborted'): void;
+  peerIntegrity?(outcome: 'origin' | 'resumed' | 'aborted'): void;
   /**
    * A sampled audit of a member's copy (../audit/): `agree`, `lied` (the member is quarantined),
    * `inconclusive` (the origin could not say: an error, a changed or volatile object), `skipped`

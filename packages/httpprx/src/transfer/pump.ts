@@ -5,24 +5,32 @@
  * verify, fail).
  */
 import { createHash } from 'node:crypto';
+import type { Hash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Clock, TimerHandle } from '@coral/runtime';
 import type { Transfer } from './transfer.js';
 
+/**
+ * How a body failed: over the size cap, no bytes for the idle bound, cut off (a socket error or
+ * close), ended before its declared length, or longer than its declared length.
+ */
+export type PumpFailure = 'too-large' | 'stalled' | 'truncated' | 'short' | 'overlong';
+
 export type PumpResult =
   | { ok: true; size: number; sha256: string }
-  | {
-      ok: false;
-      size: number;
-      error: Error;
-      reason: 'too-large' | 'stalled' | 'truncated' | 'short';
-    };
+  | { ok: false; size: number; error: Error; reason: PumpFailure };
 
 export interface PumpOptions {
   /** Largest body accepted (bytes). */
   maxBytes: number;
   /** Declared length (Content-Length): fewer bytes at the end is a truncation. */
   length?: number | undefined;
+  /**
+   * A body that continues one already pumped into the same transfer (a range resume,
+   * ../fetch/resume.ts): the bytes it already holds (counted in `size` and against `length` and
+   * `maxBytes`) and the hash of those bytes, which this body's bytes extend.
+   */
+  continues?: { size: number; hash: Hash };
   /** Fail when no chunk arrives for this long (ms, on `clock`). */
   idle?: { clock: Clock; ms: number };
   /**
@@ -34,8 +42,8 @@ export interface PumpOptions {
 
 export function pump(body: Readable, t: Transfer, opts: PumpOptions): Promise<PumpResult> {
   return new Promise<PumpResult>((resolve) => {
-    const hash = createHash('sha256');
-    let size = 0;
+    const hash = opts.continues?.hash ?? createHash('sha256');
+    let size = opts.continues?.size ?? 0;
     let over = false;
     let timer: TimerHandle | undefined;
     /** The upstream has ended (a chunk may still wait for its grant). */
@@ -48,7 +56,7 @@ export function pump(body: Readable, t: Transfer, opts: PumpOptions): Promise<Pu
       const { clock, ms } = opts.idle;
       timer = clock.setTimeout(() => stop('stalled', new Error(`no body bytes for ${ms} ms`)), ms);
     };
-    const stop = (reason: 'too-large' | 'stalled' | 'truncated' | 'short', error: Error) => {
+    const stop = (reason: PumpFailure, error: Error) => {
       if (over) return;
       over = true;
       timer?.cancel();
@@ -65,7 +73,7 @@ export function pump(body: Readable, t: Transfer, opts: PumpOptions): Promise<Pu
         return;
       }
       if (opts.length !== undefined && size > opts.length) {
-        stop('truncated', new Error(`body longer than its Content-Length ${opts.length}`));
+        stop('overlong', new Error(`body longer than its Content-Length ${opts.length}`));
         return;
       }
       hash.update(chunk);

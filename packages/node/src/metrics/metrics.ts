@@ -36,7 +36,7 @@ export interface ProxyMetricsSink {
   /** The designated fetcher: self, asked, ask-refused/-timeout/-error (misses), taken (members' asks). */
   designated(event: 'self' | 'asked' | 'ask-refused' | 'ask-timeout' | 'ask-error' | 'taken'): void;
   /** A member's copy failed its check: answered from the origin, or cut off. */
-  peerIntegrity(outcome: 'origin' | 'aborted'): void;
+  peerIntegrity(outcome: 'origin' | 'resumed' | 'aborted'): void;
   /** A fetched response the disk would not take (EMFILE, ENOSPC...): served, not stored. */
   storeFailed(code: string): void;
   /** A sampled audit of a member's copy (agree, lied, inconclusive, skipped, error). */
@@ -445,11 +445,11 @@ export class CoralMetrics {
       designated.inc({ event }, 0);
     const peerIntegrity = new Counter({
       name: `${p}peer_integrity_total`,
-      help: "Members' copies that failed their check (size, SHA-256) or stalled, by what the client got: origin (caught before a byte was sent, the origin answered), aborted (caught at the end of a streamed copy: its clients cut off, never wrong bytes as complete)",
+      help: "Members' copies that failed their check (size, SHA-256) or stalled, by what the client got: origin (caught before a byte was sent, the origin answered), resumed (a streamed copy that stalled or was cut short, completed from the origin by a range request under its validators), aborted (its clients cut off: wrong at the end of a streamed copy, or stopped and not completed; never wrong bytes as complete)",
       labelNames: ['outcome'],
       registers,
     });
-    for (const outcome of ['origin', 'aborted']) peerIntegrity.inc({ outcome }, 0);
+    for (const outcome of ['origin', 'resumed', 'aborted']) peerIntegrity.inc({ outcome }, 0);
     const audits = new Counter({
       name: `${p}member_audits_total`,
       help: "Sampled audits of members' copies against the origin, by outcome: agree, lied (the member is quarantined here), inconclusive (the origin could not say), skipped (over the audit budget), error",
