@@ -27,8 +27,9 @@ export default {
       to: { circular: true },
     },
     // Pending (issue 30 part 1, httpprx in one direction: kit/ ← … ← commit/ ← proxy/): enable once
-    // httpprx is layered. On 2026-12-04 it would report 29 imports from 6 folders (commit 2, fetch
-    // 8, request 4, serve 9, site 3, site-control 3) of proxy/core, headers, respond and types.
+    // httpprx is layered. On 2026-12-04 it would report 32 imports from 7 folders (audit/ added 2
+    // to commit 2, fetch 8, request 4, serve 9, site 3, site-control 3) of proxy/core, headers,
+    // respond and types.
     // {
     //   name: 'httpprx-no-arrow-up-to-proxy',
     //   severity: 'error',
