@@ -155,7 +155,7 @@ export interface ConnectStats {
   failures: Record<string, number>;
 }
 
-/** The undici `connect` option type (undici 7 `buildConnector.connector`). */
+/** The undici `connect` option type (`buildConnector.connector`, unchanged from undici 7 to 8). */
 export type UndiciConnector = buildConnector.connector;
 
 interface CacheEntry {
@@ -353,9 +353,9 @@ export class SmartConnector {
   }
 
   /**
-   * An undici `connect` option (undici 7 `buildConnector` contract): `new Agent({ connect:
-   * connector.undiciConnect() })`. http origins get the raced TCP socket; https origins get
-   * `tls.connect` over it with SNI set to the origin's name.
+   * An undici `connect` option (the `buildConnector` contract, the same in undici 7 and 8):
+   * `new Agent({ connect: connector.undiciConnect() })`. http origins get the raced TCP socket;
+   * https origins get `tls.connect` over it with SNI set to the origin's name and ALPN `http/1.1`.
    */
   undiciConnect(options: UndiciConnectOptions = {}): UndiciConnector {
     const timeoutMs = options.timeoutMs ?? this.timeoutMs ?? DEFAULT_UNDICI_CONNECT_TIMEOUT_MS;

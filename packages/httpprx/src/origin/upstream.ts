@@ -43,6 +43,10 @@ export class Upstream {
       bodyTimeout: options.bodyTimeoutMs,
       connections: options.connections ?? 32,
       keepAliveTimeout: 4_000,
+      // HTTP/1.1 only. undici 8 defaults to allowH2: true, and then an https Pool lets a single
+      // connection probe ALPN and queues every other request behind it until the handshake ends;
+      // our connectors offer only http/1.1, so that probe would serialise cold bursts for nothing.
+      allowH2: false,
     });
   }
 
