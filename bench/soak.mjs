@@ -78,6 +78,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SeededRandom } from '@coral/testkit';
 import { Fleet, fetchVia, objectBody, resolveThrough, stopProcess } from '@coral/node/fleet';
+import { AUDIT_FRACTION } from '@coral/httpprx';
 import { sha256 } from './lib/bodies.mjs';
 import { servedFrom } from './lib/cache-status.mjs';
 import { HOT_BASE, LARGE_BASE, NEW_BASE, soakObjectBytes } from './lib/soak-catalog.mjs';
@@ -851,6 +852,8 @@ try {
       CORAL_ZONE: values.zone,
       CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
       CORAL_HOSTS: 'www.origin.test=127.0.0.1',
+      // The node's default (the launcher turns the sampled audit off for tests).
+      CORAL_PROXY_AUDIT_FRACTION: String(AUDIT_FRACTION),
     },
   });
   process.stdout.write(

@@ -49,7 +49,6 @@ import {
   PEER_TIMEOUT_MS,
   PEER_VERIFY_WHOLE_BYTES,
   AUDIT_CONCURRENCY,
-  AUDIT_FRACTION,
   AUDITS_PER_MINUTE,
   QUARANTINE_MAX_SECONDS,
   QUARANTINE_SECONDS,
@@ -332,7 +331,7 @@ export class CoralProxy {
           ...(components.onQuarantine ? { onQuarantine: components.onQuarantine } : {}),
         },
         {
-          fraction: options.auditFraction ?? AUDIT_FRACTION,
+          fraction: options.auditFraction ?? 0,
           perMinute: options.auditsPerMinute ?? AUDITS_PER_MINUTE,
           concurrency: options.auditConcurrency ?? AUDIT_CONCURRENCY,
           reportsPerMinute: options.reportsPerMinute ?? REPORTS_PER_MINUTE,

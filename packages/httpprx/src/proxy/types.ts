@@ -223,8 +223,9 @@ export interface ProxyOptions {
   peerVerifyWholeBytes?: number;
   /**
    * The fraction of copies stored from members that this node fetches again from the origin and
-   * compares (../audit/): a member whose copy disagrees is quarantined. Default `AUDIT_FRACTION`
-   * (0.02); 0 = no sampled audit (members reported by others are still audited).
+   * compares (../audit/): a member whose copy disagrees is quarantined. Default 0 = no sampled
+   * audit (members reported by others are still audited): its draws are random, so the library
+   * audits only when asked; the node's configuration asks for `AUDIT_FRACTION` (0.02).
    */
   auditFraction?: number;
   /** Audits started per minute at most (sampled ones). Default `AUDITS_PER_MINUTE`. */

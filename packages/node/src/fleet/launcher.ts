@@ -136,6 +136,10 @@ export class Fleet {
       CORAL_ADMIN_PORT: String(ports.admin),
       CORAL_DATA_DIR: join(dataDir, 'data'),
       CORAL_LOG_LEVEL: o.logLevel ?? 'warn',
+      // The sampled audit of member copies draws at random (Math.random in each process), and the
+      // launcher's users count origin fetches per object (tests, bench:flash): off unless `env`
+      // turns it on (bench:soak runs it at the node's default).
+      CORAL_PROXY_AUDIT_FRACTION: '0',
       ...(o.open ? { CORAL_FLEET_OPEN: 'true' } : { CORAL_FLEET_KEYS: this.keys.join(',') }),
       ...(i > 0 ? { CORAL_BOOTSTRAP: `${firstIp}:${ports.dsht}` } : {}),
       ...o.env,
