@@ -43,6 +43,8 @@ export class MembershipObserver implements RpcObserver {
       // A lookup that asked the peer again in the meantime has introduced this node already;
       // judged late, so a joining node's tables have filled (see Peers.wantsIntroduction).
       if (!ctx.running || rpc.peerTokens.used(addr) || !ctx.peers.wantsIntroduction(peer)) return;
+      // An introduction that goes unanswered is counted by the Rpc (timeouts) and judged by the
+      // failure detector; nothing more to do with it here.
       void rpc.request(peer, { type: 'PING' }, { retries: 0 }).catch(() => undefined);
     }, INTRODUCE_DELAY_MS);
   }

@@ -336,6 +336,8 @@ export class SmartConnector {
     let addrs: readonly ResolvedAddress[] | undefined;
     try {
       addrs = await Promise.race([
+        // A name that does not resolve is not refused here: the fetch's own connect fails on it
+        // and reports it (CORAL_ORIGIN_DNS_FAILED), so the error is not lost.
         this.#resolver.resolve(h, { signal: ac.signal }).catch(() => undefined),
         expired,
       ]);
