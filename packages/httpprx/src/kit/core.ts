@@ -16,7 +16,7 @@ import type { CacheStore, StoredMeta } from '../store/types.js';
 import type { HotCache } from '../serve/hot-cache.js';
 import type { OptOuts } from '../site-control/opt-outs.js';
 import type { FairShare } from '../fairness/fair-share.js';
-import type { CommitCandidate, Logger, ProxyMetrics } from '../proxy/types.js';
+import type { CommitCandidate, Logger, ProxyMetrics } from './types.js';
 import type { AuditEvidence, MemberReport } from '../audit/quarantine.js';
 
 export interface ProxyLimits {

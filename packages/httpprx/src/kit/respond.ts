@@ -1,6 +1,6 @@
 /** Small response helpers shared by the proxy's paths. */
 import type { ServerResponse } from 'node:http';
-import type { ProxyMetrics } from '../proxy/types.js';
+import type { ProxyMetrics } from './types.js';
 import type { Readable } from 'node:stream';
 import { CACHE_NAME } from '../constants.js';
 import type { ProxyError } from '../errors.js';
