@@ -21,8 +21,8 @@ import { toRecord } from '../kit/headers.js';
 import type { ErrorAnswer } from '../kit/respond.js';
 import type { OriginGate } from '../kit/types.js';
 import { admit } from './admission.js';
-import { upstreamUrl } from './target.js';
-import type { OriginBase } from './target.js';
+import { upstreamUrl } from '../mapping/target.js';
+import type { OriginBase } from '../mapping/target.js';
 
 export interface RouteConfig {
   zones: readonly string[];
