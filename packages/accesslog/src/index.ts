@@ -61,6 +61,14 @@ export {
   Subscription,
 } from './live/hub.js';
 export {
+  type AccessNote,
+  type ExchangeTrackerComponents,
+  type ExchangeTrackerOptions,
+  type MonotonicClock,
+  ExchangeTracker,
+  noteOf,
+} from './http/exchange.js';
+export {
   AccessLogError,
   ACCESSLOG_ERR_OPTIONS,
   ACCESSLOG_ERR_OPEN,

@@ -79,7 +79,10 @@ export interface AccessRecord {
   protocol: string;
   /** The response status sent (0 when the client left before any). */
   status: number;
-  /** Body bytes sent to the client. */
+  /**
+   * Bytes the connection took for the response: status line, header and body (nginx's
+   * `$bytes_sent`), as the socket counted them.
+   */
   bytes: number;
   /** The Cache-Status facts of the response. */
   cache: CacheFacts;
@@ -92,7 +95,7 @@ export interface AccessRecord {
   totalMs: number;
   /** The negotiated TLS version (`TLSv1.3`) of an HTTPS request. */
   tls?: string;
-  /** The request id (the `x-request-id` the node answered with). */
+  /** The request id: the tracker's prefix (random per process) and a sequence number. */
   requestId: string;
   /** The client left (or the transfer was cut) before the response ended. */
   aborted: boolean;
