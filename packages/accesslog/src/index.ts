@@ -60,6 +60,7 @@ export {
   LiveHub,
   Subscription,
 } from './live/hub.js';
+export { LOG_STREAM_HEADERS, streamLogs } from './live/http.js';
 export {
   type AccessNote,
   type ExchangeTrackerComponents,

@@ -46,6 +46,7 @@ export class Subscription {
   #bytes = 0;
   #ended: EndReason | undefined;
   #wake: ((lines: string[] | undefined) => void) | undefined;
+  #endWaiters: Array<(reason: EndReason) => void> = [];
 
   /** @internal Made by `LiveHub.subscribe`. */
   constructor(filter: LogFilter, limit: number, onEnd: (s: Subscription) => void) {
@@ -57,6 +58,12 @@ export class Subscription {
   /** Why it ended, once it has. */
   get ended(): EndReason | undefined {
     return this.#ended;
+  }
+
+  /** Resolves with the reason once the subscription has ended. */
+  whenEnded(): Promise<EndReason> {
+    if (this.#ended) return Promise.resolve(this.#ended);
+    return new Promise((resolve) => this.#endWaiters.push(resolve));
   }
 
   /** Bytes queued and not yet taken. */
@@ -112,6 +119,7 @@ export class Subscription {
     this.#wake = undefined;
     wake?.(undefined);
     this.#onEnd(this);
+    for (const w of this.#endWaiters.splice(0)) w(reason);
   }
 }
 
