@@ -30,7 +30,7 @@ async function serve(hub: LiveHub) {
       status: q.get('status') ?? undefined,
     });
     responses.push(res);
-    void streamLogs(hub, filter, res).then((r) => ends.push(r));
+    void streamLogs(hub.subscribe(filter), res).then((r) => ends.push(r));
   });
   servers.push(server);
   server.listen(0, '127.0.0.1');

@@ -8,8 +8,7 @@
  * socket's buffers — never more. The stream ends when the reader goes away, or the hub closes.
  */
 import type { ServerResponse } from 'node:http';
-import type { EndReason, LiveHub } from './hub.js';
-import type { LogFilter } from './filter.js';
+import type { EndReason, Subscription } from './hub.js';
 
 /** Headers of a live stream's response. */
 export const LOG_STREAM_HEADERS = {
@@ -35,17 +34,12 @@ function drained(res: ServerResponse): Promise<boolean> {
 }
 
 /**
- * Stream the lines `filter` passes to `res` until the reader leaves (`closed`), falls behind
- * (`slow`: the connection is destroyed) or the hub closes (`hub-closed`: the response ends).
- * Subscribes first, so a refusal (`ACCESSLOG_ERR_SUBSCRIBERS`) is thrown before anything is
- * written and the caller can answer it with an error.
+ * Stream `sub`'s lines to `res` until the reader leaves (`closed`), falls behind (`slow`: the
+ * connection is destroyed) or the hub closes (`hub-closed`: the response ends). The caller
+ * subscribes (`hub.subscribe(filter)`) before answering, so a refusal
+ * (`ACCESSLOG_ERR_SUBSCRIBERS`) can be answered with an error and nothing is half written.
  */
-export function streamLogs(
-  hub: LiveHub,
-  filter: LogFilter,
-  res: ServerResponse,
-): Promise<EndReason> {
-  const sub = hub.subscribe(filter);
+export function streamLogs(sub: Subscription, res: ServerResponse): Promise<EndReason> {
   res.on('close', () => sub.close());
   const ended = sub.whenEnded().then((reason) => {
     // A reader that fell behind is cut off; so is one still holding unread lines at shutdown
@@ -53,7 +47,7 @@ export function streamLogs(
     if (reason === 'slow' || (reason === 'hub-closed' && res.writableLength > 0)) res.destroy();
     return reason;
   });
-  res.writeHead(200, LOG_STREAM_HEADERS);
+  if (!res.headersSent) res.writeHead(200, LOG_STREAM_HEADERS);
   res.flushHeaders();
   return (async () => {
     for (;;) {
