@@ -219,6 +219,12 @@ export interface TlsListenOptions extends TlsCertificate {
   publicPort?: number;
   /** Bound on a client's TLS handshake (ms). Default `TLS_HANDSHAKE_TIMEOUT_MS`. */
   handshakeTimeoutMs?: number;
+  /**
+   * Session-ticket keys (48 bytes, Node's `server.setTicketKeys`), e.g. shared by every member of
+   * a fleet so a client resumes at any of them; copied, the caller may zero its buffer. Default:
+   * Node's random keys (tickets resume at this process only). Replace with `setTlsTicketKeys`.
+   */
+  ticketKeys?: Uint8Array;
 }
 
 /** One tier of the cache as `CoralProxy.cacheStats()` reports it. */
