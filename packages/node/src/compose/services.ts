@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Dsht, LEVEL_COUNT, type ClusterSnapshot } from '@coral/dsht';
-import { CoralProxy, urlKey } from '@coral/httpprx';
+import { CoralProxy } from '@coral/httpprx';
 import { DnsServer } from '@coral/dnssrv';
 import type { ListenerLimits } from '@coral/connguard';
 import type { CoralConfig } from '../config/schema.js';
@@ -142,8 +142,6 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
       },
     );
   },
-
-  urlKey,
 };
 
 /** The proxy listeners' connection limits (`connections.*`). */
