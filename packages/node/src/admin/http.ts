@@ -1,7 +1,7 @@
 /**
  * The admin API's HTTP vocabulary: the plain request and response objects `AdminApi.handle()`
- * works on, a JSON answer and a JSON body. The route modules (acme-routes.ts, purge-routes.ts) and
- * the server share them from here, so neither imports the other back.
+ * works on, a route of its table, a JSON answer and a JSON body. The route modules (*-routes.ts)
+ * and the server share them from here, so neither imports the other back.
  */
 import type { z } from 'zod';
 import { AdminRequestError } from '../errors.js';
@@ -21,6 +21,16 @@ export interface AdminResponse {
   headers: Record<string, string>;
   body: string;
 }
+
+/**
+ * One entry of the admin API's route table: a method, a path pattern (its groups are the
+ * handler's `params`) and the handler. GET routes answer HEAD too (admin/server.ts).
+ */
+export type AdminRoute = [
+  method: string,
+  pattern: RegExp,
+  handler: (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>,
+];
 
 /** A JSON answer; `indent` 0 for the dashboard's data, which a page fetches every 2 s. */
 export const json = (status: number, value: unknown, indent = 2): AdminResponse => ({

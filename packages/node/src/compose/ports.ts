@@ -89,8 +89,12 @@ export interface ProxyPort {
   listen(port: number, host?: string): Promise<BoundAddress>;
   close(): Promise<void>;
   cacheList(): Promise<CacheListEntry[]>;
-  /** Drop a URL (origin form); resolves to whether something was dropped. */
-  purge(url: string): Promise<boolean>;
+  /**
+   * Drop a URL (origin form) and withdraw this node's announcement of it — the proxy owns both —
+   * resolving once the withdrawal is done: whether something was dropped, and whether the index
+   * took the withdrawal.
+   */
+  purgeAndWithdraw(url: string): Promise<{ purged: boolean; withdrawn: boolean }>;
   /**
    * Drop every stored response the predicate selects (it reads the normalized URL, the stored
    * response head and the time it was stored) and withdraw URLs left with none; the count.
@@ -187,6 +191,4 @@ export interface ServiceFactory<D extends DshtPort = DshtPort> {
       connections?: ConnectionBudget;
     },
   ): Promise<DnsPort> | DnsPort;
-  /** The DSHT key of a URL exactly as the proxy computes it (SHA-1 of `url:` + normalized URL). */
-  urlKey(url: string): Uint8Array;
 }

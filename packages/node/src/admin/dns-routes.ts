@@ -1,0 +1,15 @@
+/**
+ * The admin API's DNS endpoints (docs/admin-api.md): why the DNS server answered as it did.
+ *
+ *   GET /v1/dns/probes       the resolver probe cache (RTT per /24)
+ *   GET /v1/dns/decisions    recent answers with the reason each was chosen
+ */
+import type { AdminBackend } from './backend.js';
+import { json, type AdminRoute } from './http.js';
+
+export function dnsRoutes(b: AdminBackend): AdminRoute[] {
+  return [
+    ['GET', /^\/v1\/dns\/probes$/, async () => json(200, { probes: b.probeCache() })],
+    ['GET', /^\/v1\/dns\/decisions$/, async () => json(200, { decisions: b.dnsDecisions() })],
+  ];
+}
