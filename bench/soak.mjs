@@ -36,8 +36,11 @@
 // latency (large objects excepted); client errors on healthy nodes / on the node being restarted
 // (HTTP: a network error, a timeout, a status other than 200 or a wrong body; DNS: no answer, an
 // empty one or one naming a non-member); origin fetches / the objects they were for, from the
-// origin's own request log; the slowloris connections open at the minute's end and those the
-// node closed in the minute (median time held); the restarts and anything unusual.
+// origin's own request log, the member audit's refetches apart (below); those refetches; the
+// slowloris connections open at the minute's end and those the node closed in the minute (median
+// time held); the restarts and anything unusual. Each node's /metrics is read with every sample
+// too: its audit-fetch counter, JS heap used, external memory and memory-tier bytes (in the JSON's
+// rows and the summary's growth lines: what of the RSS grows).
 //
 // Restart windows: from 1 s before the SIGTERM to --restart-grace-s (5) s after the restarted
 // node is back (ready, and a live member in every node's view). A client request or DNS query
@@ -55,9 +58,14 @@
 //    (its arrival, ≤ 100 ms late) and belongs to an object *generation* — the path, and how many
 //    purges of that path were sent before it (a purge makes the next fetch a new object).
 //    Generations first fetched inside a restart window are left out, as are fetches inside
-//    windows (both counted and printed); the figure is the remaining fetches / the remaining
-//    generations, and it passes only when no counted generation was fetched twice (each such one
-//    is listed with the nodes that fetched it, from the Via the origin saw).
+//    windows (both counted and printed). The member audit's refetches (`proxy.auditFraction` of
+//    the copies a node takes from members, fetched again from the origin and compared) are
+//    counted apart: a fetch by a node that had just served that object from a member's copy
+//    (see classify()), checked against each node's `coral_member_audit_fetches_total`. The
+//    figure is the remaining fetches less the audit refetches / the remaining generations (the
+//    figure with them is printed too), and it passes only when no counted generation was fetched
+//    twice for clients (each such one is listed with the nodes that fetched it, from the Via the
+//    origin saw) and no node was attributed more audit refetches than it counted.
 // Also checked: no node exited unless the bench stopped it, and every restarted node came back
 // within 60 s (a node that exits on its own is started again, and counts as a failure).
 //
@@ -257,6 +265,13 @@ const samples = [];
 /** Origin request log: { t, path, via }. */
 const fetches = [];
 const lastFetch = new Map();
+/** Client responses a node served from a member's copy: `${node}|${path}` → when they ended. */
+const peerServed = new Map();
+/**
+ * Each node's counters and memory, read from its /metrics with every sample: { t, node, pid,
+ * auditFetches, heap, external, memCache } (counters since that process started).
+ */
+const scrapes = [];
 /** Purges sent, by path: the times they were sent (generation boundaries). */
 const purgeTimes = new Map();
 const buckets = [];
@@ -367,7 +382,14 @@ async function get(nodeIndex, i, kind, agent, localAddress) {
       why = `wrong body (${r.body.length} bytes, ${r.cacheStatus})`;
       tally.http.corrupt++;
     } else {
-      tally.servedBy[servedFrom(r.cacheStatus)]++;
+      const from = servedFrom(r.cacheStatus);
+      tally.servedBy[from]++;
+      if (from === 'peer') {
+        const k = `${nodeIndex}|/obj/${i}`;
+        const list = peerServed.get(k) ?? [];
+        list.push(Date.now());
+        peerServed.set(k, list);
+      }
       if (kind === 'large') {
         tally.large.ok++;
         tally.large.bytes += r.body.length;
@@ -527,11 +549,40 @@ function sampleNodes() {
   const t = Date.now();
   for (const n of fleet.nodes) {
     if (!alive(n.process)) continue;
-    const rss = processMemory(n.process.pid)?.rss;
+    const mem = processMemory(n.process.pid);
     const fds = openDescriptors(n.process.pid);
-    if (rss != null && fds != null)
-      samples.push({ t, node: n.index, pid: n.process.pid, rss, fds });
+    if (mem?.rss != null && fds != null)
+      samples.push({ t, node: n.index, pid: n.process.pid, rss: mem.rss, anon: mem.anon, fds });
+    void scrapeNode(n);
   }
+}
+
+/** One reading of a node's /metrics (see `scrapes`); nothing when it does not answer. */
+async function scrapeNode(n) {
+  const pid = n.process.pid;
+  const text = await n.admin.text('/metrics').catch(() => undefined);
+  if (text === undefined) return;
+  const one = (re) => Number(re.exec(text)?.[1] ?? NaN);
+  scrapes.push({
+    t: Date.now(),
+    node: n.index,
+    pid,
+    auditFetches:
+      one(/^coral_member_audit_fetches_total\{outcome="ok"\} (\d+)/m) +
+      one(/^coral_member_audit_fetches_total\{outcome="error"\} (\d+)/m),
+    heap: one(/^coral_nodejs_heap_size_used_bytes (\d+)/m),
+    external: one(/^coral_nodejs_external_memory_bytes (\d+)/m),
+    memCache: one(/^coral_cache_bytes\{tier="memory"\} (\d+)/m),
+  });
+}
+
+/** The audit's origin requests each node counted over the run: every process's last reading. */
+function auditFetchesByNode() {
+  const last = new Map();
+  for (const x of scrapes) if (Number.isFinite(x.auditFetches)) last.set(`${x.node}|${x.pid}`, x);
+  const by = fleet.nodes.map(() => 0);
+  for (const x of last.values()) by[x.node] += x.auditFetches;
+  return by;
 }
 
 /** Count a node's exit that the bench did not cause, and start it again. */
@@ -571,6 +622,7 @@ async function everyoneLive() {
 
 async function restartNode(i) {
   const old = fleet.nodes[i];
+  await scrapeNode(old); // its counters, which its restart resets
   const sigterm = Date.now();
   const w = { node: i, start: sigterm - WINDOW_LEAD_MS, end: undefined };
   windows.push(w);
@@ -637,6 +689,45 @@ const fetcherOf = (via) => {
   return 1 + nodeIds.findIndex((id) => last.endsWith(`coral-${id.slice(0, 12)}`));
 };
 
+/**
+ * An origin fetch is the member audit's refetch when the node that made it had just served that
+ * object to a client from a member's copy (the audit samples the copies a node stores from
+ * members and fetches them again from the origin at once, in the background): within
+ * AUDIT_LAG_MS after that response ended, or AUDIT_LEAD_MS before (the copy is stored, and the
+ * audit starts, as the body arrives, which may be before the bench has read all of it). Each such
+ * response accounts for one refetch at most, and a generation's first fetch is never one; the
+ * nodes' own count (`coral_member_audit_fetches_total`, per process, summed over restarts) must
+ * be at least what is attributed to each node, or the target fails.
+ */
+const AUDIT_LAG_MS = 15_000;
+const AUDIT_LEAD_MS = 5_000;
+let classified = 0;
+const seenGenerations = new Set();
+const usedServes = new Set();
+/** Mark each logged origin fetch before `upTo` as the audit's refetch (`f.audit`) or not. */
+function classify(upTo) {
+  for (; classified < fetches.length && fetches[classified].t < upTo; classified++) {
+    const f = fetches[classified];
+    const g = generation(f);
+    f.audit = false;
+    if (!seenGenerations.has(g)) {
+      seenGenerations.add(g);
+      continue;
+    }
+    const node = fetcherOf(f.via);
+    if (node === 0) continue;
+    const key = `${node - 1}|${f.path}`;
+    const served = peerServed.get(key) ?? [];
+    const k = served.findIndex(
+      (t, j) =>
+        !usedServes.has(`${key}#${j}`) && f.t >= t - AUDIT_LEAD_MS && f.t <= t + AUDIT_LAG_MS,
+    );
+    if (k < 0) continue;
+    usedServes.add(`${key}#${k}`);
+    f.audit = true;
+  }
+}
+
 /** The table's two header lines, each column as wide as row()'s cells. */
 function header() {
   const ns = fleet.nodes.map((n) => `n${n.index + 1} `.padStart(5)).join('');
@@ -651,6 +742,7 @@ function header() {
       ''.padEnd(13),
       'client errors'.padEnd(19),
       'origin'.padStart(12),
+      'audit'.padStart(9),
       'slowloris'.padEnd(24),
       '',
     ]),
@@ -663,6 +755,7 @@ function header() {
       `${'req'.padStart(5)} ${'p99 ms'.padStart(7)}`,
       `${'http h/r'.padStart(8)} │ ${'dns h/r'.padStart(8)}`,
       'fetches/obj'.padStart(12),
+      'refetches'.padStart(5),
       'open / closed (held)'.padEnd(24),
       'events',
     ]),
@@ -687,8 +780,15 @@ function row(m, loris) {
         `${last ? scale(last[metric]) : '-'}${restarted ? '*' : ' '}`.padStart(5),
       )
       .join('');
+  classify(to);
   const mine = fetches.filter((f) => f.t >= from && f.t < to);
-  const objects = new Set(mine.map(generation)).size;
+  const audits = mine.filter((f) => f.audit).length;
+  const objects = new Set(mine.filter((f) => !f.audit).map(generation)).size;
+  const memory = (field) =>
+    fleet.nodes.map((n) => {
+      const x = scrapes.filter((r) => r.node === n.index && r.t >= from && r.t < to).at(-1);
+      return x && Number.isFinite(x[field]) ? mb(x[field]) : null;
+    });
   const p99 = pct(b.latencies, 0.99);
   const held = loris ? median(loris.lifetimesMs) : NaN;
   minuteRows.push({
@@ -700,8 +800,13 @@ function row(m, loris) {
     httpErrors: b.httpErrors,
     dnsQueries: b.dns,
     dnsErrors: b.dnsErrors,
-    originFetches: mine.length,
+    originFetches: mine.length - audits,
     originObjects: objects,
+    auditRefetches: audits,
+    anonMB: readings.map(({ last }) => (last?.anon != null ? mb(last.anon) : null)),
+    heapMB: memory('heap'),
+    externalMB: memory('external'),
+    memoryCacheMB: memory('memCache'),
     slowloris: loris
       ? {
           open: loris.open,
@@ -723,7 +828,8 @@ function row(m, loris) {
       `${String(b.requests).padStart(5)} ${p99.toFixed(1).padStart(7)}`,
       `${b.httpErrors.healthy} / ${b.httpErrors.restarting}`.padStart(8),
       `${b.dnsErrors.healthy} / ${b.dnsErrors.restarting}`.padStart(8),
-      `${mine.length} / ${objects}`.padStart(12),
+      `${mine.length - audits} / ${objects}`.padStart(12),
+      String(audits).padStart(9),
       lorisCell.padEnd(24),
       b.events.join('; '),
     ].join(' │ ') + '\n',
@@ -731,11 +837,11 @@ function row(m, loris) {
 }
 
 /** Growth of `metric` over the last half, per node (see the header: the window medians). */
-function growth(metric) {
+function growth(metric, readings = samples) {
   const half = t0 + (tStop - t0) / 2;
   const w = Math.min(MIN, (tStop - t0) / 6);
   return fleet.nodes.map((n) => {
-    const mine = samples.filter((x) => x.node === n.index);
+    const mine = readings.filter((x) => x.node === n.index && Number.isFinite(x[metric]));
     const last = mine.filter((x) => x.t >= half);
     const pids = new Set(last.map((x) => x.pid));
     const started = mine.find((x) => x.pid === last[0]?.pid)?.t ?? Infinity;
@@ -770,6 +876,7 @@ function sinceRestart(t) {
 
 /** Origin fetches per object generation, outside restart windows (see the header). */
 function originAccounting() {
+  classify(Infinity);
   const gens = new Map();
   for (const f of fetches) {
     const g = generation(f);
@@ -781,6 +888,7 @@ function originAccounting() {
   let countedFetches = 0;
   let excludedObjects = 0;
   let fetchesInWindows = 0;
+  let auditRefetches = 0;
   const duplicates = [];
   for (const [g, e] of gens) {
     const outside = e.all.filter((f) => !inWindow(f.t));
@@ -791,21 +899,37 @@ function originAccounting() {
     }
     counted++;
     countedFetches += outside.length;
-    if (outside.length > 1)
+    const forClients = outside.filter((f) => !f.audit);
+    auditRefetches += outside.length - forClients.length;
+    if (forClients.length > 1)
       duplicates.push({
         object: g,
-        fetches: outside.map((f) => ({ at: Number(s1(f.t - t0)), node: fetcherOf(f.via) })),
-        afterRestart: sinceRestart(outside[1].t),
+        fetches: outside.map((f) => ({
+          at: Number(s1(f.t - t0)),
+          node: fetcherOf(f.via),
+          ...(f.audit ? { audit: true } : {}),
+        })),
+        afterRestart: sinceRestart(forClients[1].t),
       });
   }
+  const attributed = fleet.nodes.map(() => 0);
+  for (const f of fetches) if (f.audit) attributed[fetcherOf(f.via) - 1]++;
+  const countedByNodes = auditFetchesByNode();
   return {
     requests: fetches.length,
     objects: gens.size,
     countedObjects: counted,
     countedFetches,
-    perObject: counted ? Number((countedFetches / counted).toFixed(3)) : null,
+    auditRefetches,
+    perObject: counted ? Number(((countedFetches - auditRefetches) / counted).toFixed(3)) : null,
+    perObjectWithAudits: counted ? Number((countedFetches / counted).toFixed(3)) : null,
     excludedObjects,
     fetchesInWindows,
+    audit: {
+      attributedByNode: attributed,
+      countedByNodes,
+      consistent: attributed.every((a, k) => a <= countedByNodes[k]),
+    },
     duplicates,
   };
 }
@@ -926,6 +1050,10 @@ try {
     origin: originAccounting(),
     rss: growth('rss'),
     fds: growth('fds'),
+    anon: growth('anon'),
+    heap: growth('heap', scrapes),
+    external: growth('external', scrapes),
+    memoryCache: growth('memCache', scrapes),
   };
 } catch (err) {
   console.error(String(err?.stack ?? err));
@@ -963,7 +1091,10 @@ if (result) {
     healthyClientErrors: { value: healthyErrors, pass: healthyErrors === 0 },
     rssFlat: { value: maxGrowth(result.rss), pass: flat(result.rss) },
     fdsFlat: { value: maxGrowth(result.fds), pass: flat(result.fds) },
-    originFetchesPerObject: { value: o.perObject, pass: o.duplicates.length === 0 },
+    originFetchesPerObject: {
+      value: o.perObject,
+      pass: o.duplicates.length === 0 && o.audit.consistent,
+    },
     noUnplannedExit: { value: crashes.length, pass: crashes.length === 0 },
     restartsCameBack: {
       value: restarts.filter((r) => !r.back && !r.interrupted).length,
@@ -1023,7 +1154,11 @@ if (result) {
     ],
     [
       'origin',
-      `${o.requests} requests for ${o.objects} objects; outside restarts ${o.countedFetches} for ${o.countedObjects}; ${o.excludedObjects} objects first fetched in a restart window, ${o.fetchesInWindows} fetches in windows`,
+      `${o.requests} requests for ${o.objects} objects; outside restarts ${o.countedFetches} for ${o.countedObjects} (${o.auditRefetches} of them audit refetches); ${o.excludedObjects} objects first fetched in a restart window, ${o.fetchesInWindows} fetches in windows`,
+    ],
+    [
+      'audit refetches per node',
+      `${o.audit.attributedByNode.map((a, k) => `n${k + 1} ${a} (counted ${o.audit.countedByNodes[k]})`).join(', ')}: attributed from the origin's log / coral_member_audit_fetches_total${o.audit.consistent ? '' : ' — MORE ATTRIBUTED THAN COUNTED'}`,
     ],
     [
       'nodes: origin fetches ok/error',
@@ -1047,12 +1182,16 @@ if (result) {
     ]);
   }
   rows.push(['RSS MB, last half', showGrowth(result.rss, mb)]);
+  rows.push(['  of it anonymous', showGrowth(result.anon, mb)]);
+  rows.push(['  JS heap used', showGrowth(result.heap, mb)]);
+  rows.push(['  external (Buffers)', showGrowth(result.external, mb)]);
+  rows.push(['  memory tier', showGrowth(result.memoryCache, mb)]);
   rows.push(['descriptors, last half', showGrowth(result.fds, (v) => v)]);
   process.stdout.write('\n');
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(31)} ${v}\n`);
   for (const d of o.duplicates.slice(0, 10))
     process.stdout.write(
-      `  fetched twice: ${d.object} by ${d.fetches.map((f) => `n${f.node || '?'} at ${f.at} s`).join(', ')}${d.afterRestart ? ` (the second ${d.afterRestart.seconds} s after n${d.afterRestart.node}'s restart window)` : ''}\n`,
+      `  fetched twice: ${d.object} by ${d.fetches.map((f) => `n${f.node || '?'} at ${f.at} s${f.audit ? ' (audit)' : ''}`).join(', ')}${d.afterRestart ? ` (the second ${d.afterRestart.seconds} s after n${d.afterRestart.node}'s restart window)` : ''}\n`,
     );
   if (errorSamples.size) {
     process.stdout.write('errors (count):\n');
@@ -1074,7 +1213,7 @@ if (result) {
     ],
     [
       targets.originFetchesPerObject,
-      `1.00 origin fetches per object outside restarts: ${o.perObject?.toFixed(3) ?? '-'} (${o.countedFetches} / ${o.countedObjects}, ${o.duplicates.length} fetched twice)`,
+      `1.00 origin fetches per object outside restarts, audit refetches apart: ${o.perObject?.toFixed(3) ?? '-'} (${o.countedFetches - o.auditRefetches} / ${o.countedObjects}, ${o.duplicates.length} fetched twice; with the ${o.auditRefetches} audit refetches ${o.perObjectWithAudits?.toFixed(3) ?? '-'})`,
     ],
     [targets.noUnplannedExit, `no node exited unless stopped: ${crashes.length} exits`],
     [
@@ -1113,6 +1252,10 @@ if (result) {
       origin: { ...o, duplicates: o.duplicates.slice(0, 20) },
       rssGrowth: result.rss,
       fdsGrowth: result.fds,
+      anonGrowth: result.anon,
+      heapGrowth: result.heap,
+      externalGrowth: result.external,
+      memoryCacheGrowth: result.memoryCache,
       slowlorisTotals: result.lorisTotals ?? null,
       slowlorisTargetLimits: result.lorisTargetLimits,
       nodeMetrics: result.metrics,
