@@ -89,7 +89,7 @@ import { Fleet, fetchVia, objectBody, resolveThrough, stopProcess } from '@coral
 import { AUDIT_FRACTION } from '@coral/httpprx';
 import { sha256 } from './lib/bodies.mjs';
 import { servedFrom } from './lib/cache-status.mjs';
-import { HOT_BASE, LARGE_BASE, NEW_BASE, soakObjectBytes } from './lib/soak-catalog.mjs';
+import { HOT_BASE, LARGE_BASE, NEW_BASE, WARM_BASE, soakObjectBytes } from './lib/soak-catalog.mjs';
 import { SlowlorisCrowd } from './lib/slowloris.mjs';
 import { descriptorLimits, median, openDescriptors, processMemory } from './lib/system.mjs';
 
@@ -115,6 +115,8 @@ const { values } = parseArgs({
     'sample-every-s': { type: 'string', default: '5' },
     'restart-grace-s': { type: 'string', default: '5' },
     seed: { type: 'string', default: '1' },
+    'warm-fill': { type: 'string', default: '0.95' },
+    'warm-max-s': { type: 'string', default: '300' },
     zone: { type: 'string', default: 'nyud.net' },
   },
 });
@@ -169,6 +171,8 @@ const lorisNode =
 const sampleEveryMs = num('sample-every-s', 1, 600) * 1000;
 const graceMs = num('restart-grace-s', 0, 600) * 1000;
 const seed = num('seed', 0, 2 ** 31, { integer: true });
+const warmFill = num('warm-fill', 0.01, 1, { zeroOk: true });
+const warmMaxMs = num('warm-max-s', 1, 3600) * 1000;
 const durationMs = minutes * MIN;
 
 /** A window opens this long before the SIGTERM (the origin's log dates requests ≤ 100 ms late). */
@@ -653,13 +657,115 @@ async function restartNode(i) {
     interrupted: !rejoined && quit.signal.aborted,
   };
   restarts.push(r);
+  if (rejoined && !done.signal.aborted) {
+    // The new process starts with an empty memory tier: filled like the first ones were, with
+    // the load going on (its requests are the warm-up's own, outside every figure).
+    const wu = await warmUp([i], `after n${i + 1}'s restart`);
+    if (wu) r.warmS = wu.seconds;
+  }
   event(
     rejoined
-      ? `restart n${r.node}: stop ${r.stopS} s (exit ${exitCode}), ready ${r.readyS} s, live everywhere ${r.rejoinS} s`
+      ? `restart n${r.node}: stop ${r.stopS} s (exit ${exitCode}), ready ${r.readyS} s, live everywhere ${r.rejoinS} s${r.warmS !== undefined ? `, memory tier refilled in ${r.warmS} s` : ''}`
       : `restart n${r.node}: NOT BACK (${ready ? 'not a live member everywhere' : 'not ready'} after ${RESTART_WAIT_MS / 1000} s)`,
     sigterm,
   );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The warm-up: each node's memory tier filled to its budget before it is measured.
+
+const isWarm = (path) => {
+  const i = Number(path.slice('/obj/'.length));
+  return i >= WARM_BASE && i < NEW_BASE;
+};
+let nextWarm = WARM_BASE;
+/** Every warm-up: which nodes, how long, what it asked, each node's tier at its end. */
+const warmups = [];
+
+/** A node's memory tier and its budget, from its /metrics (undefined: no answer). */
+async function memoryTier(n) {
+  const text = await n.admin.text('/metrics').catch(() => undefined);
+  const one = (re) => Number(re.exec(text ?? '')?.[1] ?? NaN);
+  const bytes = one(/^coral_cache_bytes\{tier="memory"\} (\d+)/m);
+  const budget = one(/^coral_cache_budget_bytes\{tier="memory"\} (\d+)/m);
+  return Number.isFinite(bytes) && Number.isFinite(budget) ? { bytes, budget } : undefined;
+}
+
+/**
+ * Ask warm-up objects (new URLs of their own) through each of `indices`, 8 at a time per node,
+ * until every one's memory tier holds --warm-fill of its budget or --warm-max-s passed: under
+ * the load alone the tier takes about 20 minutes to fill (a node's RSS rises with it), and the
+ * RSS target is about what grows once the caches are full. Each object lands on the node asked
+ * and on its designated fetcher. The origin's log of them is left out of every figure.
+ */
+async function warmUp(indices, why) {
+  if (warmFill === 0) return;
+  const start = Date.now();
+  const w = { why, nodes: indices.map((i) => i + 1), seconds: 0, asked: 0, failed: 0, tiers: [] };
+  warmups.push(w);
+  const agents = indices.map(() => new Agent({ keepAlive: true, maxSockets: 8, timeout: 4_000 }));
+  let pending = [...indices];
+  try {
+    while (pending.length > 0 && Date.now() - start < warmMaxMs && !quit.signal.aborted) {
+      await Promise.all(
+        pending.map(async (ni) => {
+          const node = fleet.nodes[ni];
+          const agent = agents[indices.indexOf(ni)];
+          for (let round = 0; round < 8; round++) {
+            await Promise.all(
+              Array.from({ length: 8 }, async () => {
+                const i = nextWarm++;
+                w.asked++;
+                try {
+                  const r = await fetchVia(
+                    { ip: node.ip, port: node.proxyPort },
+                    name,
+                    `/obj/${i}`,
+                    {
+                      agent,
+                      localAddress: `127.77.2.${1 + ni}`,
+                      timeoutMs: 30_000,
+                    },
+                  );
+                  if (r.status !== 200 || r.body.length !== soakObjectBytes(i, largeBytes))
+                    w.failed++;
+                } catch {
+                  w.failed++;
+                }
+              }),
+            );
+          }
+        }),
+      );
+      const tiers = await Promise.all(pending.map((ni) => memoryTier(fleet.nodes[ni])));
+      pending = pending.filter(
+        (_, k) => !(tiers[k] && tiers[k].bytes >= warmFill * tiers[k].budget),
+      );
+    }
+  } finally {
+    for (const a of agents) a.destroy();
+  }
+  w.seconds = Number(s1(Date.now() - start));
+  w.tiers = await Promise.all(
+    indices.map(async (ni) => {
+      const t = await memoryTier(fleet.nodes[ni]);
+      return { node: ni + 1, bytes: t?.bytes ?? null, budget: t?.budget ?? null };
+    }),
+  );
+  w.filled = pending.length === 0;
+  return w;
+}
+
+/** One line about a warm-up. */
+const warmText = (w) =>
+  `warm-up (${w.why}) of ${w.nodes.map((n) => `n${n}`).join(' ')}: ${w.seconds} s, ${w.asked} objects asked (${w.failed} failed); memory tier ${w.tiers
+    .map(
+      (t) =>
+        `n${t.node} ${t.bytes === null ? '?' : mb(t.bytes)}/${t.budget === null ? '?' : mb(t.budget)} MB`,
+    )
+    .join(
+      ', ',
+    )}${w.filled ? '' : ` — NOT FILLED to ${warmFill * 100} % within ${warmMaxMs / 1000} s`}`;
 
 async function restartLoop() {
   // The nodes take turns, the slowloris target excepted: node 2, 3, …, then node 1 (the one the
@@ -964,6 +1070,7 @@ try {
   origin = await startOrigin();
   origin.lines.on('line', (line) => {
     const f = JSON.parse(line);
+    if (isWarm(f.path)) return;
     fetches.push(f);
     lastFetch.set(f.path, f.t);
   });
@@ -994,6 +1101,11 @@ try {
   );
   const target = fleet.nodes[lorisNode];
   const limits = descriptorLimits(target.process.pid);
+  const firstWarm = await warmUp(
+    fleet.nodes.map((n) => n.index),
+    'before the run',
+  );
+  if (firstWarm) process.stdout.write(warmText(firstWarm) + '\n');
   process.stdout.write(
     `fleet up on 127.0.${fleet.subnet}.x (${formed ? 'every node sees every other' : 'NOT every node sees every other after 60 s'}); ` +
       `node ${lorisNode + 1}'s descriptor limit ${limits ? `${limits.soft} (hard ${limits.hard})` : 'unknown'}\n`,
@@ -1181,6 +1293,7 @@ if (result) {
         'none (no connection-budget metric exposed)',
     ]);
   }
+  for (const w of warmups) rows.push(['warm-up', warmText(w)]);
   rows.push(['RSS MB, last half', showGrowth(result.rss, mb)]);
   rows.push(['  of it anonymous', showGrowth(result.anon, mb)]);
   rows.push(['  JS heap used', showGrowth(result.heap, mb)]);
@@ -1248,6 +1361,7 @@ if (result) {
       purges: tally.purges,
       dsht: tally.dsht,
       restarts,
+      warmups,
       unplannedExits: crashes.map(({ log: _log, ...c }) => c),
       origin: { ...o, duplicates: o.duplicates.slice(0, 20) },
       rssGrowth: result.rss,
