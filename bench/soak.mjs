@@ -30,6 +30,12 @@
 //   line every --slowloris-interval-s (2) s and never ending its headers; a connection the node
 //   closes is opened again 1 s later (bench/lib/slowloris.mjs).
 //
+// - warm-up: before the load, and for a restarted node as soon as it is back, objects of their
+//   own (/obj/500000…, 4–64 KiB) are asked through each node, 8 at a time, until its memory tier
+//   holds --warm-fill (0.95) of its budget (bounded by --warm-max-s, 300; --warm-fill 0: none).
+//   Under the load alone the tier fills in about 20 minutes, and the node's RSS with it; the RSS
+//   target is about what grows once the caches are full. The origin's log of them is left out.
+//
 // Every minute one row: each node's RSS (VmRSS of /proc/<pid>/status, MB = 10^6 bytes) and open
 // descriptors (entries of /proc/<pid>/fd), read every --sample-every-s (5) s, the minute's last
 // reading shown (`*`: the node was restarted in that minute); client requests and their p99
@@ -61,7 +67,8 @@
 //    windows (both counted and printed). The member audit's refetches (`proxy.auditFraction` of
 //    the copies a node takes from members, fetched again from the origin and compared) are
 //    counted apart: a fetch by a node that had just served that object from a member's copy
-//    (see classify()), checked against each node's `coral_member_audit_fetches_total`. The
+//    (see classify()), checked against each node's `coral_member_audit_fetches_total` (counted
+//    from the start of the run, or from the end of a restarted node's warm-up). The
 //    figure is the remaining fetches less the audit refetches / the remaining generations (the
 //    figure with them is printed too), and it passes only when no counted generation was fetched
 //    twice for clients (each such one is listed with the nodes that fetched it, from the Via the
@@ -561,8 +568,14 @@ function sampleNodes() {
   }
 }
 
+/**
+ * Each process's audit-fetch counter when it began to be measured (`${node}|${pid}`): at the
+ * start of the run, and for a restarted node at the end of its warm-up (the warm-up's own audits
+ * are not the run's).
+ */
+const auditBase = new Map();
 /** One reading of a node's /metrics (see `scrapes`); nothing when it does not answer. */
-async function scrapeNode(n) {
+async function scrapeNode(n, { base = false } = {}) {
   const pid = n.process.pid;
   const text = await n.admin.text('/metrics').catch(() => undefined);
   if (text === undefined) return;
@@ -578,6 +591,7 @@ async function scrapeNode(n) {
     external: one(/^coral_nodejs_external_memory_bytes (\d+)/m),
     memCache: one(/^coral_cache_bytes\{tier="memory"\} (\d+)/m),
   });
+  if (base) auditBase.set(`${n.index}|${pid}`, scrapes.at(-1).auditFetches);
 }
 
 /** The audit's origin requests each node counted over the run: every process's last reading. */
@@ -585,7 +599,7 @@ function auditFetchesByNode() {
   const last = new Map();
   for (const x of scrapes) if (Number.isFinite(x.auditFetches)) last.set(`${x.node}|${x.pid}`, x);
   const by = fleet.nodes.map(() => 0);
-  for (const x of last.values()) by[x.node] += x.auditFetches;
+  for (const [k, x] of last) by[x.node] += x.auditFetches - (auditBase.get(k) ?? 0);
   return by;
 }
 
@@ -662,6 +676,7 @@ async function restartNode(i) {
     // the load going on (its requests are the warm-up's own, outside every figure).
     const wu = await warmUp([i], `after n${i + 1}'s restart`);
     if (wu) r.warmS = wu.seconds;
+    await scrapeNode(node, { base: true });
   }
   event(
     rejoined
@@ -1101,16 +1116,17 @@ try {
   );
   const target = fleet.nodes[lorisNode];
   const limits = descriptorLimits(target.process.pid);
+  process.stdout.write(
+    `fleet up on 127.0.${fleet.subnet}.x (${formed ? 'every node sees every other' : 'NOT every node sees every other after 60 s'}); ` +
+      `node ${lorisNode + 1}'s descriptor limit ${limits ? `${limits.soft} (hard ${limits.hard})` : 'unknown'}\n`,
+  );
   const firstWarm = await warmUp(
     fleet.nodes.map((n) => n.index),
     'before the run',
   );
   if (firstWarm) process.stdout.write(warmText(firstWarm) + '\n');
-  process.stdout.write(
-    `fleet up on 127.0.${fleet.subnet}.x (${formed ? 'every node sees every other' : 'NOT every node sees every other after 60 s'}); ` +
-      `node ${lorisNode + 1}'s descriptor limit ${limits ? `${limits.soft} (hard ${limits.hard})` : 'unknown'}\n`,
-  );
 
+  await Promise.all(fleet.nodes.map((n) => scrapeNode(n, { base: true })));
   measuring = true;
   t0 = Date.now();
   const crowd =
