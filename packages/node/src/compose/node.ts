@@ -26,6 +26,7 @@ import { PeerRequests } from '../peer/requests.js';
 import { FleetPurge } from '../purge/fleet-purge.js';
 import { PurgeLog } from '../purge/purge-log.js';
 import { NodeCertificates, type TlsMaterial } from '../tls/certificates.js';
+import { TlsTicketKeys } from '../trust/ticket-keys.js';
 import type { Logger } from 'pino';
 import type {
   AdminBackend,
@@ -121,6 +122,8 @@ export class CoralNode implements AdminBackend {
   } = {};
   /** The TLS listener's certificate (configured files or the local CA); none while TLS is off. */
   certificates: NodeCertificates | undefined;
+  /** The TLS listener's session-ticket keys, shared by the fleet (trust/ticket-keys.ts). */
+  ticketKeys: TlsTicketKeys | undefined;
   readonly #join: FleetJoin;
   #stopping: Promise<void> | undefined;
   readonly #services: ServiceFactory;
@@ -568,14 +571,25 @@ export class CoralNode implements AdminBackend {
       tlsLog.warn('this proxy has no TLS listener: serving plain http only');
       return;
     }
+    const ticketKeys = new TlsTicketKeys(
+      {
+        clock: this.#clock,
+        logger: tlsLog,
+        ...(this.trust.mode === 'keyed' ? { keyring: this.trust.keyring } : {}),
+      },
+      { rotationSeconds: config.tls.ticketKeyRotationSeconds },
+    );
     await step('proxy tls', () =>
       this.proxy.listenTls!({
         cert: material.certPem,
         key: material.keyPem,
         port: config.proxy.tlsPort,
         host: addresses.bind.proxy,
+        ticketKeys: ticketKeys.current(),
       }),
     );
+    this.ticketKeys = ticketKeys;
+    ticketKeys.start((keys) => this.proxy.setTlsTicketKeys?.(keys));
     this.listening.proxyTls = { host: addresses.bind.proxy, port: config.proxy.tlsPort };
   }
 
@@ -604,6 +618,7 @@ export class CoralNode implements AdminBackend {
       this.#adminRecords?.stop();
       this.#heapTrimmer?.stop();
       this.certificates?.stop();
+      this.ticketKeys?.stop();
       // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
       const grace = this.config.shutdownGraceMs + 1_000;
       const bounded = async (name: string, fn: () => Promise<unknown>) => {
