@@ -90,9 +90,9 @@ import { sendHome } from '../site-control/redirect.js';
 import { DiskStore } from '../store/disk-store.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { StoredMeta } from '../store/types.js';
-import type { ProxyCore } from './core.js';
+import type { ProxyCore } from '../kit/core.js';
 import { lookup } from './lookup.js';
-import { sendError } from './respond.js';
+import { sendError } from '../kit/respond.js';
 import type {
   CacheListEntry,
   CacheStats,
