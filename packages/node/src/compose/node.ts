@@ -19,6 +19,7 @@ import type { CoralMetrics } from '../metrics/metrics.js';
 import type { FleetPurge } from '../purge/fleet-purge.js';
 import type { NodeCertificates, TlsMaterial } from '../tls/certificates.js';
 import type { FleetTrust } from '../trust/fleet-keys.js';
+import type { TlsTicketKeys } from '../trust/ticket-keys.js';
 import { NodeAdminView } from './admin-view.js';
 import { nodeBanner } from './banner.js';
 import { reloadBlocklist } from './blocklist.js';
@@ -152,5 +153,9 @@ export class CoralNode {
   /** The TLS listener's certificate (configured files or the local CA); none while TLS is off. */
   get certificates(): NodeCertificates | undefined {
     return this.#s.certificates;
+  }
+  /** The TLS listener's session-ticket keys (trust/ticket-keys.ts); none while TLS is off. */
+  get ticketKeys(): TlsTicketKeys | undefined {
+    return this.#s.ticketKeys;
   }
 }

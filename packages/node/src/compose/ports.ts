@@ -118,9 +118,13 @@ export interface ProxyPort {
     port: number;
     host?: string;
     publicPort?: number;
+    /** Session-ticket keys (48 bytes; copied): the fleet's, trust/ticket-keys.ts. */
+    ticketKeys?: Uint8Array;
   }): Promise<BoundAddress>;
   /** Swap the TLS listener's certificate: new handshakes use it, open connections stay. */
   setTlsCertificate?(certificate: { cert: string; key: string }): void;
+  /** Swap the TLS listener's session-ticket keys (48 bytes; copied); kept across certificates. */
+  setTlsTicketKeys?(keys: Uint8Array): void;
   /** A member's report of another (httpprx src/audit/): audited there, never obeyed. */
   memberReported?(report: MemberReport, reporter: string): void;
   /** Members quarantined by this node's audit, and suspects. */

@@ -23,6 +23,7 @@ import type { PurgeLog } from '../purge/purge-log.js';
 import type { DescriptorLimitResult } from '../runtime/fd-limit.js';
 import type { HeapTrimmer } from '../runtime/heap-trim.js';
 import type { NodeCertificates } from '../tls/certificates.js';
+import type { TlsTicketKeys } from '../trust/ticket-keys.js';
 import type { AdminRecords } from '../trust/admin-records.js';
 import type { FleetTrust } from '../trust/fleet-keys.js';
 import { FleetKeyAdmin } from '../trust/key-admin.js';
@@ -100,6 +101,8 @@ export class NodeState {
   heapTrimmer: HeapTrimmer | undefined;
   /** The TLS listener's certificate (configured files or the local CA); none while TLS is off. */
   certificates: NodeCertificates | undefined;
+  /** The TLS listener's session-ticket keys, shared by the fleet (trust/ticket-keys.ts). */
+  ticketKeys: TlsTicketKeys | undefined;
   /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
   blocklist = new Blocklist();
   /** Set once `stop()` began. */

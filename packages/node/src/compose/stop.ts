@@ -13,6 +13,7 @@ export async function stopSequence(s: NodeState): Promise<void> {
   s.adminRecords?.stop();
   s.heapTrimmer?.stop();
   s.certificates?.stop();
+  s.ticketKeys?.stop();
   // Each service bounds its own close by shutdownGraceMs; this outer bound only catches a hang.
   const grace = s.config.shutdownGraceMs + 1_000;
   const bounded = async (name: string, fn: () => Promise<unknown>) => {

@@ -61,6 +61,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['tls.key', 'string'],
   ['tls.originCa', 'list'],
   ['tls.localCa', 'bool'],
+  ['tls.ticketKeyRotationSeconds', 'int'],
   ['index.designated', 'bool'],
   ['index.claims', 'bool'],
   ['index.claimStepMs', 'int'],

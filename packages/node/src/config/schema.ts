@@ -34,6 +34,11 @@ import {
   DEFAULT_PURGE_LOG_RETENTION_SECONDS,
 } from '../purge/purge-log.js';
 import { DEFAULT_PURGE_SYNC_INTERVAL_MS } from '../purge/fleet-purge.js';
+import {
+  TICKET_KEY_ROTATION_MAX_SECONDS,
+  TICKET_KEY_ROTATION_MIN_SECONDS,
+  TICKET_KEY_ROTATION_SECONDS,
+} from '../trust/ticket-keys.js';
 
 export const DEFAULT_DATA_DIR = './data';
 export const DEFAULT_ZONE = 'nyud.net';
@@ -210,6 +215,16 @@ const tlsSchema = z
      * `<dataDir>/tls` (as Caddy's local HTTPS does). Off: no certificate, no TLS listener.
      */
     localCa: z.boolean().default(true),
+    /**
+     * Length of a session-ticket key epoch (s): every member derives the same ticket keys from the
+     * fleet key for each epoch (trust/ticket-keys.ts), so a client resumes at any member.
+     */
+    ticketKeyRotationSeconds: z
+      .number()
+      .int()
+      .min(TICKET_KEY_ROTATION_MIN_SECONDS)
+      .max(TICKET_KEY_ROTATION_MAX_SECONDS)
+      .default(TICKET_KEY_ROTATION_SECONDS),
   })
   .refine((t) => (t.cert === undefined) === (t.key === undefined), {
     message: 'tls.cert and tls.key go together (set both or neither)',
