@@ -34,6 +34,7 @@ export {
   ACCESS_LOG_MARK,
   formatter,
   formatJson,
+  parseJsonLine,
   formatCombined,
   escapeDefault,
   clfTime,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clfTime, escapeDefault, formatCombined, formatJson } from '../src/index.js';
+import { clfTime, escapeDefault, formatCombined, formatJson, parseJsonLine } from '../src/index.js';
 import { record } from './records.js';
 
 // The combined log format as log tools parse it (GoAccess's COMBINED, Logstash's
@@ -52,6 +52,23 @@ describe('json format', () => {
     expect(o).not.toHaveProperty('originUrl');
     expect(o).not.toHaveProperty('ttfbMs');
     expect(o['userAgent']).toBe('a"\n\r\u0000b');
+  });
+});
+
+describe('parseJsonLine', () => {
+  it('reads a json line back into its record, and refuses other lines', () => {
+    const r = record({ upstreamMs: 3, tls: 'TLSv1.3' });
+    expect(parseJsonLine(formatJson(r))).toEqual(r);
+    expect(formatCombined(parseJsonLine(formatJson(r))!)).toBe(formatCombined(r));
+    for (const other of [
+      '{"level":30,"time":1,"msg":"started"}',
+      'not json',
+      '[]',
+      '{"log":"access","time":"never","status":200,"url":"/","cache":{}}',
+      '{"log":"access","time":"2026-12-04T18:05:09.250Z"}',
+    ]) {
+      expect(parseJsonLine(other), other).toBeUndefined();
+    }
   });
 });
 

@@ -36,3 +36,26 @@ export function formatJson(r: AccessRecord): string {
   if (r.userAgent !== undefined) o['userAgent'] = r.userAgent;
   return JSON.stringify(o) + '\n';
 }
+
+/**
+ * The record of a `json` access line (the inverse of `formatJson`, for tools reading the log or
+ * the live stream: `coral-node logs --format combined`); undefined for a line that is not one.
+ */
+export function parseJsonLine(line: string): AccessRecord | undefined {
+  let o: unknown;
+  try {
+    o = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof o !== 'object' || o === null) return undefined;
+  const { log, time, ...rest } = o as Record<string, unknown>;
+  if (log !== ACCESS_LOG_MARK || typeof time !== 'string') return undefined;
+  const ms = Date.parse(time);
+  if (!Number.isFinite(ms)) return undefined;
+  const r = rest as Partial<AccessRecord>;
+  if (typeof r.status !== 'number' || typeof r.url !== 'string' || typeof r.cache !== 'object') {
+    return undefined;
+  }
+  return { ...r, time: ms } as AccessRecord;
+}
