@@ -115,7 +115,7 @@ afterAll(async () => {
 
 describe('a fleet purge reaches the first node of the fleet', () => {
   it('is applied by the first node when asked of each other member, and says complete', async () => {
-    const firstId = first.info().nodeId;
+    const firstId = first.view.info().nodeId;
     for (const [i, asked] of joiners.entries()) {
       const path = `/obj/${i + 1}`;
       const url = `http://www.origin.test:${origin.address.port}${path}`;
