@@ -35,6 +35,7 @@ export {
   formatter,
   formatJson,
   parseJsonLine,
+  isoTime,
   formatCombined,
   escapeDefault,
   clfTime,
