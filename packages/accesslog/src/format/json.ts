@@ -21,6 +21,7 @@ function cacheJson(c: AccessRecord['cache']): string {
 }
 
 /** Characters JSON must escape (and lone surrogates, which JSON.stringify writes as \u escapes). */
+// eslint-disable-next-line no-control-regex -- the control characters are what JSON escapes
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 const str = (s: string) => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`);
 
