@@ -76,6 +76,11 @@ export class CoralNode {
     return reloadTls(this.#s);
   }
 
+  /** SIGUSR1: reopen the access log file by its path (logrotate moved it); else nothing. */
+  reopenAccessLog(): void {
+    this.#s.accessLog?.reopen();
+  }
+
   /** SIGHUP: make the keyring what the (re-read) configuration says (see FleetKeyAdmin.reload). */
   reloadKeys(config: CoralConfig): Promise<KeyInfo[]> {
     return this.#s.keys.reload(config);

@@ -4,6 +4,7 @@
  * which keeps the composition readable and tells each package what the process relies on.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AccessRecord } from '@coral/accesslog';
 import type { ConnectionBudget } from '@coral/connguard';
 import type {
   ClusterSnapshot,
@@ -182,6 +183,8 @@ export interface ServiceFactory<D extends DshtPort = DshtPort> {
       connections?: ConnectionBudget;
       /** This node's audit quarantined a member: tell the fleet (trust/member-reports.ts). */
       onQuarantine?: (report: MemberReport) => void;
+      /** One access record per request, at its response's end (the access log). */
+      onAccess?: (record: AccessRecord) => void;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */

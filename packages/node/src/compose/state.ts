@@ -4,6 +4,7 @@
  * SIGHUP reloads. It holds the few questions every part asks of the running node (its id, the
  * other members, the live proxies, whether it is cut off from its fleet) and nothing else.
  */
+import type { AccessLog, LiveHub } from '@coral/accesslog';
 import type { ConnectionBudget } from '@coral/connguard';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
 import type { PeerAuth } from '@coral/httpprx';
@@ -105,6 +106,10 @@ export class NodeState {
   ticketKeys: TlsTicketKeys | undefined;
   /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
   blocklist = new Blocklist();
+  /** The access log (`log.access`), fed one record per proxy request (start/access-log.ts). */
+  accessLog: AccessLog | undefined;
+  /** The live log stream behind `GET /v1/logs`. */
+  logHub: LiveHub | undefined;
   /** Set once `stop()` began. */
   stopping: Promise<void> | undefined;
 
