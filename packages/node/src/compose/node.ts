@@ -59,6 +59,7 @@ import { startHeapTrim, type HeapTrimmer } from '../runtime/heap-trim.js';
 import { raiseDescriptorLimit, type DescriptorLimitResult } from '../runtime/fd-limit.js';
 import { CoralMetrics } from '../metrics/metrics.js';
 import type { DnsPort, DshtPort, ProxyPort, ServiceFactory } from './ports.js';
+import { DnsWorkers } from '../workers/dns-workers.js';
 
 export interface CoralNodeComponents {
   services: ServiceFactory;
@@ -419,13 +420,25 @@ export class CoralNode implements AdminBackend {
     if (config.dns.enabled) {
       // Like the proxy, the DNS server labels its own lines (component: dnssrv).
       this.dns = await step('dns', () =>
-        services.dns({
-          ...args,
-          logger,
-          directory: this.directory,
-          challenges: this.challenges,
-          connections: this.connections,
-        }),
+        config.workers >= 2
+          ? // workers ≥ 2: one DNS server per worker thread on the same port (workers/).
+            new DnsWorkers(
+              {
+                directory: this.directory,
+                challenges: this.challenges,
+                clock: this.#clock,
+                logger: log('workers'),
+                metrics: metrics.workers,
+              },
+              { config },
+            )
+          : services.dns({
+              ...args,
+              logger,
+              directory: this.directory,
+              challenges: this.challenges,
+              connections: this.connections,
+            }),
       );
       await step('dns', () =>
         this.dns!.listen({ port: config.dns.port, host: addresses.bind.dns }),
@@ -577,6 +590,14 @@ export class CoralNode implements AdminBackend {
       }),
     );
     this.listening.proxyTls = { host: addresses.bind.proxy, port: config.proxy.tlsPort };
+  }
+
+  /**
+   * SIGHUP with `workers` ≥ 2: every worker thread reloads (each answers; a worker that fails keeps
+   * its old state and is logged). Nothing to do with one thread.
+   */
+  async reloadWorkers(): Promise<void> {
+    if (this.dns instanceof DnsWorkers) await this.dns.reload();
   }
 
   /**

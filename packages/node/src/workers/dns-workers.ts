@@ -242,7 +242,12 @@ export class DnsWorkers implements DnsPort {
     if (this.#closed) return;
     this.#closed = true;
     this.#timer?.cancel();
-    await this.#supervisor.stop(this.#config.shutdownGraceMs);
+    const out = await this.#supervisor.stop(this.#config.shutdownGraceMs);
+    const failed = out.filter((o) => !o.ok);
+    this.#c.logger.info(
+      { drained: out.length - failed.length, ...(failed.length > 0 ? { failed } : {}) },
+      'DNS workers drained',
+    );
   }
 }
 

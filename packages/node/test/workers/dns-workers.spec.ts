@@ -3,7 +3,6 @@
  * worker-main.js): two workers on one port with reusePort, the directory the owner keeps pushed to
  * both, a killed worker replaced.
  */
-import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InMemoryNodeDirectory, InMemoryChallengeStore } from '@coral/dnssrv';
 import { SeededRandom, waitFor } from '@coral/testkit';
@@ -12,60 +11,11 @@ import { CoralMetrics } from '../../src/metrics/metrics.js';
 import { systemClock } from '@coral/runtime';
 import { DnsWorkers } from '../../src/workers/dns-workers.js';
 import type { SupervisorLogger } from '../../src/workers/supervisor.js';
+import { addresses, ask, query, texts } from './dns-client.js';
 
 const hex = (i: number) => i.toString(16).padStart(40, '0');
 const node = (i: number) => ({ id: hex(i), ipv4: `10.0.0.${i}`, httpPort: 8090 });
 const NAME = 'www.example.com.nyud.net';
-
-/** A DNS query for `name` (A, IN, RD) with id `id`. */
-function query(name: string, id: number, type = 1): Buffer {
-  const labels = name
-    .split('.')
-    .map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)]));
-  const head = Buffer.alloc(12);
-  head.writeUInt16BE(id, 0);
-  head.writeUInt16BE(0x0100, 2);
-  head.writeUInt16BE(1, 4);
-  const tail = Buffer.alloc(4);
-  tail.writeUInt16BE(type, 0);
-  tail.writeUInt16BE(1, 2);
-  return Buffer.concat([head, ...labels, Buffer.from([0]), tail]);
-}
-
-/** The A records of an answer, sorted (the order is the server's random choice). */
-function addresses(msg: Buffer): string[] {
-  const out: string[] = [];
-  for (let i = 12; i + 4 <= msg.length; i++) {
-    // An A record's fixed part: type 1, class 1, TTL, rdlength 4.
-    if (
-      msg.readUInt16BE(i) === 1 &&
-      msg.readUInt16BE(i + 2) === 1 &&
-      msg.readUInt16BE(i + 8) === 4
-    ) {
-      out.push([...msg.subarray(i + 10, i + 14)].join('.'));
-      i += 13;
-    }
-  }
-  return out.sort();
-}
-
-/** One query from a fresh socket (a new source port, so the kernel's hash picks any worker). */
-async function ask(port: number, msg: Buffer): Promise<Buffer> {
-  const sock = dgram.createSocket('udp4');
-  try {
-    await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
-    return await new Promise<Buffer>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('udp timeout')), 5000);
-      sock.once('message', (m) => {
-        clearTimeout(t);
-        resolve(m);
-      });
-      sock.send(msg, port, '127.0.0.1');
-    });
-  } finally {
-    sock.close();
-  }
-}
 
 const quiet: SupervisorLogger = { info() {}, warn() {}, error() {} };
 
@@ -146,7 +96,7 @@ describe('DNS on every worker', () => {
       async () => {
         for (let i = 0; i < 16; i++) {
           const r = await ask(port, query('_acme-challenge.nyud.net', i, 16));
-          if (!r.includes(Buffer.from('token-value'))) return false;
+          if (!texts(r).includes('token-value')) return false;
         }
         return true;
       },
