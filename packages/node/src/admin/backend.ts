@@ -110,9 +110,9 @@ export interface AdminBackend {
   /** Drop `url` from the cache and withdraw this node's announcement of it (this node only). */
   cachePurge(url: string): Promise<{ purged: boolean; withdrawn: boolean }>;
   /** The DNS server's resolver probe cache (RTT per /24). */
-  probeCache(): ProbeEntry[];
+  probeCache(): ProbeEntry[] | Promise<ProbeEntry[]>;
   /** Recent DNS answers with the reason each was chosen. */
-  dnsDecisions(): Decision[];
+  dnsDecisions(): Decision[] | Promise<Decision[]>;
   /** This node, the members it knows with the cluster levels they share, and its routing tables. */
   fleet(): FleetView;
   /** Fleet keys by id. */

@@ -292,8 +292,12 @@ export class AdminApi {
           }
         },
       ],
-      ['GET', /^\/v1\/dns\/probes$/, async () => json(200, { probes: b.probeCache() })],
-      ['GET', /^\/v1\/dns\/decisions$/, async () => json(200, { decisions: b.dnsDecisions() })],
+      ['GET', /^\/v1\/dns\/probes$/, async () => json(200, { probes: await b.probeCache() })],
+      [
+        'GET',
+        /^\/v1\/dns\/decisions$/,
+        async () => json(200, { decisions: await b.dnsDecisions() }),
+      ],
       ...(components.acme ? acmeRoutes(components.acme) : []),
       ...(components.purges ? purgeRoutes(components.purges) : []),
       ...(components.members

@@ -946,12 +946,12 @@ export class CoralNode implements AdminBackend {
     return { purged, withdrawn };
   }
 
-  probeCache(): ProbeEntry[] {
-    return this.dns?.probeCache() ?? [];
+  async probeCache(): Promise<ProbeEntry[]> {
+    return (await this.dns?.probeCache()) ?? [];
   }
 
-  dnsDecisions(): Decision[] {
-    return this.dns?.recentDecisions() ?? [];
+  async dnsDecisions(): Promise<Decision[]> {
+    return (await this.dns?.recentDecisions()) ?? [];
   }
 
   fleet(): FleetView {

@@ -28,6 +28,8 @@ import type { CoralConfig } from '../config/schema.js';
 import type { WorkerMetricsSink } from '../metrics/metrics.js';
 import type { DnsPort } from '../compose/ports.js';
 import {
+  decodeDecisions,
+  decodeProbes,
   sumTrees,
   type ChallengeEntry,
   type NumberTree,
@@ -44,6 +46,8 @@ import {
 /** packages/node/dist/workers/worker-main.js (the same path from src/workers under vitest). */
 export const WORKER_ENTRY = new URL('../../dist/workers/worker-main.js', import.meta.url);
 export const DEFAULT_PUBLISH_INTERVAL_MS = 1_000;
+/** Decisions the merged view keeps (one worker's ring). */
+const DECISIONS_KEPT = 256;
 /** A worker's V8 old-space cap: a heap overflow ends that worker (restarted), not the node. */
 export const WORKER_MAX_OLD_GENERATION_MB = 512;
 
@@ -229,13 +233,25 @@ export class DnsWorkers implements DnsPort {
     return sum as unknown as DnsStats;
   }
 
-  /** Decisions and probe caches stay in each worker (known limit, docs/architecture.md). */
-  recentDecisions(): Decision[] {
-    return [];
+  /**
+   * The most recent decisions of every worker (each keeps its own ring of 256), merged in time
+   * order, the last 256; a worker that does not answer is left out.
+   */
+  async recentDecisions(): Promise<Decision[]> {
+    const out: Decision[] = [];
+    for (const o of await this.#supervisor.fanOut({ type: 'command', command: 'decisions' })) {
+      if (o.ok) out.push(...decodeDecisions(o.value));
+    }
+    return out.sort((a, b) => a.at - b.at).slice(-DECISIONS_KEPT);
   }
 
-  probeCache(): ProbeEntry[] {
-    return [];
+  /** Every worker's resolver probe cache (each worker probes the resolvers it answers). */
+  async probeCache(): Promise<ProbeEntry[]> {
+    const out: ProbeEntry[] = [];
+    for (const o of await this.#supervisor.fanOut({ type: 'command', command: 'probes' })) {
+      if (o.ok) out.push(...decodeProbes(o.value));
+    }
+    return out;
   }
 
   async close(): Promise<void> {

@@ -122,6 +122,10 @@ async function main(): Promise<void> {
       switch (c.command) {
         case 'stats':
           return dns.stats();
+        case 'decisions':
+          return dns.recentDecisions();
+        case 'probes':
+          return dns.probeCache();
         case 'reload':
           // The DNS server has nothing of its own to re-read: the configuration, the keys and the
           // lists are the owner's, whose new directory and challenges arrive as messages.

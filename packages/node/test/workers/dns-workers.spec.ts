@@ -69,6 +69,14 @@ describe('DNS on every worker', () => {
     expect(per[0]).toBeGreaterThan(0);
     expect(per[1]).toBeGreaterThan(0);
     expect(t.dns.stats().queries.udp).toBe(64);
+    // Why each answer was what it was: every worker's decisions, merged in time order.
+    const decisions = await t.dns.recentDecisions();
+    expect(decisions).toHaveLength(64);
+    expect(decisions.every((d) => d.name === NAME && d.rcode === 'NOERROR')).toBe(true);
+    expect(decisions.map((d) => d.at)).toEqual(
+      [...decisions.map((d) => d.at)].sort((a, b) => a - b),
+    );
+    expect(Array.isArray(await t.dns.probeCache())).toBe(true);
     const metrics = await t.metrics.registry.getMetricsAsJSON();
     const perWorker = metrics.find((m) => m.name === 'coral_worker_dns_queries_total')!;
     expect(perWorker.values.map((v) => [v.labels.worker, v.value]).sort()).toEqual([

@@ -11,6 +11,7 @@ import { CoralNode } from '../../src/compose/node.js';
 import { realServices } from '../../src/compose/services.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { CoralMetrics } from '../../src/metrics/metrics.js';
+import { SampleOrigin, fetchVia } from '../../src/fleet/index.js';
 import { DnsWorkers } from '../../src/workers/dns-workers.js';
 import { waitFor } from '@coral/testkit';
 import { randomSubnet, tmpDir } from '../helpers.js';
@@ -20,9 +21,11 @@ const subnet = randomSubnet();
 const ip = (host: number) => `127.0.${subnet}.${host}`;
 const dir = tmpDir('node-workers');
 const nodes: CoralNode[] = [];
+const origin = new SampleOrigin({ host: '127.0.0.1', objects: 2 });
 
 afterAll(async () => {
   for (const n of nodes) await n.stop();
+  await origin.close();
 });
 
 function capturingLogger() {
@@ -39,6 +42,7 @@ function capturingLogger() {
 describe('a node with workers: 2', () => {
   it('answers DNS from both workers as itself, replaces a killed worker, and drains both on stop', async () => {
     const host = ip(1);
+    const { port: originPort } = await origin.listen();
     const config = loadConfig({
       env: {
         CORAL_HOST: host,
@@ -49,6 +53,8 @@ describe('a node with workers: 2', () => {
         CORAL_FLEET_OPEN: 'true',
         CORAL_WORKERS: '2',
         CORAL_DNS_RATE_LIMIT_PER_SECOND: '0',
+        CORAL_ALLOW_PRIVATE_ORIGINS: 'true',
+        CORAL_HOSTS: 'www.origin.test=127.0.0.1',
       },
     });
     const { logger, lines } = capturingLogger();
@@ -74,6 +80,15 @@ describe('a node with workers: 2', () => {
     await node.reloadWorkers();
     expect(lines.some((l) => l.msg === 'every worker reloaded')).toBe(true);
 
+    // What lives on the main thread: the node's identity (admin API, DSHT) and the proxy's cache.
+    const admin = `http://${host}:${config.admin.port}`;
+    const nodeId = ((await (await fetch(`${admin}/v1/node`)).json()) as { nodeId: string }).nodeId;
+    const site = `www.origin.test.${originPort}.nyud.net`;
+    expect((await fetchVia({ ip: host, port: config.proxy.port }, site, '/obj/1')).status).toBe(
+      200,
+    );
+    expect(origin.counts.get('/obj/1')).toBe(1);
+
     // A worker ended (as a crash would) is logged, counted and replaced; the other answers meanwhile.
     await dns.kill(0);
     for (let i = 0; i < 8; i++)
@@ -93,6 +108,14 @@ describe('a node with workers: 2', () => {
       },
       { what: 'the new worker 0 answering' },
     );
+
+    // The same node, the same cache: a hit, no second origin fetch.
+    const again = (await (await fetch(`${admin}/v1/node`)).json()) as { nodeId: string };
+    expect(again.nodeId).toBe(nodeId);
+    const hit = await fetchVia({ ip: host, port: config.proxy.port }, site, '/obj/1');
+    expect(hit.status).toBe(200);
+    expect(String(hit.headers['cache-status'])).toMatch(/hit/);
+    expect(origin.counts.get('/obj/1')).toBe(1);
 
     // SIGTERM's part: every worker drains, none is started again, the port is free.
     await node.stop();
