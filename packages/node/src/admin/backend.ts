@@ -1,7 +1,7 @@
 /**
- * What the admin API needs from a running node. `CoralNode` implements it over the real DSHT,
- * proxy and DNS server; the admin API itself knows nothing of them, which is what lets its access
- * rules and routing be tested on their own.
+ * What the admin API needs from a running node. The node's admin view (compose/admin-view.ts)
+ * implements it over the real DSHT, proxy and DNS server; the admin API itself knows nothing of
+ * them, which is what lets its access rules and routing be tested on their own.
  */
 import type {
   ClusterSnapshot,

@@ -91,7 +91,8 @@ beforeAll(async () => {
     () =>
       nodes.every(
         (n) =>
-          n.clusters() && (n.clusters() as { liveProxies: unknown[] }).liveProxies.length === 3,
+          n.view.clusters() &&
+          (n.view.clusters() as { liveProxies: unknown[] }).liveProxies.length === 3,
       ),
     30_000,
     'a fleet of three',

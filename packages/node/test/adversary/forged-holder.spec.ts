@@ -64,7 +64,7 @@ describe.each(['keyed', 'open'] as Mode[])('a forged holder record (%s mode)', (
     for (const attacker of attackers) {
       // It claims the internal service's port as its own HTTP port, too.
       attacker.profile = { httpPort: internalPort };
-      const holders = [attacker.idHex, a.info().nodeId].map((nodeId) =>
+      const holders = [attacker.idHex, a.view.info().nodeId].map((nodeId) =>
         encodeHolder({
           nodeId,
           ip: ip(66),
@@ -79,7 +79,7 @@ describe.each(['keyed', 'open'] as Mode[])('a forged holder record (%s mode)', (
         const to = { ip: node.dsht.contact.ip, port: node.dsht.contact.port };
         if (mode === 'open') expect(await attacker.roundTrip(to)).toBe(true);
         for (const value of holders) {
-          for (let level = 0; level < node.levels; level++)
+          for (let level = 0; level < node.view.levels; level++)
             stores.push(attacker.store(to, key, value, level, 600));
         }
       }
@@ -87,7 +87,7 @@ describe.each(['keyed', 'open'] as Mode[])('a forged holder record (%s mode)', (
     const sent = stores.length;
     const stored = (await Promise.all(stores)).filter((status) => status === 0).length;
     const forgedHere = (n: CoralNode) =>
-      n.localGet(key).some((v) => Buffer.from(v.value).includes(Buffer.from(ip(66))));
+      n.view.localGet(key).some((v) => Buffer.from(v.value).includes(Buffer.from(ip(66))));
     if (mode === 'keyed') {
       // Nothing answered, nothing stored; every datagram dropped before parsing and counted.
       expect(stored).toBe(0);

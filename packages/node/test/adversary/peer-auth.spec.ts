@@ -36,7 +36,7 @@ describe.each(['keyed', 'open'] as Mode[])('peer requests to a %s node', (mode) 
     // Held means committed to the store (the client's response can end before the commit).
     await waitFor(
       async () =>
-        (await node.cacheList()).some((o) => (o as { url: string }).url.endsWith('/obj/1')),
+        (await node.view.cacheList()).some((o) => (o as { url: string }).url.endsWith('/obj/1')),
       10_000,
       '/obj/1 in the cache',
     );

@@ -42,7 +42,9 @@ describe.each(['keyed', 'open'] as Mode[])('100 identities from one IP (%s mode)
     // The node pings every one of them (as it does contacts it hears of): they answer.
     await Promise.all(
       sybils.map((s) =>
-        victim.ping({ ip: SYBIL_IP, port: s.port }, AbortSignal.timeout(5_000), 0).catch(() => 0),
+        victim.view
+          .ping({ ip: SYBIL_IP, port: s.port }, AbortSignal.timeout(5_000), 0)
+          .catch(() => 0),
       ),
     );
     expect(verified.filter(Boolean).length).toBeGreaterThan(0);

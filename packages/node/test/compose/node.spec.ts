@@ -112,10 +112,12 @@ describe('admin API of a running node', () => {
 
   it('shows clusters and routing tables per level', async () => {
     const clusters = (await admin(nodeA, 'GET', '/v1/clusters')).json();
-    expect(clusters.levels.length).toBe(nodeA.levels);
+    expect(clusters.levels.length).toBe(nodeA.view.levels);
     const routes = (await admin(nodeA, 'GET', '/v1/dsht/routes?level=0')).json();
     expect(routes.contacts.map((c: { ip: string }) => c.ip)).toContain(ipB);
-    expect((await admin(nodeA, 'GET', `/v1/dsht/routes?level=${nodeA.levels}`)).status).toBe(400);
+    expect((await admin(nodeA, 'GET', `/v1/dsht/routes?level=${nodeA.view.levels}`)).status).toBe(
+      400,
+    );
   });
 
   it('puts on one node and gets from the other, and shows the local store', async () => {
@@ -161,14 +163,14 @@ describe('admin API of a running node', () => {
     const purge = (await admin(nodeA, 'POST', '/v1/cache/purge', { url })).json();
     expect(purge).toEqual({ url, purged: true, withdrawn: true });
     const holders = await nodeB.index.lookup(urlKey(url));
-    expect(holders.map((h) => h.nodeId)).not.toContain(nodeA.info().nodeId);
+    expect(holders.map((h) => h.nodeId)).not.toContain(nodeA.view.info().nodeId);
     expect(
       (await admin(nodeA, 'GET', '/v1/cache')).json().objects.map((o: { url: string }) => o.url),
     ).not.toContain(url);
   });
 
   it('gives the DNS server a directory that includes the node itself by region and id', () => {
-    const idA = nodeA.info().nodeId;
+    const idA = nodeA.view.info().nodeId;
     expect(nodeA.directory.inRegion('eu', 2).map((n) => n.id)).toEqual([idA]);
     expect(nodeA.directory.inRegion('us', 2)).toEqual([]);
     expect(nodeA.directory.get?.(idA)?.ipv4).toBe(ipA);
@@ -313,7 +315,7 @@ describe('coral-node client commands against the running node', () => {
   });
 
   it('clusters, cache ls, cache purge', async () => {
-    expect(JSON.parse((await cli('clusters')).out).levels.length).toBe(nodeA.levels);
+    expect(JSON.parse((await cli('clusters')).out).levels.length).toBe(nodeA.view.levels);
     await fetchVia({ ip: ipA, port: 8090 }, name, '/obj/2');
     const url = `http://www.origin.test:${origin.address.port}/obj/2`;
     const listed = async () => {

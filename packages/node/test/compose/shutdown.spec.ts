@@ -57,6 +57,6 @@ describe('CoralNode.stop()', () => {
       s.once('error', () => resolve(true));
     });
     expect(refused).toBe(true);
-    expect(node.readiness().ready).toBe(false);
+    expect(node.view.readiness().ready).toBe(false);
   });
 });

@@ -133,8 +133,8 @@ describe('one identity', () => {
     cleanups.push(() => nat.close());
     const idA = Buffer.from(nodeIdFor(ip(6), 8091)).toString('hex');
 
-    expect(a.info()).toMatchObject({ nodeId: idA, advertiseIp: ip(6) });
-    expect(a.info().services.dsht).toEqual({ host: ip(5), port: 8091 });
+    expect(a.view.info()).toMatchObject({ nodeId: idA, advertiseIp: ip(6) });
+    expect(a.view.info().services.dsht).toEqual({ host: ip(5), port: 8091 });
     expect(a.directory.self()).toMatchObject({ id: idA, ipv4: ip(6) });
     expect(lines.some((l) => /advertises another one/.test(String(l.msg)))).toBe(true);
 
@@ -182,7 +182,7 @@ describe('bootstrap', () => {
     const pending = () =>
       lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('not joined yet'));
 
-    expect(c.readiness()).toEqual({
+    expect(c.view.readiness()).toEqual({
       ready: false,
       checks: expect.objectContaining({ joined: false }),
     });
@@ -195,17 +195,17 @@ describe('bootstrap', () => {
     await clock.advance(500);
     await waitFor(() => pending().length === 2, 5_000, 'the first retry');
     expect(pending()[1]).toMatchObject({ level: 40, attempt: 1, retryInMs: 1000 });
-    expect(c.readiness().ready).toBe(false);
+    expect(c.view.readiness().ready).toBe(false);
 
     resolvable = true;
     await clock.advance(1000);
-    await waitFor(() => c.readiness().ready, 10_000, 'C to join');
+    await waitFor(() => c.view.readiness().ready, 10_000, 'C to join');
     expect(c.dsht.routes(0).map((x) => x.ip)).toContain(ip(10));
     expect(lines.find((l) => l.msg === 'joined the fleet')).toMatchObject({
       level: 30,
       attempts: 2,
     });
-    expect(member.readiness().ready).toBe(true);
+    expect(member.view.readiness().ready).toBe(true);
   });
 
   it('makes a node that finds itself in the list a seed: ready while the other seeds are not up', async () => {
@@ -217,7 +217,7 @@ describe('bootstrap', () => {
       }),
       { lookup: notFound, logger },
     );
-    expect(d.readiness().ready).toBe(true);
+    expect(d.view.readiness().ready).toBe(true);
     expect(d.banner()).toMatch(/this node is a seed/);
     // It keeps looking for the other seed, quietly.
     expect(lines.find((l) => String(l.msg).startsWith('not joined yet'))).toMatchObject({
@@ -233,7 +233,7 @@ describe('a corrupt database', () => {
     const dataDir = config.dataDir;
     const first = await start(config);
     await fetchVia({ ip: host, port: 8090 }, name, '/obj/2');
-    await waitFor(async () => (await first.cacheList()).length > 0, 10_000, 'a cached object');
+    await waitFor(async () => (await first.view.cacheList()).length > 0, 10_000, 'a cached object');
     await first.stop();
 
     // A damaged CURRENT file in both databases (LevelDB reports corruption when opening).
@@ -242,8 +242,8 @@ describe('a corrupt database', () => {
     const metrics = new CoralMetrics({ defaultMetrics: false });
     const { logger, lines } = capturingLogger('warn');
     const second = await start(config, { metrics, logger });
-    expect(second.readiness().ready).toBe(true);
-    expect(await second.cacheList()).toEqual([]);
+    expect(second.view.readiness().ready).toBe(true);
+    expect(await second.view.cacheList()).toEqual([]);
     const text = await metrics.text();
     expect(text).toMatch(/coral_store_corruptions_total\{store="cache"\} 1/);
     expect(text).toMatch(/coral_store_corruptions_total\{store="dsht"\} 1/);
@@ -257,7 +257,7 @@ describe('a corrupt database', () => {
     expect(errors[0]).toMatchObject({ movedTo: expect.stringContaining('.corrupt-') });
     // It works: it caches again.
     expect((await fetchVia({ ip: host, port: 8090 }, name, '/obj/3')).status).toBe(200);
-    await waitFor(async () => (await second.cacheList()).length > 0, 10_000, 'cached again');
+    await waitFor(async () => (await second.view.cacheList()).length > 0, 10_000, 'cached again');
     await second.stop();
 
     // A record that does not decode is not corruption of the database: the cache drops that one
@@ -268,7 +268,7 @@ describe('a corrupt database', () => {
     await meta.put('zz-broken', '{not json');
     await meta.close();
     const third = await start(config, { metrics });
-    expect((await third.cacheList()).map((o) => o.url)).toEqual([
+    expect((await third.view.cacheList()).map((o) => o.url)).toEqual([
       expect.stringMatching(/\/obj\/3$/),
     ]);
     expect(await metrics.text()).toMatch(/coral_store_corruptions_total\{store="cache"\} 1/);
