@@ -292,6 +292,11 @@ export class AdminApi {
           }
         },
       ],
+      [
+        'GET',
+        /^\/v1\/workers$/,
+        async () => json(200, { workers: b.workers ? await b.workers() : [] }),
+      ],
       ['GET', /^\/v1\/dns\/probes$/, async () => json(200, { probes: await b.probeCache() })],
       [
         'GET',

@@ -109,6 +109,16 @@ describe('a node with workers: 2', () => {
       { what: 'the new worker 0 answering' },
     );
 
+    // The admin API's view of the workers: both ready, worker 0 started twice.
+    const { workers } = (await (await fetch(`${admin}/v1/workers`)).json()) as {
+      workers: { worker: number; ready: boolean; restarts: number; queries: { udp: number } }[];
+    };
+    expect(workers.map((w) => [w.worker, w.ready, w.restarts])).toEqual([
+      [0, true, 1],
+      [1, true, 0],
+    ]);
+    expect(workers[1]!.queries.udp).toBeGreaterThan(0);
+
     // The same node, the same cache: a hit, no second origin fetch.
     const again = (await (await fetch(`${admin}/v1/node`)).json()) as { nodeId: string };
     expect(again.nodeId).toBe(nodeId);
