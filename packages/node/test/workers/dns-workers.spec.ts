@@ -97,6 +97,19 @@ describe('DNS on every worker', () => {
       { what: 'every worker answering with the new directory' },
     );
 
+    // A member event pushes by itself, without waiting for the (here hour-long) timer.
+    t.directory.setLive(hex(3), false);
+    t.dns.changed();
+    t.dns.changed(); // one push for a burst
+    await waitFor(
+      async () => {
+        const seen = new Set<string>();
+        for (let i = 0; i < 32; i++) seen.add(addresses(await ask(port, query(NAME, i))).join(','));
+        return seen.size === 1 && seen.has('10.0.0.1');
+      },
+      { what: 'every worker answering without node 3' },
+    );
+
     // ACME TXT values set on the owner are answered by every worker once pushed.
     t.challenges.set('nyud.net', 'token-value');
     t.dns.publish();

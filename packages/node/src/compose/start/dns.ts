@@ -36,6 +36,13 @@ export async function startDns(s: NodeState): Promise<void> {
         }),
   );
   s.dns = dns;
+  if (dns instanceof DnsWorkers) {
+    // A member dead, gone or back, a contact learned: the workers' copies follow within 50 ms.
+    for (const e of ['member-dead', 'member-left', 'member-alive'] as const) {
+      s.dsht.on(e, () => dns.changed());
+    }
+    s.dsht.on('contact', () => dns.changed());
+  }
   await step('dns', () => dns.listen({ port: config.dns.port, host: addresses.bind.dns }));
   s.listening.dns = { host: addresses.bind.dns, port: config.dns.port };
 }
