@@ -44,6 +44,8 @@ export interface ResponseSource {
   responseTime: number;
   fwd: Fwd | 'peer';
   source: 'origin' | 'peer';
+  /** The member audit's own origin fetch: counted by `auditFetch`, not `originFetch`. */
+  audit?: boolean;
   /** Peer node id. */
   peer?: string;
   /** A peer copy checked against an authenticated record (keyed mode). */
@@ -200,9 +202,11 @@ export async function streamResponse(
   if (!storing) t.abandon = () => discard(res);
   t.settle({ kind: 'stream', head });
   const countFetch = (bytes: number, ok: boolean) =>
-    o.source === 'origin'
-      ? core.metrics?.originFetch(bytes, ok)
-      : core.metrics?.peerFetch(bytes, ok);
+    o.source === 'peer'
+      ? core.metrics?.peerFetch(bytes, ok)
+      : o.audit
+        ? core.metrics?.auditFetch?.(bytes, ok)
+        : core.metrics?.originFetch(bytes, ok);
   let size = 0;
   let sha256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'; // empty body
   let resumed: StreamResult['resumed'];

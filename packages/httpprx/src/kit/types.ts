@@ -20,8 +20,15 @@ export interface ProxyMetrics {
    * to the response's timing; it must not keep it).
    */
   request(cacheStatus: string, method: string, status: number, res: ServerResponse): void;
+  /** A fetch from the origin for clients (a miss, a revalidation, a resume); not the audit's. */
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
+  /**
+   * An origin request made by the member audit (../audit/: the refetch of a sampled member copy,
+   * its second look, the check of a member's report), counted here and never by `originFetch`:
+   * it is origin load the audit adds, not a fetch a client caused.
+   */
+  auditFetch?(bytes: number, ok: boolean): void;
   rateLimited(): void;
   /**
    * A hit answered on the fast path (../serve/fast-path.ts: from the hot cache, before routing),

@@ -604,11 +604,26 @@ export class CoralProxy {
 
   /** Remove every stored variant of `url` and withdraw the announcement (in the background). */
   async purge(url: string): Promise<boolean> {
+    const { removed, keyBytes } = await this.#remove(url);
+    void this.#withdraw(keyBytes);
+    return removed;
+  }
+
+  /**
+   * {@link purge}, waiting for the withdrawal: it resolves once the index took this node's
+   * withdrawal (`withdrawn` false when that failed, which is logged), so members asking the index
+   * next no longer find this node holding `url`. The node's one-URL admin purge answers with it.
+   */
+  async purgeAndWithdraw(url: string): Promise<{ purged: boolean; withdrawn: boolean }> {
+    const { removed, keyBytes } = await this.#remove(url);
+    return { purged: removed, withdrawn: await this.#withdraw(keyBytes) };
+  }
+
+  async #remove(url: string): Promise<{ removed: boolean; keyBytes: Uint8Array }> {
     await this.open();
     const keyBytes = urlKey(normalizeUrl(url));
     const removed = await invalidate(this.#core, Buffer.from(keyBytes).toString('hex'));
-    this.#withdrawSoon(keyBytes);
-    return removed > 0;
+    return { removed: removed > 0, keyBytes };
   }
 
   /**
@@ -620,19 +635,23 @@ export class CoralProxy {
     await this.open();
     const gone = await this.#core.store.deleteWhere(match);
     for (const primary of new Set(gone.map((m) => m.primary))) {
-      if (!this.#core.store.has(primary)) this.#withdrawSoon(Buffer.from(primary, 'hex'));
+      if (!this.#core.store.has(primary)) void this.#withdraw(Buffer.from(primary, 'hex'));
     }
     return gone.length;
   }
 
   /**
-   * Withdraw an announcement without waiting for it: a DSHT put can wait seconds on retries to
-   * unreachable members, and a purge's answer must not (failures are logged by `withdraw`).
-   * close() waits for withdrawals in progress like other tasks.
+   * Withdraw an announcement, as a task close() waits for; whether the index took it. Purges do
+   * not wait for it (a DSHT put can wait seconds on retries to unreachable members, and a purge's
+   * answer must not), except {@link purgeAndWithdraw}; failures are logged by `withdraw`.
    */
-  #withdrawSoon(keyBytes: Uint8Array): void {
-    const task = withdraw(this.#core, keyBytes).finally(() => this.#core.tasks.delete(task));
+  #withdraw(keyBytes: Uint8Array): Promise<boolean> {
+    const done = withdraw(this.#core, keyBytes);
+    const task: Promise<void> = done.then(() => {
+      this.#core.tasks.delete(task);
+    });
     this.#core.tasks.add(task);
+    return done;
   }
 
   /**
