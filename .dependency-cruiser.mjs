@@ -26,17 +26,17 @@ export default {
       from: { path: '^packages/dsht/src/' },
       to: { circular: true },
     },
-    // Pending (issue 30 part 1, httpprx in one direction: kit/ ← … ← commit/ ← proxy/): enable once
-    // httpprx is layered. On 2026-12-04 it would report 32 imports from 7 folders (audit/ added 2
-    // to commit 2, fetch 8, request 4, serve 9, site 3, site-control 3) of proxy/core, headers,
-    // respond and types.
-    // {
-    //   name: 'httpprx-no-arrow-up-to-proxy',
-    //   severity: 'error',
-    //   comment: 'Only the package entry and bin/ import proxy/: every stage folder sits below it.',
-    //   from: { path: '^packages/httpprx/src/[^/]+/', pathNot: '^packages/httpprx/src/(proxy|bin)/' },
-    //   to: { path: '^packages/httpprx/src/proxy/' },
-    // },
+    // httpprx in one direction (issue 30 part 1): what the stages share lives in kit/ (ProxyCore,
+    // RequestCtx, the header and response helpers, the logger and metrics types), below them;
+    // proxy/ (CoralProxy, the lookup, the public option types) is the top, imported only by the
+    // package entry (src/index.ts) and bin/.
+    {
+      name: 'httpprx-no-arrow-up-to-proxy',
+      severity: 'error',
+      comment: 'Only the package entry and bin/ import proxy/: every stage folder sits below it.',
+      from: { path: '^packages/httpprx/src/[^/]+/', pathNot: '^packages/httpprx/src/(proxy|bin)/' },
+      to: { path: '^packages/httpprx/src/proxy/' },
+    },
   ],
   options: {
     includeOnly: '^packages/[^/]+/src/',

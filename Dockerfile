@@ -24,6 +24,7 @@ COPY packages/testkit/package.json packages/testkit/
 COPY packages/keyring/package.json packages/keyring/
 COPY packages/names/package.json packages/names/
 COPY packages/connguard/package.json packages/connguard/
+COPY packages/accesslog/package.json packages/accesslog/
 COPY packages/dsht/package.json packages/dsht/
 COPY packages/sim/package.json packages/sim/
 COPY packages/dnssrv/package.json packages/dnssrv/

@@ -15,6 +15,7 @@ export default defineConfig({
       '@coral/keyring': pkg('keyring'),
       '@coral/names': pkg('names'),
       '@coral/connguard': pkg('connguard'),
+      '@coral/accesslog': pkg('accesslog'),
       // Before '@coral/dsht': an alias matches a prefix, the first that matches wins.
       '@coral/dsht/internal': pkg('dsht', 'internal'),
       '@coral/dsht': pkg('dsht'),

@@ -23,6 +23,13 @@ export {
   type InMemoryNodeOptions,
   type InMemoryNodeDirectoryOptions,
 } from './directory/in-memory.js';
+export {
+  ReplicaNodeDirectory,
+  snapshotDirectory,
+  sameSnapshot,
+  type DirectorySnapshot,
+  type ReplicaNodeDirectoryComponents,
+} from './directory/replica.js';
 export { DnsServer, type DnsStats } from './server/dns-server.js';
 export * from './server/types.js';
 export { DEFAULT_ANSWER_CACHE_MAX_BYTES } from './cache/answer-cache.js';

@@ -255,6 +255,23 @@ export class OriginBlockedError extends CoralNodeError {
   }
 }
 
+/**
+ * The worker threads of a node (workers/): a message between the owner and a worker that does not
+ * decode (`CORAL_ERR_WORKER_PROTOCOL`, a bug on the sending side: the message is dropped), a worker
+ * that did not start (`CORAL_ERR_WORKER_START`: it exited or timed out before it was listening),
+ * or a command or request that no worker answered (`CORAL_ERR_WORKER_UNAVAILABLE`: it exited,
+ * timed out, or the node is stopping).
+ */
+export class WorkerError extends CoralNodeError {
+  constructor(
+    code: 'CORAL_ERR_WORKER_PROTOCOL' | 'CORAL_ERR_WORKER_START' | 'CORAL_ERR_WORKER_UNAVAILABLE',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message, 500, options);
+  }
+}
+
 /** Every code this package can produce, for the docs test. */
 export const ERROR_CODES = [
   'CORAL_ERR_CONFIG_INVALID',
@@ -279,4 +296,7 @@ export const ERROR_CODES = [
   'CORAL_ERR_FLEET_INCOMPLETE',
   'CORAL_ERR_ORIGIN_BLOCKED',
   'CORAL_ERR_REPORT_INVALID',
+  'CORAL_ERR_WORKER_PROTOCOL',
+  'CORAL_ERR_WORKER_START',
+  'CORAL_ERR_WORKER_UNAVAILABLE',
 ] as const;

@@ -1,6 +1,6 @@
 /**
  * @coral/testkit — the test doubles of `@coral/runtime`'s vocabulary: a hand-driven clock, a
- * waiter for events outside the test's reach, CAs for loopback TLS. No production code imports
+ * waiter for events outside the test's reach, CAs and a resuming client (`tlsVisit`) for loopback TLS. No production code imports
  * it (`npm test` checks); it re-exports the runtime contracts so a test needs one import.
  *
  * ```ts
@@ -11,7 +11,7 @@
  */
 export { ManualClock, flushMicrotasks } from './clock.js';
 export { waitFor, type Truthy, type WaitForOptions } from './wait.js';
-export { type TestCa, makeTestCa } from './tls.js';
+export { type TestCa, makeTestCa, tlsVisit, type TlsVisit, type TlsVisitOptions } from './tls.js';
 export {
   type Clock,
   type TimerHandle,

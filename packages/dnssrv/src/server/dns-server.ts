@@ -215,12 +215,17 @@ export class DnsServer {
 
   // ───────────────────────────── listening ─────────────────────────────
 
-  /** Bind UDP and/or TCP on `port` (0 = any free port, the same one for both). */
+  /**
+   * Bind UDP and/or TCP on `port` (0 = any free port, the same one for both). With `reusePort`
+   * (SO_REUSEPORT) several servers — a node's worker threads — listen on the same port, and the
+   * kernel spreads datagrams and connections over them by a hash of the client's address and port.
+   */
   async listen(opts: {
     port: number;
     host?: string;
     udp?: boolean;
     tcp?: boolean;
+    reusePort?: boolean;
   }): Promise<{ port: number; host: string }> {
     if (this.#state !== 'new') throw new DnsStateError(`listen() on a ${this.#state} server`);
     this.#state = 'listening';
@@ -232,10 +237,10 @@ export class DnsServer {
       let port = opts.port;
       try {
         if (wantUdp) {
-          port = await this.#udp.bind(port, host, this.#udpRcvBuf);
+          port = await this.#udp.bind(port, host, this.#udpRcvBuf, opts.reusePort);
           this.#udpBound = true;
         }
-        if (wantTcp) port = await this.#bindTcp(port, host);
+        if (wantTcp) port = await this.#bindTcp(port, host, opts.reusePort ?? false);
         this.#logger.info(
           { component: 'dnssrv', host, port, zones: this.#answers.zones },
           'listening',
@@ -255,13 +260,13 @@ export class DnsServer {
     }
   }
 
-  async #bindTcp(port: number, host: string): Promise<number> {
+  async #bindTcp(port: number, host: string, reusePort: boolean): Promise<number> {
     // Half-open: a client may send its query and FIN at once (socket.end(frame)); our side
     // stays writable until every pending answer is written.
     const server = net.createServer({ allowHalfOpen: true }, (sock) => this.#onTcp(sock));
     // No server.maxConnections: TcpConnections admits (per-source and overall caps, idle eviction).
     const listening = once(server, 'listening'); // rejects with the listen error
-    server.listen(port, host);
+    server.listen({ port, host, ...(reusePort ? { reusePort: true } : {}) });
     await listening;
     // Accept errors (EMFILE, ENFILE, ENOMEM) come here while the server goes on listening.
     server.on('error', (err: NodeJS.ErrnoException) => {

@@ -25,11 +25,21 @@ export class UdpListener {
     this.#onMessage = components.onMessage;
   }
 
-  /** Bind to `port` (0 = any) on `host`; resolves with the port bound. Rejects with the bind error. */
-  async bind(port: number, host: string, receiveBufferBytes: number): Promise<number> {
+  /**
+   * Bind to `port` (0 = any) on `host`; resolves with the port bound. Rejects with the bind error.
+   * With `reusePort`, SO_REUSEPORT: other sockets of this user bind the same port and the kernel
+   * spreads datagrams over them by a hash of the source address and port (a node's workers).
+   */
+  async bind(
+    port: number,
+    host: string,
+    receiveBufferBytes: number,
+    reusePort = false,
+  ): Promise<number> {
     const sock = dgram.createSocket({
       type: host.includes(':') ? 'udp6' : 'udp4',
       lookup: lookupLiteral,
+      ...(reusePort ? { reusePort: true } : {}),
     });
     // Listen first: with lookupLiteral, bind() can emit 'listening' before it returns.
     const listening = once(sock, 'listening'); // rejects with the bind error

@@ -40,6 +40,12 @@ interface Placement {
   top: number;
   result: PutResult;
   expiresAt: number;
+  /**
+   * Per entry of `result.stored`: the node nearest the key that this node knew in that level when
+   * the walk ended, itself included. A table that knows a nearer one now has met a node that
+   * joined nearer the key: the placement is stale.
+   */
+  nearest: Id[];
 }
 
 /**
@@ -48,8 +54,11 @@ interface Placement {
  * placed it, one STORE per level, like the i3 shortcut of gets: the holders still hold this node's
  * value and replace it (a publisher present may always replace its own value, full or not), and a
  * holder that is loaded, gone or refusing sends the put on a walk again. A placement is reused for
- * PUT_SHORTCUT_MS at most (and half the value's TTL), so a key's holders are looked for afresh that
- * often, as nodes join nearer the key.
+ * PUT_SHORTCUT_MS at most (and half the value's TTL), and only while this node knows no node nearer
+ * the key than it knew when the walk ended: a node that joins nearer the key (the first node of a
+ * fleet put its values while alone, in its own store) sends the next put on a walk that finds it,
+ * as Kademlia hands a value to a newly met node closer to its key. Without that the value stays
+ * where the lone walk left it, away from the nodes every other node's get asks.
  */
 /** A put's value and TTL as the public API takes them; InvalidArgumentError otherwise. */
 export function checkPut(value: unknown, ttlSeconds: number): void {
@@ -83,7 +92,11 @@ export class Putter {
     const placed = this.#placed.get(hex);
     if (placed) {
       this.#placed.delete(hex);
-      if (placed.expiresAt > ctx.clock.now() && placed.top === top) {
+      if (
+        placed.expiresAt > ctx.clock.now() &&
+        placed.top === top &&
+        !this.#nearerKnown(placed, key)
+      ) {
         const again = await this.#storeAgain(placed, key, value, ttlSeconds, opts.signal);
         if (again) {
           this.#placed.set(hex, placed);
@@ -93,8 +106,26 @@ export class Putter {
     }
     const result = await sloppyPut(ctx, key, value, ttlSeconds, opts);
     const forMs = Math.min(ctx.options.putShortcutMs ?? PUT_SHORTCUT_MS, (ttlSeconds * 1000) / 2);
-    if (forMs > 0) this.#placed.set(hex, { top, result, expiresAt: ctx.clock.now() + forMs });
+    if (forMs > 0) {
+      const nearest = result.stored.map(({ level }) => this.#nearestKnown(level, key));
+      this.#placed.set(hex, { top, result, expiresAt: ctx.clock.now() + forMs, nearest });
+    }
     return result;
+  }
+
+  /** The node nearest `key` in the table of `level`, or this node when it is nearer (or alone). */
+  #nearestKnown(level: number, key: Id): Id {
+    const self = this.#ctx.id;
+    const known = this.#ctx.table(level).closest(key, 1)[0];
+    return known && compareDistance(known.id, self, key) < 0 ? known.id : self;
+  }
+
+  /** Does a table of the placement's levels know a node nearer the key than when it was made? */
+  #nearerKnown(placed: Placement, key: Id): boolean {
+    return placed.result.stored.some(
+      ({ level }, i) =>
+        compareDistance(this.#nearestKnown(level, key), placed.nearest[i]!, key) < 0,
+    );
   }
 
   /**

@@ -6,7 +6,7 @@
  */
 import type { Holder } from '../content-index.js';
 import { COMPLETE_TTL_SECONDS, FETCHING_TTL_SECONDS } from '../constants.js';
-import type { ProxyCore } from '../proxy/core.js';
+import type { ProxyCore } from '../kit/core.js';
 
 function holder(
   core: ProxyCore,

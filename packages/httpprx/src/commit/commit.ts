@@ -5,7 +5,7 @@
  */
 import { currentAge } from '../cache/policy.js';
 import { secondaryKey } from '../cache/vary.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
 import { makeHot } from '../serve/entry.js';
 import type { BodyWriter, StoredMeta } from '../store/types.js';
 import type { Transfer, TransferHead } from '../transfer/transfer.js';

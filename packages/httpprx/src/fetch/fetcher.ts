@@ -13,13 +13,14 @@ import { announceFetching } from '../commit/announce.js';
 import { PEER_PENALTY_LIFT_WINDOW_MS, PEER_PENALTY_MS } from '../constants.js';
 import { ProxyError } from '../errors.js';
 import { PeerPenalties } from '../peer/penalties.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { sendError } from '../proxy/respond.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { sendError } from '../kit/respond.js';
 import { forwardInfo, serveOutcome } from '../serve/outcome.js';
 import type { StoredMeta } from '../store/types.js';
 import { Transfer } from '../transfer/transfer.js';
 import type { Outcome } from '../transfer/transfer.js';
 import { fetchFromOrigin } from './origin.js';
+import type { FetchJob } from './job.js';
 import { forwardHeaders } from './request-headers.js';
 import { chooseFetcher } from '../peer/rendezvous.js';
 import { fetchFromPeers, peerTargets } from './peer.js';
@@ -149,88 +150,77 @@ export class Fetcher {
 
   async #run(ctx: RequestCtx, t: Transfer, plan: FetchPlan, unregister: () => void): Promise<void> {
     const core = this.#core;
-    const forward = forwardHeaders(core, ctx);
-    let notMembers = 0;
-    if (plan.peers && ctx.method === 'GET') {
-      // This node's own origin policy before any member is asked: a member fetches from the
-      // origin on our behalf (the designated one) or serves what it fetched, and an origin this
-      // node would refuse (a name mapped to a private or link-local address) is refused here,
-      // whatever the member would have done.
-      if (core.members) await core.checkOrigin(ctx.url);
-      // One fetcher per object: the designated member (peer/rendezvous.ts) fetches, the others ask
-      // it. Keyed mode only: in open mode nothing authenticates an ask, and none is taken.
-      const choice = core.peerAuth
-        ? chooseFetcher(core.members, core.self.nodeId, ctx.keyBytes)
-        : undefined;
-      if (choice?.kind === 'self') {
-        core.metrics?.designated?.('self');
-        announceFetching(core, ctx.keyBytes);
-        return this.#origin(ctx, t, plan, forward, 0, unregister);
-      }
-      if (choice?.kind === 'member' && !this.#penalties.penalized(choice.member.nodeId)) {
-        const { nodeId, ip, httpPort } = choice.member;
-        const target = {
-          holder: { nodeId, ip, httpPort, state: 'fetching' as const },
-          ip,
-          httpPort,
-        };
-        const served = await fetchFromPeers(
-          core,
-          ctx,
-          t,
-          [target],
-          forward,
-          0,
-          this.#penalties,
-          unregister,
-          true,
-        );
-        if (served) {
-          core.metrics?.designated?.('asked');
-          return;
-        }
-        // It is down, or sees the membership differently: the index and its claims decide.
-      }
-      const found = await peerTargets(core, ctx.keyBytes, this.#penalties);
-      notMembers = found.notMembers;
-      if (!found.claimed) announceFetching(core, ctx.keyBytes);
-      const targets = found.targets.slice(0, core.limits.peerRace);
-      if (
-        targets.length > 0 &&
-        (await fetchFromPeers(
-          core,
-          ctx,
-          t,
-          targets,
-          forward,
-          notMembers,
-          this.#penalties,
-          unregister,
-        ))
-      ) {
-        return;
-      }
-    } else if (plan.register && ctx.method === 'GET') {
-      announceFetching(core, ctx.keyBytes);
+    const job: FetchJob = {
+      ctx,
+      transfer: t,
+      headers: forwardHeaders(core, ctx),
+      unregister,
+      notMembers: 0,
+    };
+    const get = ctx.method === 'GET';
+    // Members first (a GET they may answer): the designated one, else the index's holders.
+    const fleet = plan.peers && get ? await this.#designated(job) : undefined;
+    if (fleet === 'served') return;
+    const found =
+      fleet === 'index' ? await peerTargets(core, ctx.keyBytes, this.#penalties) : undefined;
+    if (found) job.notMembers = found.notMembers;
+    // "fetching" is announced here only, before anyone is asked: when this node is the
+    // designated fetcher, when the index is asked and no claim of ours announced it already,
+    // and for a registered fetch the fleet is not asked about.
+    const announce =
+      fleet === 'self'
+        ? true
+        : found
+          ? !found.claimed
+          : fleet === undefined && plan.register && get;
+    if (announce) announceFetching(core, ctx.keyBytes);
+    const targets = found?.targets.slice(0, core.limits.peerRace) ?? [];
+    if (
+      targets.length > 0 &&
+      (await fetchFromPeers(core, { ...job, targets, penalties: this.#penalties }))
+    ) {
+      return;
     }
-    return this.#origin(ctx, t, plan, forward, notMembers, unregister);
+    return fetchFromOrigin(core, { ...job, fwd: plan.fwd, stale: plan.stale });
   }
 
-  #origin(
-    ctx: RequestCtx,
-    t: Transfer,
-    plan: FetchPlan,
-    forward: Record<string, string>,
-    notMembers: number,
-    unregister: () => void,
-  ): Promise<void> {
-    return fetchFromOrigin(
-      this.#core,
-      ctx,
-      t,
-      { fwd: plan.fwd, stale: plan.stale, notMembers },
-      forward,
-      unregister,
-    );
+  /**
+   * The member designated for the URL (keyed mode): `self` when it is this node (it fetches from
+   * the origin), `served` when the member asked is answering, `index` when the index decides
+   * (no designation, the member is penalized, down, or sees the membership differently).
+   */
+  async #designated(job: FetchJob): Promise<'self' | 'served' | 'index'> {
+    const core = this.#core;
+    const { ctx } = job;
+    // This node's own origin policy before any member is asked: a member fetches from the
+    // origin on our behalf (the designated one) or serves what it fetched, and an origin this
+    // node would refuse (a name mapped to a private or link-local address) is refused here,
+    // whatever the member would have done.
+    if (core.members) await core.checkOrigin(ctx.url);
+    // One fetcher per object: the designated member (peer/rendezvous.ts) fetches, the others ask
+    // it. Keyed mode only: in open mode nothing authenticates an ask, and none is taken.
+    const choice = core.peerAuth
+      ? chooseFetcher(core.members, core.self.nodeId, ctx.keyBytes)
+      : undefined;
+    if (choice?.kind === 'self') {
+      core.metrics?.designated?.('self');
+      return 'self';
+    }
+    if (choice?.kind === 'member' && !this.#penalties.penalized(choice.member.nodeId)) {
+      const { nodeId, ip, httpPort } = choice.member;
+      const target = { holder: { nodeId, ip, httpPort, state: 'fetching' as const }, ip, httpPort };
+      const served = await fetchFromPeers(core, {
+        ...job,
+        targets: [target],
+        penalties: this.#penalties,
+        designated: true,
+      });
+      if (served) {
+        core.metrics?.designated?.('asked');
+        return 'served';
+      }
+      // It is down, or sees the membership differently: the index and its claims decide.
+    }
+    return 'index';
   }
 }

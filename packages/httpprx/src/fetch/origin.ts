@@ -12,12 +12,12 @@ import { freshUntil } from '../commit/commit.js';
 import { ProxyError } from '../errors.js';
 import { sameUrlUpgrade } from '../mapping/links.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { NOT_STORED, toRecord } from '../proxy/headers.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { NOT_STORED, toRecord } from '../kit/headers.js';
 import type { StoredMeta } from '../store/types.js';
-import type { Transfer } from '../transfer/transfer.js';
 import { parseCoralControl } from '../site-control/coral-control.js';
 import { siteOf } from '../site-control/opt-outs.js';
+import type { FetchJob } from './job.js';
 import { discard, dropUnkept, streamResponse } from './response.js';
 
 const SERVER_ERRORS = new Set([500, 502, 503, 504]);
@@ -123,20 +123,17 @@ function single(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? (v.length === 1 ? v[0] : undefined) : v;
 }
 
-export interface OriginPlan {
+/** One ask of the origin (`fetchFromOrigin`). */
+export interface OriginAsk extends FetchJob {
+  /** What the forward is, for Cache-Status (../cache/decide.ts). */
   fwd: Fwd;
+  /** The stored response being revalidated (a conditional request), if any. */
   stale?: StoredMeta | undefined;
-  notMembers: number;
 }
 
-export async function fetchFromOrigin(
-  core: ProxyCore,
-  ctx: RequestCtx,
-  t: Transfer,
-  plan: OriginPlan,
-  forward: Record<string, string>,
-  unregister: () => void,
-): Promise<void> {
+export async function fetchFromOrigin(core: ProxyCore, ask: OriginAsk): Promise<void> {
+  const { ctx, transfer: t, headers: forward, unregister } = ask;
+  const plan = ask;
   let stale = plan.stale;
   for (let attempt = 0; ; attempt++) {
     const headers = { ...forward };

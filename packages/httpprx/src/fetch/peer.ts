@@ -22,9 +22,9 @@ import { chooseHolders } from '../peer/members.js';
 import type { PeerTarget } from '../peer/members.js';
 import type { PeerPenalties } from '../peer/penalties.js';
 import { racePeers } from '../peer/peer-fetch.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { toRecord } from '../proxy/headers.js';
-import type { Transfer } from '../transfer/transfer.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { toRecord } from '../kit/headers.js';
+import type { FetchJob } from './job.js';
 import { contentLength, discard, streamResponse } from './response.js';
 import type { StreamResult } from './response.js';
 import { resumeBasis, resumeFromOrigin } from './resume.js';
@@ -109,18 +109,20 @@ export async function peerTargets(
   };
 }
 
-/** Race `targets`; true when a member's answer is being streamed (whatever its end). */
-export async function fetchFromPeers(
-  core: ProxyCore,
-  ctx: RequestCtx,
-  t: Transfer,
-  targets: PeerTarget[],
-  headers: Record<string, string>,
-  notMembers: number,
-  penalties: PeerPenalties,
-  unregister: () => void,
-  designated = false,
-): Promise<boolean> {
+/** One ask of the fleet (`fetchFromPeers`). */
+export interface PeerAsk extends FetchJob {
+  /** The members to race, nearest first. */
+  targets: PeerTarget[];
+  /** Members skipped for a while after a failure or a lie (../peer/penalties.ts). */
+  penalties: PeerPenalties;
+  /** An ask of the member designated for the URL (../peer/rendezvous.ts). */
+  designated?: boolean;
+}
+
+/** Race `ask.targets`; true when a member's answer is being streamed (whatever its end). */
+export async function fetchFromPeers(core: ProxyCore, ask: PeerAsk): Promise<boolean> {
+  const { ctx, transfer: t, targets, headers, notMembers, penalties, unregister } = ask;
+  const designated = ask.designated ?? false;
   // The designated member answers 102 as soon as it takes the ask, and again at a beat while it
   // waits on its origin (../peer/processing.ts): the fetching patience bounds the wait for each
   // sign of life (a member busy with a flash crowd may take a while to read the ask: the peer

@@ -31,8 +31,8 @@
 import type { HeaderRecord } from '../cache/policy.js';
 import { coralize } from '../mapping/coral-name.js';
 import { splitHostHeader } from '../request/host.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { NOT_FORWARDED_COMMON, appendVia } from '../proxy/headers.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { NOT_FORWARDED_COMMON, appendVia } from '../kit/headers.js';
 
 /** The request fields a cacheable request (GET, HEAD) carries upstream, in both modes. */
 export const FORWARDED_FIELDS: ReadonlySet<string> = new Set([

@@ -22,8 +22,8 @@
 import { parseHttpDate } from '../cache/http-date.js';
 import type { HeaderRecord } from '../cache/policy.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { toRecord } from '../proxy/headers.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { toRecord } from '../kit/headers.js';
 import { discard } from './response.js';
 import type { ResumeRefusal, Resumption } from './response.js';
 

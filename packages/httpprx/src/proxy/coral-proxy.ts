@@ -90,9 +90,9 @@ import { sendHome } from '../site-control/redirect.js';
 import { DiskStore } from '../store/disk-store.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { StoredMeta } from '../store/types.js';
-import type { ProxyCore } from './core.js';
+import type { ProxyCore } from '../kit/core.js';
 import { lookup } from './lookup.js';
-import { sendError } from './respond.js';
+import { sendError } from '../kit/respond.js';
 import type {
   CacheListEntry,
   CacheStats,
@@ -119,6 +119,27 @@ export interface TrafficShare {
  * full handshake, and a CDN's clients have no use for it. TLS 1.3 has no renegotiation.
  */
 const NO_CLIENT_RENEGOTIATION = cryptoConstants.SSL_OP_NO_RENEGOTIATION;
+
+/**
+ * The TLS session-id context, the same in every process: Node's default is a hash of the
+ * process's command line (`process.argv`), and OpenSSL resumes no session whose context differs,
+ * so members started from another path or with other arguments would never resume each other's
+ * tickets even with the same ticket keys.
+ */
+const TLS_SESSION_ID_CONTEXT = 'coral-httpprx-tls-v1';
+
+/** Bytes of a TLS session-ticket key buffer (key name, HMAC secret, AES key). */
+const TICKET_KEY_BYTES = 48;
+
+/** Install session-ticket keys on a listener (OpenSSL copies them; the buffer is not kept). */
+function setTicketKeys(server: TlsServer, keys: Uint8Array): void {
+  if (!(keys instanceof Uint8Array) || keys.byteLength !== TICKET_KEY_BYTES) {
+    throw new RangeError(
+      `TLS ticket keys must be ${TICKET_KEY_BYTES} bytes, got ${keys instanceof Uint8Array ? keys.byteLength : typeof keys}`,
+    );
+  }
+  server.setTicketKeys(Buffer.from(keys.buffer, keys.byteOffset, keys.byteLength));
+}
 
 const noopLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -389,12 +410,17 @@ export class CoralProxy {
         key: options.key,
         ALPNProtocols: ['http/1.1'],
         secureOptions: NO_CLIENT_RENEGOTIATION,
+        sessionIdContext: TLS_SESSION_ID_CONTEXT,
         handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
         keepAliveTimeout: this.#keepAliveMs,
         requireHostHeader: false,
       },
       this.handler,
     );
+    // Set after construction, never as the `ticketKeys` option: Node keeps that option's buffer
+    // and sets it again on every `setSecureContext`, undoing later rotations (and the caller's
+    // zeroing of it would install all-zero keys).
+    if (options.ticketKeys) setTicketKeys(server, options.ticketKeys);
     server.on('tlsClientError', (err: Error & { code?: string }) => {
       this.#core.log.debug({ err: err.message, code: err.code }, 'TLS handshake failed');
     });
@@ -411,11 +437,32 @@ export class CoralProxy {
    */
   setTlsCertificate(cert: TlsCertificate): void {
     if (!this.#tlsServer) throw new Error('the TLS listener is not started');
-    this.#tlsServer.setSecureContext({
-      cert: cert.cert,
-      key: cert.key,
-      secureOptions: NO_CLIENT_RENEGOTIATION,
-    });
+    // `setSecureContext` builds a new context with new random ticket keys: the keys in use are
+    // put back, so tickets issued before the reload (and fleet-shared keys) still resume.
+    const keys = this.#tlsServer.getTicketKeys();
+    try {
+      this.#tlsServer.setSecureContext({
+        cert: cert.cert,
+        key: cert.key,
+        secureOptions: NO_CLIENT_RENEGOTIATION,
+        // Not kept from the listener's options by `setSecureContext` either.
+        sessionIdContext: TLS_SESSION_ID_CONTEXT,
+      });
+      this.#tlsServer.setTicketKeys(keys);
+    } finally {
+      keys.fill(0);
+    }
+  }
+
+  /**
+   * Replace the TLS listener's session-ticket keys (48 bytes; copied, the caller may zero its
+   * buffer): new handshakes issue and accept tickets under them only, so tickets issued under
+   * the previous keys no longer resume (Node holds one key per listener). Kept across
+   * `setTlsCertificate`.
+   */
+  setTlsTicketKeys(keys: Uint8Array): void {
+    if (!this.#tlsServer) throw new Error('the TLS listener is not started');
+    setTicketKeys(this.#tlsServer, keys);
   }
 
   /** The TLS listener's public port (links point there), or undefined while TLS is off. */

@@ -7,7 +7,7 @@ import { decide } from '../cache/decide.js';
 import type { Fetcher } from '../fetch/fetcher.js';
 import { serveEntry } from '../serve/entry.js';
 import type { StoredMeta } from '../store/types.js';
-import type { ProxyCore, RequestCtx } from './core.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
 
 /** Stored variants of the request's URL; no I/O when every one of them is hot. */
 async function storedVariants(core: ProxyCore, ctx: RequestCtx): Promise<StoredMeta[]> {

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ProxyError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
-import { errorPage } from '../proxy/respond.js';
+import { errorPage } from '../kit/respond.js';
 
 const REASONS: Record<number, string> = {
   400: 'Bad Request',

@@ -7,8 +7,8 @@
 import { TARGETED_FIELDS } from '../constants.js';
 import type { HeaderRecord } from '../cache/policy.js';
 import { rewriteLinks } from '../mapping/links.js';
-import type { RequestCtx } from '../proxy/core.js';
-import { appendVia } from '../proxy/headers.js';
+import type { RequestCtx } from '../kit/core.js';
+import { appendVia } from '../kit/headers.js';
 
 const TARGETED = new Set(TARGETED_FIELDS);
 

@@ -6,9 +6,9 @@
 import { CACHE_NAME, SHA256_HEADER } from '../constants.js';
 import { currentAge, responseRules } from '../cache/policy.js';
 import type { HeaderRecord } from '../cache/policy.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { cacheStatus, flatten } from '../proxy/headers.js';
-import { pipeToResponse } from '../proxy/respond.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { cacheStatus, flatten } from '../kit/headers.js';
+import { pipeToResponse } from '../kit/respond.js';
 import { pipeShared } from '../fairness/pipe.js';
 import type { StoredMeta } from '../store/types.js';
 import { clientHeaders } from './client-headers.js';

@@ -11,7 +11,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PEER_HEADER } from '../constants.js';
 import { currentAge } from '../cache/policy.js';
-import type { ProxyCore } from '../proxy/core.js';
+import type { ProxyCore } from '../kit/core.js';
 import { siteOf } from '../site-control/opt-outs.js';
 import { domainOf } from '../fairness/domain.js';
 import { HotCache } from './hot-cache.js';

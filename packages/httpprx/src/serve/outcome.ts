@@ -7,9 +7,9 @@
 import { CACHE_NAME, SHA256_HEADER } from '../constants.js';
 import { currentAge, responseRules } from '../cache/policy.js';
 import type { HeaderRecord } from '../cache/policy.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { cacheStatus, flatten, toRecord } from '../proxy/headers.js';
-import { sendError } from '../proxy/respond.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { cacheStatus, flatten, toRecord } from '../kit/headers.js';
+import { sendError } from '../kit/respond.js';
 import { streamTransfer } from '../transfer/reader.js';
 import type { Outcome, Transfer, TransferHead } from '../transfer/transfer.js';
 import { clientHeaders } from './client-headers.js';

@@ -25,7 +25,7 @@ import type { Clock } from '@coral/runtime';
 import type { ContentIndex, SiteControlRecord } from '../content-index.js';
 import { OPT_OUT_MAX_SECONDS } from '../constants.js';
 import type { FleetMembers } from '../peer/members.js';
-import type { Logger, ProxyMetrics } from '../proxy/types.js';
+import type { Logger, ProxyMetrics } from '../kit/types.js';
 
 /** The site (`scheme://host[:port]`, as `URL.origin` spells it) of a normalized URL. */
 export function siteOf(url: string): string {

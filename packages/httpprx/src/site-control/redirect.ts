@@ -4,8 +4,8 @@
  * no-store`) and never rewritten to a Coralized name.
  */
 import { CACHE_NAME } from '../constants.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { cacheStatus } from '../proxy/headers.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { cacheStatus } from '../kit/headers.js';
 
 export function sendHome(core: ProxyCore, ctx: RequestCtx): void {
   const { res } = ctx;

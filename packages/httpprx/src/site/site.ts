@@ -11,9 +11,9 @@ import { cookiesForClient } from '../mapping/links.js';
 import { answerBadBody, awaitsBody } from '../request/client-error.js';
 import { splitHostHeader } from '../request/host.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
-import type { ProxyCore, RequestCtx } from '../proxy/core.js';
-import { cacheStatus, flatten, toRecord } from '../proxy/headers.js';
-import { pipeToResponse, sendError } from '../proxy/respond.js';
+import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { cacheStatus, flatten, toRecord } from '../kit/headers.js';
+import { pipeToResponse, sendError } from '../kit/respond.js';
 
 /** Drop every stored variant of a URL (hex urlKey); resolves to how many were dropped. */
 export async function invalidate(core: ProxyCore, primary: string): Promise<number> {

@@ -4,7 +4,6 @@
  * that knows their constructors and option names.
  */
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { Dsht, LEVEL_COUNT, type ClusterSnapshot } from '@coral/dsht';
 import { CoralProxy } from '@coral/httpprx';
 import { DnsServer } from '@coral/dnssrv';
@@ -13,6 +12,7 @@ import type { CoralConfig } from '../config/schema.js';
 import { DshtDirectory } from '../adapters/node-directory.js';
 import { TlsError } from '../errors.js';
 import { registerProxyTraffic } from '../metrics/proxy-traffic.js';
+import { dnsServerOptions } from './dns-options.js';
 import type { ServiceFactory } from './ports.js';
 
 /** The real DSHT, with its clustering binding's snapshot. */
@@ -126,20 +126,7 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
         ...(challenges ? { challenges } : {}),
         ...(connections ? { connections } : {}),
       },
-      {
-        zones: [config.zone],
-        answerCount: config.dns.answerCount,
-        ttl: config.dns.ttl,
-        nameservers:
-          config.dns.nameservers.length > 0
-            ? config.dns.nameservers.map((ns) =>
-                isIP(ns.ip) === 6 ? { name: ns.name, ipv6: ns.ip } : { name: ns.name, ipv4: ns.ip },
-              )
-            : undefined,
-        views: config.dns.views.map((v) => ({ ...v, nodes: v.nodes ? [...v.nodes] : undefined })),
-        rrl: { responsesPerSecond: config.dns.rateLimitPerSecond },
-        delegation: { enabled: config.dns.delegation, port: config.dns.delegationPort },
-      },
+      dnsServerOptions(config),
     );
   },
 };

@@ -6,7 +6,7 @@
  */
 import type { ConfigIssue } from '../errors.js';
 
-type EnvKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'map' | 'nameservers';
+type EnvKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'map' | 'nameservers' | 'workers';
 
 /** Every configuration field settable from the environment, by dotted path. */
 export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> = [
@@ -85,6 +85,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['fleet.open', 'bool'],
   ['fleet.isolationAfterMs', 'int'],
   ['log.level', 'string'],
+  ['workers', 'workers'],
   ['shutdownGraceMs', 'int'],
   ['heapTrimIntervalMs', 'int'],
   ['exampleOrigin', 'string'],
@@ -142,6 +143,11 @@ function parseEnvValue(raw: string, kind: EnvKind): unknown {
       return text;
     case 'int': {
       if (!/^-?\d+$/.test(text)) return new Error(`must be an integer, got "${raw}"`);
+      return Number(text);
+    }
+    case 'workers': {
+      if (/^auto$/i.test(text)) return 'auto';
+      if (!/^\d+$/.test(text)) return new Error(`must be auto or an integer, got "${raw}"`);
       return Number(text);
     }
     case 'number': {

@@ -5,6 +5,7 @@
  * zone nyud.net.
  */
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import {
   AUDIT_FRACTION,
   AUDITS_PER_MINUTE,
@@ -57,6 +58,13 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
 export const DEFAULT_HEAP_TRIM_INTERVAL_MS = 10_000;
 export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_EXAMPLE_ORIGIN = 'http://www.example.com/';
+/**
+ * Worker threads of one node (issue 26): 1 is today's single thread. Not `auto` by default yet:
+ * the worker model is being built and the proxy's listeners do not run on workers.
+ */
+export const DEFAULT_WORKERS = 1;
+/** The most workers a node runs (`auto` is capped here too). */
+export const MAX_WORKERS = 256;
 /** Identities kept per IP by the DSHT (routing tables, members, DNS candidates). */
 export const DEFAULT_MAX_IDS_PER_IP = 1;
 /** Keyed mode: how long without authenticated DSHT traffic (amid unknown-key traffic) means isolated. */
@@ -338,6 +346,18 @@ const adminSchema = z.strictObject({
   publicMetrics: z.boolean().default(false),
 });
 
+/** `auto` (the machine's available parallelism) or an integer 1..MAX_WORKERS. */
+const WORKERS_MESSAGE = { message: `must be auto or an integer from 1 to ${MAX_WORKERS}` };
+const workers = z
+  .union(
+    [
+      z.literal('auto'),
+      z.number().int(WORKERS_MESSAGE).min(1, WORKERS_MESSAGE).max(MAX_WORKERS, WORKERS_MESSAGE),
+    ],
+    WORKERS_MESSAGE,
+  )
+  .transform((w) => (w === 'auto' ? Math.min(availableParallelism(), MAX_WORKERS) : w));
+
 export const configSchema = z.strictObject({
   dataDir: z.string().min(1).default(DEFAULT_DATA_DIR),
   zone: dnsName.default(DEFAULT_ZONE),
@@ -374,6 +394,12 @@ export const configSchema = z.strictObject({
     .default({ level: DEFAULT_LOG_LEVEL }),
   /** Origin used in the example Coralized fetch printed at start (no other effect). */
   exampleOrigin: z.url({ protocol: /^http$/ }).default(DEFAULT_EXAMPLE_ORIGIN),
+  /**
+   * Worker threads that serve clients (`auto` = `os.availableParallelism()`); 1 = one thread, as
+   * before workers. Resolved to a number at load. Validated, not yet used: the worker model is
+   * being built (issue 26; docs/architecture.md, "The worker model").
+   */
+  workers: workers.default(DEFAULT_WORKERS),
   /** How long shutdown waits for in-flight responses before closing connections. */
   shutdownGraceMs: z.number().int().nonnegative().default(DEFAULT_SHUTDOWN_GRACE_MS),
   /**

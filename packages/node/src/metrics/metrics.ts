@@ -96,6 +96,18 @@ export interface DnsMetricsSink {
   rateLimited(): void;
 }
 
+/** What a node's worker threads add (workers/): their restarts and their reported counters. */
+export interface WorkerMetricsSink {
+  /** Worker `worker` exited and is being started again. */
+  restarted(worker: number): void;
+  /** `n` DNS answers a worker sent (the same counter as the main thread's DNS answers). */
+  dnsAnswers(method: string, rcode: string, n: number): void;
+  /** `n` DNS answers a worker's rate limit dropped or slipped. */
+  dnsRateLimited(n: number): void;
+  /** `n` more DNS queries received by `worker` over `transport`. */
+  dnsQueries(worker: number, transport: 'udp' | 'tcp', n: number): void;
+}
+
 /** What the DSHT records (the shape @coral/dsht takes as its `metrics` component). */
 export interface DshtMetricsSink {
   rpc(type: string, outcome: string): void;
@@ -190,6 +202,8 @@ export class CoralMetrics {
   readonly memberEvent: (event: MemberEvent) => void;
   /** A quarantine report sent to a member (trust/member-reports.ts): ok or failed. */
   readonly reportSent: (outcome: 'ok' | 'failed') => void;
+  /** The worker threads (`workers` ≥ 2): restarts, and what the workers count and report. */
+  readonly workers: WorkerMetricsSink;
   /** The URLs clients ask this node's proxy for most (peers' requests are not counted). */
   readonly hotUrls: SpaceSaving<string>;
   #trust: TrustSource | undefined;
@@ -475,6 +489,26 @@ export class CoralMetrics {
       reports.inc({ outcome }, 0);
     this.reportSent = (outcome) =>
       reports.inc({ outcome: outcome === 'ok' ? 'sent' : 'send-failed' });
+    const workerRestarts = new Counter({
+      name: `${p}workers_restarts_total`,
+      help: 'Worker threads that exited and were started again, by worker',
+      labelNames: ['worker'],
+      registers,
+    });
+    const workerDnsQueries = new Counter({
+      name: `${p}worker_dns_queries_total`,
+      help: 'DNS queries received by each worker thread, by transport',
+      labelNames: ['worker', 'transport'],
+      registers,
+    });
+    this.workers = {
+      restarted: (worker) => workerRestarts.inc({ worker: String(worker) }),
+      dnsAnswers: (method, rcode, n) =>
+        answers.inc({ method: label(method), rcode: label(rcode) }, n),
+      dnsRateLimited: (n) => rateLimited.inc({ service: 'dns' }, n),
+      dnsQueries: (worker, transport, n) =>
+        workerDnsQueries.inc({ worker: String(worker), transport }, n),
+    };
     const quarantine = () => this.#quarantine;
     new Gauge({
       name: `${p}members_quarantined`,

@@ -15,7 +15,9 @@
  *
  * Each node publishes its record at start (alone, in its own store, where the first member to join
  * finds it), again when it meets its first member and whenever its membership has doubled since
- * (the nodes closest to the key change as the fleet grows), every {@link ADMIN_RECORD_REFRESH_MS}, and every
+ * (the nodes closest to the key change as the fleet grows; dsht's put walks again once it knows a
+ * node nearer the key than where it last stored, so the record leaves the first node's own store
+ * for the nodes other members' gets ask), every {@link ADMIN_RECORD_REFRESH_MS}, and every
  * {@link ADMIN_RECORD_CHECK_MS} after a put that failed; the TTL ({@link ADMIN_RECORD_TTL_SECONDS})
  * outlives two refreshes. For a fleet-wide change (`patient`), a lookup that finds no record
  * looks again {@link ADMIN_RECORD_LOOKUP_RETRIES} times, a check period apart (a member that

@@ -1,5 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -9,6 +9,7 @@ import {
   envName,
   loadConfig,
   loadStartConfig,
+  MAX_WORKERS,
   resolveAddresses,
   resolveBootstrap,
 } from '../../src/config/index.js';
@@ -224,6 +225,27 @@ describe('loadConfig', () => {
     expect(issuesOf(() => loadConfig({ env: { CORAL_ADMIN_TOKEN: 'short' } }))[0]?.path).toBe(
       'admin.token',
     );
+  });
+
+  it('takes workers as an integer or auto, from the file or CORAL_WORKERS, and refuses the rest', () => {
+    expect(loadConfig().workers).toBe(1);
+    expect(loadConfig({ env: { CORAL_WORKERS: '3' } }).workers).toBe(3);
+    expect(loadConfig({ env: { CORAL_WORKERS: 'auto' } }).workers).toBe(
+      Math.min(availableParallelism(), MAX_WORKERS),
+    );
+    expect(loadConfig({ file: file('w.yaml', 'workers: auto\n') }).workers).toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(loadConfig({ file: file('w2.json', '{"workers": 2}') }).workers).toBe(2);
+    expect(issuesOf(() => loadConfig({ env: { CORAL_WORKERS: 'two' } }))).toEqual([
+      { path: 'env CORAL_WORKERS', message: 'workers must be auto or an integer, got "two"' },
+    ]);
+    for (const bad of [0, -1, 1.5, MAX_WORKERS + 1, 'all', true]) {
+      const issues = issuesOf(() => loadConfig({ overrides: { workers: bad } }));
+      expect(issues.map((i) => [i.path, i.message])).toEqual([
+        ['workers', `must be auto or an integer from 1 to ${MAX_WORKERS}`],
+      ]);
+    }
   });
 
   it('returns a deeply frozen object', () => {

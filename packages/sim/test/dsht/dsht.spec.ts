@@ -6,12 +6,30 @@ import {
   Dsht,
   type DshtOptions,
   keyFromName,
+  nodeIdFor,
   toHex,
 } from '@coral/dsht/internal';
 import { SimFleet, SimNetwork } from '../../src/index.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const dec = (b: Uint8Array): string => new TextDecoder().decode(b);
+
+/** Runs a promise to its end, advancing the manual clock from timer to timer. */
+function runner(clock: ManualClock) {
+  return async <T>(p: Promise<T>): Promise<T> => {
+    let done = false;
+    const q = p.finally(() => {
+      done = true;
+    });
+    q.catch(() => undefined);
+    for (let i = 0; i < 1_000_000 && !done; i++) {
+      const at = clock.nextAt();
+      if (at === undefined) break;
+      await clock.advanceTo(at);
+    }
+    return q;
+  };
+}
 
 /** A small fleet where each node may get its own options. */
 async function smallFleet(n: number, optionsFor: (i: number) => DshtOptions = () => ({})) {
@@ -26,19 +44,7 @@ async function smallFleet(n: number, optionsFor: (i: number) => DshtOptions = ()
         optionsFor(i),
       ),
   );
-  const run = async <T>(p: Promise<T>): Promise<T> => {
-    let done = false;
-    const q = p.finally(() => {
-      done = true;
-    });
-    q.catch(() => undefined);
-    for (let i = 0; i < 1_000_000 && !done; i++) {
-      const at = clock.nextAt();
-      if (at === undefined) break;
-      await clock.advanceTo(at);
-    }
-    return q;
-  };
+  const run = runner(clock);
   await run(nodes[0]!.start());
   for (const node of nodes.slice(1)) await run(node.start({ bootstrap: ['10.0.0.1:4000'] }));
   return { clock, net, nodes, run };
@@ -161,6 +167,49 @@ describe('Dsht', () => {
     const once = probesOf();
     await off.run(p.put(key, enc('b'), 600));
     expect(probesOf()).toBeGreaterThan(once);
+  });
+
+  it('a value put while alone walks to the nodes nearer its key once they join, and every get finds it', async () => {
+    // The first node of a fleet publishes before anyone joins: the walk can only store it at
+    // itself. A key it is the farthest of all from is the case every other get misses when the
+    // value stays there (a get ends once the three closest nodes it knows have answered).
+    const clock = new ManualClock(1_000_000);
+    const random = new SeededRandom(23);
+    const net = new SimNetwork({ clock, random: random.fork() });
+    const nodes = Array.from(
+      { length: 12 },
+      (_, i) =>
+        new Dsht({
+          transport: net.createTransport(`10.0.1.${i + 1}`, 4000),
+          clock,
+          random: random.fork(),
+        }),
+    );
+    const run = runner(clock);
+    const [first, ...rest] = nodes;
+    await run(first!.start());
+    const ids = nodes.map((_, i) => nodeIdFor(`10.0.1.${i + 1}`, 4000));
+    let key = keyFromName('alone-0');
+    for (let i = 1; ids.slice(1).some((id) => compareDistance(id, ids[0]!, key) > 0); i++)
+      key = keyFromName(`alone-${i}`);
+    const alone = await run(first!.put(key, enc('early'), 600));
+    expect(toHex(alone.stored[0]!.contact.id)).toBe(toHex(first!.id));
+    for (const node of rest) await run(node.start({ bootstrap: ['10.0.1.1:4000'] }));
+
+    // The publisher puts again (a refresh within PUT_SHORTCUT_MS): it knows nodes nearer the key
+    // now, so it walks and stores at the nearest one instead of again at itself.
+    const again = await run(first!.put(key, enc('again'), 600));
+    const nearest = [...nodes].sort((a, b) => compareDistance(a.id, b.id, key))[0]!;
+    expect(toHex(again.stored[0]!.contact.id)).toBe(toHex(nearest.id));
+    expect(nearest.localGet(key).map(dec)).toEqual(['again']);
+    for (const [i, node] of rest.entries()) {
+      const r = await run(node.get(key));
+      expect(r.values.map(dec), `node ${i + 1}`).toEqual(['again']);
+    }
+    // With no node nearer than the walk found, the next put goes to the same place, one STORE.
+    const third = await run(first!.put(key, enc('third'), 600));
+    expect(third.stats).toMatchObject({ hops: 1, messages: 1 });
+    expect(toHex(third.stored[0]!.contact.id)).toBe(toHex(nearest.id));
   });
 
   it('a joining node meets every running node nearer to it than its k-th closest (the buckets its join does not refresh)', async () => {
