@@ -3,6 +3,7 @@
  * works on, a route of its table, a JSON answer and a JSON body. The route modules (*-routes.ts)
  * and the server share them from here, so neither imports the other back.
  */
+import type { ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { AdminRequestError } from '../errors.js';
 
@@ -20,6 +21,12 @@ export interface AdminResponse {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /**
+   * A streamed answer (`GET /v1/logs`): `listen()`'s listener hands the response to it after
+   * writing the head instead of writing `body`; `handle()`'s callers that are not a socket (the
+   * in-process tests) get the head alone and must call `cancel`.
+   */
+  stream?: { start(res: ServerResponse): Promise<unknown>; cancel(): void };
 }
 
 /**

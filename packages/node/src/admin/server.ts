@@ -8,6 +8,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { LiveHub } from '@coral/accesslog';
 import { ConnectionBudget, guardHttpServer, type ListenerLimits } from '@coral/connguard';
 import { systemClock, type Clock } from '@coral/runtime';
 import type { Logger } from 'pino';
@@ -18,6 +19,7 @@ import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { acmeRoutes, isPeerPath } from './acme-routes.js';
 import type { FleetPurge } from '../purge/fleet-purge.js';
 import { purgeRoutes } from './purge-routes.js';
+import { logRoutes } from './log-routes.js';
 import { memberRoutes, type MemberTrustView } from './member-routes.js';
 import type { MemberReports } from '../trust/member-reports.js';
 import { PEER_ANSWER_HEADER, type PeerAnswerAuth } from '../peer/answers.js';
@@ -47,6 +49,8 @@ export interface AdminApiComponents {
   purges?: FleetPurge;
   /** Member reports and the quarantine view (admin/member-routes.ts); absent: no such endpoints. */
   members?: { reports: MemberReports; view: MemberTrustView };
+  /** The live log stream (`GET /v1/logs`, admin/log-routes.ts); absent: no such endpoint. */
+  logs?: LiveHub;
   /** Seals the answers to peer requests that verified (peer/answers.ts); keyed mode. */
   peerAnswers?: PeerAnswerAuth;
   /**
@@ -146,6 +150,7 @@ export class AdminApi {
       ...dnsRoutes(b),
       ...(components.acme ? acmeRoutes(components.acme) : []),
       ...(components.purges ? purgeRoutes(components.purges) : []),
+      ...(components.logs ? logRoutes(components.logs) : []),
       ...(components.members
         ? memberRoutes(components.members.reports, components.members.view)
         : []),
@@ -245,7 +250,8 @@ export class AdminApi {
         : this.handle(request);
       void answer.then((r) => {
         res.writeHead(r.status, r.headers);
-        res.end(r.body);
+        if (r.stream) void r.stream.start(res);
+        else res.end(r.body);
       });
     });
   };

@@ -4,6 +4,7 @@
  * which keeps the composition readable and tells each package what the process relies on.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AccessRecord } from '@coral/accesslog';
 import type { ConnectionBudget } from '@coral/connguard';
 import type {
   ClusterSnapshot,
@@ -118,9 +119,13 @@ export interface ProxyPort {
     port: number;
     host?: string;
     publicPort?: number;
+    /** Session-ticket keys (48 bytes; copied): the fleet's, trust/ticket-keys.ts. */
+    ticketKeys?: Uint8Array;
   }): Promise<BoundAddress>;
   /** Swap the TLS listener's certificate: new handshakes use it, open connections stay. */
   setTlsCertificate?(certificate: { cert: string; key: string }): void;
+  /** Swap the TLS listener's session-ticket keys (48 bytes; copied); kept across certificates. */
+  setTlsTicketKeys?(keys: Uint8Array): void;
   /** A member's report of another (httpprx src/audit/): audited there, never obeyed. */
   memberReported?(report: MemberReport, reporter: string): void;
   /** Members quarantined by this node's audit, and suspects. */
@@ -135,8 +140,9 @@ export interface DnsPort {
     tcp?: boolean;
   }): Promise<{ host: string; port: number }>;
   close(): Promise<void>;
-  recentDecisions(): Decision[];
-  probeCache(): ProbeEntry[];
+  /** A promise where they are gathered from elsewhere (the DNS workers). */
+  recentDecisions(): Decision[] | Promise<Decision[]>;
+  probeCache(): ProbeEntry[] | Promise<ProbeEntry[]>;
   stats?(): DnsStats;
 }
 
@@ -178,6 +184,8 @@ export interface ServiceFactory<D extends DshtPort = DshtPort> {
       connections?: ConnectionBudget;
       /** This node's audit quarantined a member: tell the fleet (trust/member-reports.ts). */
       onQuarantine?: (report: MemberReport) => void;
+      /** One access record per request, at its response's end (the access log). */
+      onAccess?: (record: AccessRecord) => void;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */
