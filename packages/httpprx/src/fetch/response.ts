@@ -16,7 +16,7 @@ import { commitTransfer } from '../commit/commit.js';
 import type { Fwd } from '../cache/decide.js';
 import { ProxyError } from '../errors.js';
 import { ORIGIN_BOUND_FIELDS, cookiesForClient } from '../mapping/links.js';
-import { splitHostHeader } from '../request/host.js';
+import { splitHostHeader } from '../mapping/host.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
 import { NOT_STORED, toRecord } from '../kit/headers.js';

@@ -96,3 +96,38 @@ export interface CommitCandidate {
   /** Clock time the upstream request (origin or peer) was sent (ms). */
   fetchStartedAt: number;
 }
+
+/** What the origin gate (`ProxyComponents.gate`) is shown: the origin a routed request names. */
+export interface GateRequest {
+  /**
+   * The origin's host name as the proxy parsed it from Host (a configured site's origin, or the
+   * Coralized name decoded): lowercase, IDNs in A-labels, IPv6 in brackets, no port.
+   */
+  host: string;
+  /** The normalized upstream URL. */
+  url: string;
+  /** Coralized name, or a configured site (accelerator mode). */
+  mode: 'coral' | 'site';
+  /** A peer request (another member asking): refused the same way. */
+  peer: boolean;
+}
+
+/**
+ * A gate's refusal: the proxy answers `status` with its error page, `X-Coral-Error: <code>` and
+ * `Cache-Control: no-store`, and the request goes no further (no cache lookup, peer or origin).
+ */
+export interface GateRefusal {
+  /** 4xx or 5xx. */
+  status: number;
+  /** A stable error code (`CORAL_…`), sent as `X-Coral-Error`. */
+  code: string;
+  message: string;
+}
+
+/**
+ * The origin gate `route()` (../request/route.ts) asks once it has mapped the Host to an origin,
+ * before peer requests are told apart from clients' and before any method check: a refusal, or
+ * undefined to let the request on. Called synchronously on every routed request, so it should
+ * be a lookup (the node's blocklist). A gate that throws fails the request (502, logged).
+ */
+export type OriginGate = (origin: GateRequest) => GateRefusal | undefined;
