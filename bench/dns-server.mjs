@@ -1,5 +1,6 @@
 // The server side of bench/dns.mjs, in a child process of its own so the bench can pin it to a
-// CPU (taskset) apart from, or together with, the load generator. One IPC message configures it:
+// CPU (taskset) apart from, or together with, the load generator. One IPC message configures it
+// ({ kind: 'workers', workers: N, directory }: a node's DNS on N worker threads, see below), or:
 //   { kind: 'dns', cache: true|false, directory }  a DnsServer (RRL off: one source) locating
 //     proxies through directory 'memory' (an InMemoryNodeDirectory of 20) or 'dsht' (a
 //     DshtDirectory over node 0 of a 200-node simulated fleet, as a real coral-node does)
@@ -56,7 +57,40 @@ let answered; // () => answers so far
 let close;
 let cacheStats = () => undefined;
 let serverStats = () => undefined;
-if (config.kind === 'dns') {
+/** Brings the counters up to date before they are read (the workers' reports lag by up to 1 s). */
+let refresh = async () => {};
+if (config.kind === 'workers') {
+  // A node's DNS with `workers: N` (bench/dns.mjs --workers): the owner (this thread, holding the
+  // directory) and N worker threads of packages/node/dist/workers/worker-main.js, each a DnsServer
+  // on the same port with reusePort. Its own config: RRL off (one source sends everything).
+  const { DnsWorkers } = await import('../packages/node/dist/workers/dns-workers.js');
+  const { loadConfig } = await import('../packages/node/dist/config/index.js');
+  const directory = config.directory === 'dsht' ? await dshtDirectory() : fleet();
+  const quiet = { info() {}, warn() {}, error: (o, m) => console.error(m, o) };
+  const server = new DnsWorkers(
+    { directory, clock: { now: Date.now, setTimeout: unrefTimeout }, logger: quiet },
+    {
+      config: loadConfig({
+        overrides: {
+          workers: config.workers,
+          dns: {
+            host: '127.0.0.1',
+            rateLimitPerSecond: 0,
+            nameservers: [{ name: 'ns1.nyud.net', ip: '127.0.0.1' }],
+          },
+          log: { level: 'warn' },
+        },
+      }),
+    },
+  );
+  const { port } = await server.listen({ port: 0, host: '127.0.0.1' });
+  refresh = () => server.refreshStats();
+  answered = () => server.stats().responses;
+  cacheStats = () => server.stats().cache;
+  serverStats = () => server.stats();
+  close = () => server.close();
+  process.send({ port });
+} else if (config.kind === 'dns') {
   const directory = config.directory === 'dsht' ? await dshtDirectory() : fleet();
   const server = new DnsServer(
     { directory },
@@ -113,7 +147,14 @@ const gc = new PerformanceObserver((list) => {
 });
 gc.observe({ entryTypes: ['gc'] });
 
+function unrefTimeout(fn, ms) {
+  const t = setTimeout(fn, ms);
+  t.unref();
+  return { cancel: () => clearTimeout(t) };
+}
+
 process.on('message', async (msg) => {
+  if (msg === 'mark' || msg === 'report' || msg === 'stats') await refresh();
   if (msg === 'mark') {
     window = {
       cpu: process.cpuUsage(),

@@ -38,6 +38,17 @@
 // default 1,000) as a second row, with its own maximum-rate attempt and 5,000 q/s trials
 // (--small-trials quiet ones wanted, default 3; 0 skips the row).
 //
+// Workers mode (--workers; issue 26): Coral's DNS on one thread, Coral's DNS as a node with
+// `workers: 2` runs it (packages/node/dist/workers: the owner thread with the directory and two
+// worker threads with reusePort), and Knot DNS with 2 UDP threads (bench/knot/: its configuration
+// and a zone answering every name with two A records, as Coral does), one after the other in the
+// same run, all unpinned with dnsperf beside them (the same conditions for the three), dnsperf
+// with --clients sockets (default 8 here: the kernel spreads flows over the listeners by source
+// port, so one socket would reach one worker) at maximum rate and at 5,000 q/s. For each: the
+// maximum rate (the first quiet of at most 5 attempts) and 5,000 q/s trials until --trials are
+// quiet (at most --max-trials); then Coral(2)/Coral(1) and Coral(2)/Knot(2). Needs dnsperf and
+// knotd. GC columns count the main thread only.
+//
 // Options: --seconds N (per measured phase, default 3), --trials N (quiet pairs wanted, default
 // 5), --max-trials N (default 15), --clients N (dnsperf sockets at maximum rate, default 1),
 // --outstanding N (queries in flight at maximum rate, default 128), --window N (Node
@@ -73,7 +84,8 @@ const nNames = arg('names', 10000);
 const nSmall = arg('small-names', 1000);
 const smallTrials = arg('small-trials', 3);
 const window = arg('window', 32);
-const clients = arg('clients', 1);
+const workersMode = process.argv.includes('--workers');
+const clients = arg('clients', workersMode ? 8 : 1);
 const outstanding = arg('outstanding', 128);
 const nameList = (n) => Array.from({ length: n }, (_, i) => `www.site${i}.example.com.nyud.net`);
 /** The names the load generators ask for (switched between the two sets). */
@@ -84,6 +96,7 @@ if (directory !== 'memory' && directory !== 'dsht') throw new Error('--directory
 
 const has = (cmd, args) => spawnSync(cmd, args, { stdio: 'ignore' }).status === 0;
 const pin =
+  !workersMode &&
   !process.argv.includes('--no-pin') &&
   os.cpus().length >= 2 &&
   has('taskset', ['-p', String(process.pid)]);
@@ -180,7 +193,7 @@ function loadDnsperf(port, mode, durationMs, cpu) {
   args.push(
     ...(mode === 'max'
       ? ['-q', String(outstanding), '-c', String(clients)]
-      : ['-q', '100', '-Q', '5000']),
+      : ['-q', '100', '-Q', '5000', ...(workersMode ? ['-c', String(clients)] : [])]),
   );
   const [cmd, argv] = pin
     ? ['taskset', ['-c', String(cpu), 'dnsperf', ...args]]
@@ -331,6 +344,34 @@ async function measure(server, mode, cpu) {
     genPct,
     server: await server.report(),
   };
+}
+
+if (workersMode) {
+  const { runWorkersMode } = await import('./lib/dns-workers-mode.mjs');
+  await runWorkersMode({
+    startCoral: (workers) =>
+      startServer(
+        workers > 1
+          ? { kind: 'workers', workers, directory }
+          : { kind: 'dns', cache: true, directory },
+        SERVER_CPU,
+      ),
+    children,
+    load,
+    measure,
+    seconds,
+    trials,
+    maxTrials,
+    names,
+    nNames,
+    clients,
+    generator,
+    directory,
+    quietStealPct: QUIET_STEAL_PCT,
+    quietOthersPct: QUIET_OTHERS_PCT,
+    maxRateAttempts: MAX_RATE_ATTEMPTS,
+  });
+  process.exit(0);
 }
 
 const load0 = os.loadavg();

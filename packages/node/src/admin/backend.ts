@@ -3,6 +3,7 @@
  * implements it over the real DSHT, proxy and DNS server; the admin API itself knows nothing of
  * them, which is what lets its access rules and routing be tested on their own.
  */
+import type { DnsWorkerState } from '../workers/dns-workers.js';
 import type {
   ClusterSnapshot,
   Contact,
@@ -110,9 +111,14 @@ export interface AdminBackend {
   /** Drop `url` from the cache and withdraw this node's announcement of it (this node only). */
   cachePurge(url: string): Promise<{ purged: boolean; withdrawn: boolean }>;
   /** The DNS server's resolver probe cache (RTT per /24). */
-  probeCache(): ProbeEntry[];
+  probeCache(): ProbeEntry[] | Promise<ProbeEntry[]>;
   /** Recent DNS answers with the reason each was chosen. */
-  dnsDecisions(): Decision[];
+  dnsDecisions(): Decision[] | Promise<Decision[]>;
+  /**
+   * The worker threads (`workers` ≥ 2): each one's state, restarts and queries; empty with one
+   * thread. Optional (a backend without workers).
+   */
+  workers?(): Promise<DnsWorkerState[]>;
   /** This node, the members it knows with the cluster levels they share, and its routing tables. */
   fleet(): FleetView;
   /** Fleet keys by id. */

@@ -3,6 +3,7 @@
  * its state — identity and readiness, the DSHT's tables, values and lookups, the cache, DNS
  * decisions, the fleet's keys and trust. The admin API knows nothing of the services themselves.
  */
+import { DnsWorkers, type DnsWorkerState } from '../workers/dns-workers.js';
 import type { Decision, ProbeEntry } from '@coral/dnssrv';
 import type { Contact, PutResult } from '@coral/dsht';
 import type { CacheListEntry } from '@coral/httpprx';
@@ -135,12 +136,19 @@ export class NodeAdminView implements AdminBackend {
     return this.#s.proxy.purgeAndWithdraw(url);
   }
 
-  probeCache(): ProbeEntry[] {
-    return this.#s.dns?.probeCache() ?? [];
+  async probeCache(): Promise<ProbeEntry[]> {
+    return (await this.#s.dns?.probeCache()) ?? [];
   }
 
-  dnsDecisions(): Decision[] {
-    return this.#s.dns?.recentDecisions() ?? [];
+  async workers(): Promise<DnsWorkerState[]> {
+    const dns = this.#s.dns;
+    if (!(dns instanceof DnsWorkers)) return [];
+    await dns.refreshStats();
+    return dns.workerStates();
+  }
+
+  async dnsDecisions(): Promise<Decision[]> {
+    return (await this.#s.dns?.recentDecisions()) ?? [];
   }
 
   fleet(): FleetView {

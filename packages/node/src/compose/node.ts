@@ -25,6 +25,7 @@ import { nodeBanner } from './banner.js';
 import { reloadBlocklist } from './blocklist.js';
 import type { DnsPort, DshtPort, ProxyPort } from './ports.js';
 import { startSequence } from './start/sequence.js';
+import { DnsWorkers } from '../workers/dns-workers.js';
 import { reloadTls } from './start/tls.js';
 import { NodeState, type CoralNodeComponents, type NodeListening } from './state.js';
 import { stopSequence } from './stop.js';
@@ -84,6 +85,14 @@ export class CoralNode {
   /** SIGUSR1: reopen the access log file by its path (logrotate moved it); else nothing. */
   reopenAccessLog(): void {
     this.#s.accessLog?.reopen();
+  }
+
+  /**
+   * SIGHUP with `workers` ≥ 2: every worker thread reloads (each answers; a worker that fails keeps
+   * its old state and is logged). Nothing to do with one thread.
+   */
+  async reloadWorkers(): Promise<void> {
+    if (this.#s.dns instanceof DnsWorkers) await this.#s.dns.reload();
   }
 
   /** SIGHUP: make the keyring what the (re-read) configuration says (see FleetKeyAdmin.reload). */

@@ -140,8 +140,9 @@ export interface DnsPort {
     tcp?: boolean;
   }): Promise<{ host: string; port: number }>;
   close(): Promise<void>;
-  recentDecisions(): Decision[];
-  probeCache(): ProbeEntry[];
+  /** A promise where they are gathered from elsewhere (the DNS workers). */
+  recentDecisions(): Decision[] | Promise<Decision[]>;
+  probeCache(): ProbeEntry[] | Promise<ProbeEntry[]>;
   stats?(): DnsStats;
 }
 

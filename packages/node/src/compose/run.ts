@@ -68,6 +68,7 @@ export async function runNode(
       if (stopping) return;
       logger.info({ signal: 'SIGHUP' }, 'reloading the TLS certificate');
       void node.reloadTls();
+      void node.reloadWorkers();
       if (!reload) return;
       void (async () => {
         let next: CoralConfig;

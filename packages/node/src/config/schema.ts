@@ -65,7 +65,7 @@ export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_EXAMPLE_ORIGIN = 'http://www.example.com/';
 /**
  * Worker threads of one node (issue 26): 1 is today's single thread. Not `auto` by default yet:
- * the worker model is being built and the proxy's listeners do not run on workers.
+ * only DNS runs on the workers so far, the proxy's listeners do not.
  */
 export const DEFAULT_WORKERS = 1;
 /** The most workers a node runs (`auto` is capped here too). */
@@ -426,8 +426,9 @@ export const configSchema = z.strictObject({
   exampleOrigin: z.url({ protocol: /^http$/ }).default(DEFAULT_EXAMPLE_ORIGIN),
   /**
    * Worker threads that serve clients (`auto` = `os.availableParallelism()`); 1 = one thread, as
-   * before workers. Resolved to a number at load. Validated, not yet used: the worker model is
-   * being built (issue 26; docs/architecture.md, "The worker model").
+   * before workers. Resolved to a number at load. With N ≥ 2, N worker threads answer DNS on the
+   * DNS port (SO_REUSEPORT) from a copy of the main thread's directory (workers/); the proxy stays
+   * on the main thread for now (docs/architecture.md, "The worker model as built").
    */
   workers: workers.default(DEFAULT_WORKERS),
   /** How long shutdown waits for in-flight responses before closing connections. */

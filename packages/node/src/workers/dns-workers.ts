@@ -8,7 +8,7 @@
  * snapshot of the directory (`snapshotDirectory`) every `publishIntervalMs` (1 s) and pushes it to
  * every worker when it changed (a worker that starts gets the latest in its `workerData`); the
  * same for the ACME values. So a worker's answers follow the membership within about a second, and
- * every worker answers from the same state. A worker's hint walk (`hinted`) is a request to the
+ * every worker answers from the same state; a DSHT member event (`changed()`) pushes within 50 ms. A worker's hint walk (`hinted`) is a request to the
  * owner, answered from the DSHT. The workers' counters come back in their reports: DNS answers
  * and rate-limited answers into the node's counters, queries per worker into
  * `coral_worker_dns_queries_total{worker}`, `stats()` summed over the workers.
@@ -28,6 +28,8 @@ import type { CoralConfig } from '../config/schema.js';
 import type { WorkerMetricsSink } from '../metrics/metrics.js';
 import type { DnsPort } from '../compose/ports.js';
 import {
+  decodeDecisions,
+  decodeProbes,
   sumTrees,
   type ChallengeEntry,
   type NumberTree,
@@ -44,6 +46,10 @@ import {
 /** packages/node/dist/workers/worker-main.js (the same path from src/workers under vitest). */
 export const WORKER_ENTRY = new URL('../../dist/workers/worker-main.js', import.meta.url);
 export const DEFAULT_PUBLISH_INTERVAL_MS = 1_000;
+/** After a membership event, the push waits this long for the events that come with it. */
+export const CHANGE_PUBLISH_DELAY_MS = 50;
+/** Decisions the merged view keeps (one worker's ring). */
+const DECISIONS_KEPT = 256;
 /** A worker's V8 old-space cap: a heap overflow ends that worker (restarted), not the node. */
 export const WORKER_MAX_OLD_GENERATION_MB = 512;
 
@@ -88,6 +94,7 @@ export class DnsWorkers implements DnsPort {
   #challenges: ChallengeEntry[] = [];
   #challengesText = '[]';
   #timer: TimerHandle | undefined;
+  #soon: TimerHandle | undefined;
   #listen: { host: string; port: number } | undefined;
   /** The last stats each worker reported (its current thread's). */
   readonly #stats = new Map<number, NumberTree>();
@@ -150,6 +157,19 @@ export class DnsWorkers implements DnsPort {
       this.publish();
       this.#schedule();
     }, this.#publishIntervalMs);
+  }
+
+  /**
+   * The membership may have changed (a member dead, gone, back; a contact learned): push within
+   * {@link CHANGE_PUBLISH_DELAY_MS}, one push for a burst of events, not at the next tick of the
+   * timer. The node calls it on the DSHT's member events.
+   */
+  changed(): void {
+    if (this.#soon || this.#closed) return;
+    this.#soon = this.#c.clock.setTimeout(() => {
+      this.#soon = undefined;
+      this.publish();
+    }, CHANGE_PUBLISH_DELAY_MS);
   }
 
   /** Push the directory and the ACME values to every worker if they changed (also on a timer). */
@@ -229,20 +249,38 @@ export class DnsWorkers implements DnsPort {
     return sum as unknown as DnsStats;
   }
 
-  /** Decisions and probe caches stay in each worker (known limit, docs/architecture.md). */
-  recentDecisions(): Decision[] {
-    return [];
+  /**
+   * The most recent decisions of every worker (each keeps its own ring of 256), merged in time
+   * order, the last 256; a worker that does not answer is left out.
+   */
+  async recentDecisions(): Promise<Decision[]> {
+    const out: Decision[] = [];
+    for (const o of await this.#supervisor.fanOut({ type: 'command', command: 'decisions' })) {
+      if (o.ok) out.push(...decodeDecisions(o.value));
+    }
+    return out.sort((a, b) => a.at - b.at).slice(-DECISIONS_KEPT);
   }
 
-  probeCache(): ProbeEntry[] {
-    return [];
+  /** Every worker's resolver probe cache (each worker probes the resolvers it answers). */
+  async probeCache(): Promise<ProbeEntry[]> {
+    const out: ProbeEntry[] = [];
+    for (const o of await this.#supervisor.fanOut({ type: 'command', command: 'probes' })) {
+      if (o.ok) out.push(...decodeProbes(o.value));
+    }
+    return out;
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#timer?.cancel();
-    await this.#supervisor.stop(this.#config.shutdownGraceMs);
+    this.#soon?.cancel();
+    const out = await this.#supervisor.stop(this.#config.shutdownGraceMs);
+    const failed = out.filter((o) => !o.ok);
+    this.#c.logger.info(
+      { drained: out.length - failed.length, ...(failed.length > 0 ? { failed } : {}) },
+      'DNS workers drained',
+    );
   }
 }
 

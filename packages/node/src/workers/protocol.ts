@@ -15,7 +15,7 @@
  * owner can make), `report` (counters since the last report), `done` (reply to a command).
  */
 import { z } from 'zod';
-import type { DirectorySnapshot, HintResult } from '@coral/dnssrv';
+import type { Decision, DirectorySnapshot, HintResult, ProbeEntry } from '@coral/dnssrv';
 import { WorkerError } from '../errors.js';
 
 const seq = z.number().int().nonnegative();
@@ -59,6 +59,34 @@ const challengeSchema = z.strictObject({
   expiresAt: z.number().int(),
 });
 
+/** One DNS decision (`Decision` of @coral/dnssrv), as a worker's `decisions` command answers. */
+const decisionSchema = z.strictObject({
+  at: z.number(),
+  transport: z.enum(['udp', 'tcp']),
+  client: z.string().max(64),
+  name: z.string().max(512),
+  type: z.number().int().min(0).max(65535),
+  rcode: z.string().max(32),
+  method: z.enum(['view', 'ecs', 'rtt', 'hint', 'random', 'no-proxy', 'none']),
+  detail: z.string().max(1024),
+  nodes: z.array(hexId).max(64),
+  ttl: z.number().int().nonnegative().optional(),
+  ecs: z.string().max(64).optional(),
+  scope: z.number().int().min(0).max(128).optional(),
+  cached: z.boolean(),
+  outcome: z.enum(['sent', 'truncated', 'rrl-drop', 'rrl-slip']),
+}) satisfies z.ZodType<Decision>;
+
+/** One resolver probe (`ProbeEntry` of @coral/dnssrv), as a worker's `probes` command answers. */
+const probeEntrySchema = z.strictObject({
+  prefix: z.string().max(64),
+  target: z.string().max(64),
+  rttMs: z.number().nonnegative().nullable().optional(),
+  measuredAt: z.number().optional(),
+  expiresAt: z.number().optional(),
+  inFlight: z.boolean(),
+}) satisfies z.ZodType<ProbeEntry>;
+
 /** Counters as nested objects of numbers (a `DnsStats`): summed key by key over workers. */
 export type NumberTree = { [key: string]: number | NumberTree };
 const numberTree: z.ZodType<NumberTree> = z.lazy(() =>
@@ -70,6 +98,8 @@ const listening = z.strictObject({ host: z.string().max(64), port });
 const command = z.discriminatedUnion('command', [
   z.strictObject({ type: z.literal('command'), id: seq, command: z.literal('reload') }),
   z.strictObject({ type: z.literal('command'), id: seq, command: z.literal('stats') }),
+  z.strictObject({ type: z.literal('command'), id: seq, command: z.literal('decisions') }),
+  z.strictObject({ type: z.literal('command'), id: seq, command: z.literal('probes') }),
   z.strictObject({
     type: z.literal('command'),
     id: seq,
@@ -164,6 +194,12 @@ export const decodeWorkerData = (value: unknown): WorkerData =>
 /** The value of a reply to `hinted`, checked; throws `CORAL_ERR_WORKER_PROTOCOL`. */
 export const decodeHintResult = (value: unknown): HintResult =>
   decode(hintResultSchema, 'hinted reply', value);
+/** The value of a reply to `decisions`, checked; throws `CORAL_ERR_WORKER_PROTOCOL`. */
+export const decodeDecisions = (value: unknown): Decision[] =>
+  decode(z.array(decisionSchema).max(4096), 'decisions reply', value);
+/** The value of a reply to `probes`, checked; throws `CORAL_ERR_WORKER_PROTOCOL`. */
+export const decodeProbes = (value: unknown): ProbeEntry[] =>
+  decode(z.array(probeEntrySchema).max(100_000), 'probes reply', value);
 /** The value of a reply to `stats`, checked; throws `CORAL_ERR_WORKER_PROTOCOL`. */
 export const decodeNumberTree = (value: unknown): NumberTree =>
   decode(numberTree, 'stats reply', value);

@@ -94,10 +94,7 @@ async function main(): Promise<void> {
   // One client's flows can land on any worker: each worker takes its share of the node's rate.
   const rate = config.dns.rateLimitPerSecond;
   options.rrl = { responsesPerSecond: rate > 0 ? Math.max(1, Math.ceil(rate / workers)) : 0 };
-  const dns = new DnsServer(
-    { directory, challenges, metrics, logger: componentLogger(root, 'dnssrv') },
-    options,
-  );
+  const dns = new DnsServer({ directory, challenges, metrics, logger: root }, options);
 
   let lastStats = '';
   let timer: NodeJS.Timeout | undefined;
@@ -122,6 +119,10 @@ async function main(): Promise<void> {
       switch (c.command) {
         case 'stats':
           return dns.stats();
+        case 'decisions':
+          return dns.recentDecisions();
+        case 'probes':
+          return dns.probeCache();
         case 'reload':
           // The DNS server has nothing of its own to re-read: the configuration, the keys and the
           // lists are the owner's, whose new directory and challenges arrive as messages.

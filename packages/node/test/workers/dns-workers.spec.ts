@@ -3,7 +3,6 @@
  * worker-main.js): two workers on one port with reusePort, the directory the owner keeps pushed to
  * both, a killed worker replaced.
  */
-import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InMemoryNodeDirectory, InMemoryChallengeStore } from '@coral/dnssrv';
 import { SeededRandom, waitFor } from '@coral/testkit';
@@ -12,60 +11,11 @@ import { CoralMetrics } from '../../src/metrics/metrics.js';
 import { systemClock } from '@coral/runtime';
 import { DnsWorkers } from '../../src/workers/dns-workers.js';
 import type { SupervisorLogger } from '../../src/workers/supervisor.js';
+import { addresses, ask, query, texts } from './dns-client.js';
 
 const hex = (i: number) => i.toString(16).padStart(40, '0');
 const node = (i: number) => ({ id: hex(i), ipv4: `10.0.0.${i}`, httpPort: 8090 });
 const NAME = 'www.example.com.nyud.net';
-
-/** A DNS query for `name` (A, IN, RD) with id `id`. */
-function query(name: string, id: number, type = 1): Buffer {
-  const labels = name
-    .split('.')
-    .map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)]));
-  const head = Buffer.alloc(12);
-  head.writeUInt16BE(id, 0);
-  head.writeUInt16BE(0x0100, 2);
-  head.writeUInt16BE(1, 4);
-  const tail = Buffer.alloc(4);
-  tail.writeUInt16BE(type, 0);
-  tail.writeUInt16BE(1, 2);
-  return Buffer.concat([head, ...labels, Buffer.from([0]), tail]);
-}
-
-/** The A records of an answer, sorted (the order is the server's random choice). */
-function addresses(msg: Buffer): string[] {
-  const out: string[] = [];
-  for (let i = 12; i + 4 <= msg.length; i++) {
-    // An A record's fixed part: type 1, class 1, TTL, rdlength 4.
-    if (
-      msg.readUInt16BE(i) === 1 &&
-      msg.readUInt16BE(i + 2) === 1 &&
-      msg.readUInt16BE(i + 8) === 4
-    ) {
-      out.push([...msg.subarray(i + 10, i + 14)].join('.'));
-      i += 13;
-    }
-  }
-  return out.sort();
-}
-
-/** One query from a fresh socket (a new source port, so the kernel's hash picks any worker). */
-async function ask(port: number, msg: Buffer): Promise<Buffer> {
-  const sock = dgram.createSocket('udp4');
-  try {
-    await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
-    return await new Promise<Buffer>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('udp timeout')), 5000);
-      sock.once('message', (m) => {
-        clearTimeout(t);
-        resolve(m);
-      });
-      sock.send(msg, port, '127.0.0.1');
-    });
-  } finally {
-    sock.close();
-  }
-}
 
 const quiet: SupervisorLogger = { info() {}, warn() {}, error() {} };
 
@@ -119,6 +69,14 @@ describe('DNS on every worker', () => {
     expect(per[0]).toBeGreaterThan(0);
     expect(per[1]).toBeGreaterThan(0);
     expect(t.dns.stats().queries.udp).toBe(64);
+    // Why each answer was what it was: every worker's decisions, merged in time order.
+    const decisions = await t.dns.recentDecisions();
+    expect(decisions).toHaveLength(64);
+    expect(decisions.every((d) => d.name === NAME && d.rcode === 'NOERROR')).toBe(true);
+    expect(decisions.map((d) => d.at)).toEqual(
+      [...decisions.map((d) => d.at)].sort((a, b) => a - b),
+    );
+    expect(Array.isArray(await t.dns.probeCache())).toBe(true);
     const metrics = await t.metrics.registry.getMetricsAsJSON();
     const perWorker = metrics.find((m) => m.name === 'coral_worker_dns_queries_total')!;
     expect(perWorker.values.map((v) => [v.labels.worker, v.value]).sort()).toEqual([
@@ -139,6 +97,19 @@ describe('DNS on every worker', () => {
       { what: 'every worker answering with the new directory' },
     );
 
+    // A member event pushes by itself, without waiting for the (here hour-long) timer.
+    t.directory.setLive(hex(3), false);
+    t.dns.changed();
+    t.dns.changed(); // one push for a burst
+    await waitFor(
+      async () => {
+        const seen = new Set<string>();
+        for (let i = 0; i < 32; i++) seen.add(addresses(await ask(port, query(NAME, i))).join(','));
+        return seen.size === 1 && seen.has('10.0.0.1');
+      },
+      { what: 'every worker answering without node 3' },
+    );
+
     // ACME TXT values set on the owner are answered by every worker once pushed.
     t.challenges.set('nyud.net', 'token-value');
     t.dns.publish();
@@ -146,7 +117,7 @@ describe('DNS on every worker', () => {
       async () => {
         for (let i = 0; i < 16; i++) {
           const r = await ask(port, query('_acme-challenge.nyud.net', i, 16));
-          if (!r.includes(Buffer.from('token-value'))) return false;
+          if (!texts(r).includes('token-value')) return false;
         }
         return true;
       },

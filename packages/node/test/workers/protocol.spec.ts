@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
+  decodeDecisions,
   decodeHintResult,
+  decodeProbes,
   decodeNumberTree,
   decodeToOwner,
   decodeToWorker,
@@ -36,6 +38,8 @@ describe('worker protocol', () => {
       { type: 'challenges', entries: [{ zone: 'nyud.net', value: 'x'.repeat(43), expiresAt: 1 }] },
       { type: 'command', id: 1, command: 'reload' },
       { type: 'command', id: 2, command: 'stats' },
+      { type: 'command', id: 2, command: 'decisions' },
+      { type: 'command', id: 2, command: 'probes' },
       { type: 'command', id: 3, command: 'drain', graceMs: 5000 },
       { type: 'reply', id: 4, ok: true, value: { nodes: [], prefix: null } },
       { type: 'reply', id: 5, ok: false, code: 'CORAL_ERR_WORKER_UNAVAILABLE', message: 'gone' },
@@ -134,6 +138,12 @@ describe('worker protocol', () => {
       ),
     ).toMatch(/at stats\.a/);
     expect(refused(() => decodeWorkerData(undefined))).toMatch(/^malformed workerData/);
+    expect(refused(() => decodeDecisions([{ at: 1, transport: 'quic' }]))).toMatch(
+      /at 0\.transport/,
+    );
+    expect(refused(() => decodeProbes([{ prefix: '1.2.3.0/24', target: '1.2.3.4' }]))).toMatch(
+      /at 0\.inFlight/,
+    );
     expect(refused(() => decodeHintResult({ nodes: [], prefix: 8 }))).toMatch(/at prefix/);
     expect(refused(() => decodeNumberTree({ a: { b: null } }))).toMatch(/at a: /);
   });

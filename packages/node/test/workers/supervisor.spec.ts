@@ -14,6 +14,10 @@ if (mode !== 'silent') {
   parentPort.on('message', (m) => {
     if (m.type !== 'command') return;
     if (m.command === 'reload' && mode === 'throw-on-reload') throw new Error('reload blew up');
+    if (m.command === 'reload' && mode === 'oom-on-reload') {
+      const hog = [];
+      for (;;) hog.push(new Array(1e5).fill(hog.length));
+    }
     parentPort.postMessage({ type: 'done', id: m.id, ok: true, value: { index, command: m.command } });
     if (m.command === 'drain') parentPort.close();
   });
@@ -42,9 +46,12 @@ function setup(count: number, modes: (index: number, spawnNo: number) => string 
     {
       spawn: (index, first) => {
         const n = spawned.filter((s) => s.index === index).length;
+        const mode = modes(index, n);
         const worker = new Worker(FIXTURE, {
           eval: true,
-          workerData: { index, port: first?.dns?.port ?? 5300, mode: modes(index, n) },
+          workerData: { index, port: first?.dns?.port ?? 5300, mode },
+          // As the node runs its workers (a smaller heap here): an overflow ends the thread only.
+          ...(mode === 'oom-on-reload' ? { resourceLimits: { maxOldGenerationSizeMb: 16 } } : {}),
         });
         spawned.push({ index, first, worker });
         return worker;
@@ -130,6 +137,20 @@ describe('WorkerSupervisor', () => {
     // Worker 0 never noticed.
     expect(spawnsOf(t.spawned, 0)).toBe(1);
     expect(t.supervisor.workers().map((w) => w.restarts)).toEqual([0, 3]);
+  });
+
+  it('restarts a worker whose heap overflowed its resourceLimits; the process lives on', async () => {
+    const t = setup(2, (index, n) => (index === 0 && n === 0 ? 'oom-on-reload' : 'ok'));
+    running.push(t.supervisor);
+    await t.supervisor.start();
+    const out = await t.supervisor.reload();
+    expect(out.map((o) => o.ok)).toEqual([false, true]);
+    await waitFor(() => t.restarts.length === 1, { what: 'the restart' });
+    const crash = t.logs.find((l) => l.msg === 'worker exited; starting it again')!;
+    expect(crash.obj).toMatchObject({ worker: 0, restartInMs: 100 });
+    expect((crash.obj.err as { code?: string }).code).toBe('ERR_WORKER_OUT_OF_MEMORY');
+    await t.clock.advance(100);
+    await waitFor(() => t.supervisor.workers()[0]!.ready, { what: 'worker 0 ready again' });
   });
 
   it('drops a malformed message from a worker with an error line, and keeps the worker', async () => {

@@ -156,7 +156,7 @@ export class DashboardData {
     const now = this.#clock.now();
     const readings = await this.#metrics.read();
     const hot = this.#metrics.hotUrls;
-    const decisions = this.#backend.dnsDecisions();
+    const decisions = await this.#backend.dnsDecisions();
     return {
       now,
       node: this.#backend.info(),
