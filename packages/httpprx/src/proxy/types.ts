@@ -1,4 +1,5 @@
 /** The public types of the proxy: its components, options, metrics sink and cache listing. */
+import type { AccessRecord } from '@coral/accesslog';
 import type { ConnectionBudget, ListenerLimits } from '@coral/connguard';
 import type { Clock } from '@coral/runtime';
 import type { Dial, Resolver } from '../connect/index.js';
@@ -77,6 +78,12 @@ export interface ProxyComponents {
    * to the fleet, signed (other members then check it themselves: `CoralProxy.memberReported`).
    */
   onQuarantine?: (report: MemberReport, entry: QuarantineEntry) => void;
+  /**
+   * One access record per request (@coral/accesslog's `AccessRecord`), handed over when its
+   * response ends or its client leaves: hits, misses, peer fetches, errors, refusals, aborted
+   * transfers (./access.ts). Absent: nothing is measured.
+   */
+  onAccess?: (record: AccessRecord) => void;
 }
 
 export interface ProxyOptions {
