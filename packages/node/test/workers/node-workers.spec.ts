@@ -62,6 +62,7 @@ describe('a node with workers: 2', () => {
     const node = await CoralNode.start(config, { services: realServices, logger, metrics });
     nodes.push(node);
     expect(node.dns).toBeInstanceOf(DnsWorkers);
+    expect(node.banner()).toMatch(/^ {2}dns +udp\+tcp .* on 2 worker threads$/m);
     const dns = node.dns as DnsWorkers;
     const port = config.dns.port;
 
