@@ -84,6 +84,17 @@ describe('DNS on every worker', () => {
       ['1', per[1]],
     ]);
 
+    // The node's one /metrics: the answers every worker sent, in coral_dns_answers_total (reported
+    // once a second by each worker).
+    await waitFor(
+      async () => {
+        const all = await t.metrics.registry.getMetricsAsJSON();
+        const answers = all.find((m) => m.name === 'coral_dns_answers_total');
+        return answers?.values.reduce((n, v) => n + v.value, 0) === 64;
+      },
+      { what: 'the workers reporting their 64 answers' },
+    );
+
     // The owner's directory changes (node 2 dies, node 3 joins): once pushed, every worker says so.
     t.directory.setLive(hex(2), false);
     t.directory.add(node(3), { clusters: [1, 2] });
