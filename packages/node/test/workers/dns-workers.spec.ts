@@ -3,6 +3,7 @@
  * worker-main.js): two workers on one port with reusePort, the directory the owner keeps pushed to
  * both, a killed worker replaced.
  */
+import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InMemoryNodeDirectory, InMemoryChallengeStore } from '@coral/dnssrv';
 import { SeededRandom, waitFor } from '@coral/testkit';
@@ -135,6 +136,25 @@ describe('DNS on every worker', () => {
       { what: 'the TXT value on every worker' },
     );
     expect(t.errors).toEqual([]);
+  });
+
+  it('fails the start with CORAL_ERR_WORKER_START, saying why, when the port is taken', async () => {
+    const taken = dgram.createSocket('udp4');
+    await new Promise<void>((r) => taken.bind(0, '127.0.0.1', () => r()));
+    try {
+      const t = setup();
+      await expect(
+        t.dns.listen({ port: taken.address().port, host: '127.0.0.1' }),
+      ).rejects.toMatchObject({
+        code: 'CORAL_ERR_WORKER_START',
+        message: expect.stringMatching(
+          /worker 0 exited with code 1 before it was ready: cannot listen on 127\.0\.0\.1/,
+        ),
+      });
+      await t.dns.close();
+    } finally {
+      taken.close();
+    }
   });
 
   it('replaces a killed worker, which answers again on the same port', async () => {
