@@ -26,16 +26,49 @@ export default {
       from: { path: '^packages/dsht/src/' },
       to: { circular: true },
     },
-    // httpprx in one direction (issue 30 part 1): what the stages share lives in kit/ (ProxyCore,
-    // RequestCtx, the header and response helpers, the logger and metrics types), below them;
-    // proxy/ (CoralProxy, the lookup, the public option types) is the top, imported only by the
-    // package entry (src/index.ts) and bin/.
+    // httpprx in one direction (issue 30 part 1; docs/architecture.md, "httpprx" folder map):
+    //   components (cache/ store/ hot/ origin/ peer/ fairness/ site-control/ audit/'s quarantine
+    //   and verdict, the root files) ← kit/ (ProxyCore, RequestCtx, header and response helpers)
+    //   ← mapping/ transfer/ ← request/ serve/ ← commit/ ← fetch/ (audit/auditor.ts, site/)
+    //   ← proxy/ (CoralProxy, the lookup, the public option types) ← index.ts, bin/.
+    // Each rule below forbids one kind of arrow back up; together they keep the order.
     {
       name: 'httpprx-no-arrow-up-to-proxy',
       severity: 'error',
       comment: 'Only the package entry and bin/ import proxy/: every stage folder sits below it.',
       from: { path: '^packages/httpprx/src/[^/]+/', pathNot: '^packages/httpprx/src/(proxy|bin)/' },
       to: { path: '^packages/httpprx/src/proxy/' },
+    },
+    {
+      name: 'httpprx-kit-below-stages',
+      severity: 'error',
+      comment: 'kit/ imports no stage: only the components it describes and the root files.',
+      from: { path: '^packages/httpprx/src/kit/' },
+      to: {
+        path: '^packages/httpprx/src/((request|serve|fetch|commit|site|transfer|mapping|bin)/|audit/auditor)',
+      },
+    },
+    {
+      name: 'httpprx-stages-below-fetch',
+      severity: 'error',
+      comment:
+        'mapping/, transfer/, request/, serve/ and commit/ never import fetch/ or what is above it.',
+      from: { path: '^packages/httpprx/src/(mapping|transfer|request|serve|commit)/' },
+      to: { path: '^packages/httpprx/src/((fetch|site)/|audit/auditor)' },
+    },
+    {
+      name: 'httpprx-answers-below-commit',
+      severity: 'error',
+      comment: 'mapping/, transfer/, request/ and serve/ never import commit/.',
+      from: { path: '^packages/httpprx/src/(mapping|transfer|request|serve)/' },
+      to: { path: '^packages/httpprx/src/commit/' },
+    },
+    {
+      name: 'httpprx-parsing-below-answers',
+      severity: 'error',
+      comment: 'mapping/ and transfer/ never import request/ or serve/.',
+      from: { path: '^packages/httpprx/src/(mapping|transfer)/' },
+      to: { path: '^packages/httpprx/src/(request|serve)/' },
     },
   ],
   options: {

@@ -17,6 +17,11 @@
 //   the bench's certificate as `tls.cert`/`tls.key`, and `proxy.clientRateLimitPerSecond` set high
 //   enough not to refuse the one benchmark client (the default, 200/s per client address, would).
 //   Requests name the Coralized host origin.test.<port>.nyud.net.
+//   Its access log is on, as by default: one JSON line per request on its stdout (the node's log
+//   file here).
+// - node-coral-nolog [coralNolog]: the same as node-coral with `log.access.destination: off`: what
+//   the access log costs is node-coral ÷ this row (coralCoralNologRatio1k; issue 29's target:
+//   ≥ 0.9). `--no-nolog` leaves it out.
 // - node-site [site]: the same, a second process, in site (accelerator) mode: `proxy.sites` maps
 //   site.test to http://origin.test:<port>; no `allowPrivateOrigins` (a site's origin may be
 //   private by its mapping alone). Requests name site.test.
@@ -60,9 +65,10 @@
 // Ratios (per scheme and size; https keys start with `https`, e.g. httpsSiteCoralRatio1k), each
 // req/s a ÷ b (`…Ratio`), p99 (`…P99Ratio`) and requests per CPU-second (`…CpuRatio`):
 // coral, site and bare ÷ plain (coralRatio1k, siteRatio1k, bareRatio1k), ÷ nginx (coralNginxRatio1k,
-// siteNginxRatio1k, bareNginxRatio1k), and site ÷ coral (siteCoralRatio1k). Targets (issue 26):
-// siteCoral ≥ 0.95, coralNginx and siteNginx ≥ 1.0 on one pinned core; the summary says which
-// were met.
+// siteNginxRatio1k, bareNginxRatio1k), site ÷ coral (siteCoralRatio1k), and the access log's cost,
+// coral ÷ coral-nolog (coralCoralNologRatio1k). Targets (issue 26): siteCoral ≥ 0.95, coralNginx
+// and siteNginx ≥ 1.0 on one pinned core; (issue 29) coralCoralNolog ≥ 0.9; the summary says
+// which were met.
 //
 // Cache hits are checked, not assumed: after warm-up and after every round every Coral server must
 // answer with Cache-Status `hit` and nginx with `$upstream_cache_status` HIT, else the bench fails.
@@ -70,7 +76,7 @@
 // Options: --seconds N (per run, default 3), --warmup N (s per case before the rounds, default 2),
 // --rounds N (quiet pairs wanted per ratio, default 3), --max-rounds N (default 10),
 // --connections N (default 64), --threads N (wrk threads, default 1), --node-generator, --no-pin,
-// --no-nginx, --no-https, --no-bare.
+// --no-nginx, --no-https, --no-bare, --no-nolog.
 //
 // Prints a table per case and round, a summary, and ONE JSON line at the end.
 import { spawn } from 'node:child_process';
@@ -117,6 +123,7 @@ const { values: opt } = parseArgs({
     'no-nginx': { type: 'boolean', default: false },
     'no-https': { type: 'boolean', default: false },
     'no-bare': { type: 'boolean', default: false },
+    'no-nolog': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(opt.seconds);
@@ -312,8 +319,8 @@ function tailOf(file, lines = 20) {
  * Coralized host) or 'site' (`proxy.sites` maps site.test to the origin). Its configuration file,
  * data dir and log (stdout and stderr) are in the temp folder; `admin` is its admin API's port.
  */
-async function startCoralNode(mode) {
-  const name = `node-${mode}`;
+async function startCoralNode(mode, { accessLog = true } = {}) {
+  const name = `node-${mode}${accessLog ? '' : '-nolog'}`;
   const dir = join(tmp, name);
   mkdirSync(dir, { recursive: true });
   const [port, tlsPort, dshtPort, dnsPort, adminPort] = [
@@ -339,6 +346,8 @@ async function startCoralNode(mode) {
     dsht: { port: dshtPort },
     dns: { port: dnsPort },
     admin: { port: adminPort },
+    // The access log is on by default (stdout: the node's log file here); off for the -nolog row.
+    ...(accessLog ? {} : { log: { access: { destination: 'off' } } }),
   };
   if (tls) {
     writeFileSync(join(dir, 'cert.pem'), tls.cert);
@@ -377,7 +386,7 @@ async function startCoralNode(mode) {
   return {
     ...serverUnderTest({
       name,
-      key: mode,
+      key: accessLog ? mode : `${mode}Nolog`,
       // With workers (issue 26), their processes count too.
       pids: [child.pid, ...childPids(child.pid)],
       ports: tls ? { http: port, https: tlsPort } : { http: port },
@@ -632,7 +641,11 @@ async function fill(server) {
   return server;
 }
 
-const nodes = [await fill(await startCoralNode('coral')), await fill(await startCoralNode('site'))];
+const nodes = [
+  await fill(await startCoralNode('coral')),
+  ...(opt['no-nolog'] ? [] : [await fill(await startCoralNode('coral', { accessLog: false }))]),
+  await fill(await startCoralNode('site')),
+];
 const bare = opt['no-bare'] ? undefined : await fill(await startBareProxy());
 const servers = [await startPlain(nodes[0]), ...nodes, ...(bare ? [bare] : [])];
 let nginxNote = 'not installed';
@@ -733,6 +746,7 @@ const PAIRS = [
     [a, 'nginx'],
   ]),
   ['site', 'coral'],
+  ['coral', 'coralNolog'],
 ];
 const pairs = groups.flatMap((g) => {
   const of = (key) => g.cases.find((c) => c.server.key === key)?.id;
@@ -906,11 +920,13 @@ for (const p of pairs) {
   json[`${k(name)}SaturatedRounds`] = both.length;
   json[`${k(name)}Rounds`] = r.all.map((x) => Number(f(x, 3)));
 }
-// The targets of issue 26, per group: site ÷ coral and each node ÷ nginx, req/s.
+// The targets of issues 26 and 29, per group: site ÷ coral, each node ÷ nginx, and the access
+// log's cost (coral ÷ coral-nolog), req/s.
 const TARGETS = [
   ['siteCoral', 0.95],
   ['coralNginx', 1.0],
   ['siteNginx', 1.0],
+  ['coralCoralNolog', 0.9],
 ];
 for (const g of groups) {
   const parts = [];

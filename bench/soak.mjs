@@ -30,14 +30,23 @@
 //   line every --slowloris-interval-s (2) s and never ending its headers; a connection the node
 //   closes is opened again 1 s later (bench/lib/slowloris.mjs).
 //
+// - warm-up: before the load, and for a restarted node as soon as it is back, objects of their
+//   own (/obj/500000…, 4–64 KiB) are asked through each node, 8 at a time, until its memory tier
+//   holds --warm-fill (0.95) of its budget (bounded by --warm-max-s, 300; --warm-fill 0: none).
+//   Under the load alone the tier fills in about 20 minutes, and the node's RSS with it; the RSS
+//   target is about what grows once the caches are full. The origin's log of them is left out.
+//
 // Every minute one row: each node's RSS (VmRSS of /proc/<pid>/status, MB = 10^6 bytes) and open
 // descriptors (entries of /proc/<pid>/fd), read every --sample-every-s (5) s, the minute's last
 // reading shown (`*`: the node was restarted in that minute); client requests and their p99
 // latency (large objects excepted); client errors on healthy nodes / on the node being restarted
 // (HTTP: a network error, a timeout, a status other than 200 or a wrong body; DNS: no answer, an
 // empty one or one naming a non-member); origin fetches / the objects they were for, from the
-// origin's own request log; the slowloris connections open at the minute's end and those the
-// node closed in the minute (median time held); the restarts and anything unusual.
+// origin's own request log, the member audit's refetches apart (below); those refetches; the
+// slowloris connections open at the minute's end and those the node closed in the minute (median
+// time held); the restarts and anything unusual. Each node's /metrics is read with every sample
+// too: its audit-fetch counter, JS heap used, external memory and memory-tier bytes (in the JSON's
+// rows and the summary's growth lines: what of the RSS grows).
 //
 // Restart windows: from 1 s before the SIGTERM to --restart-grace-s (5) s after the restarted
 // node is back (ready, and a live member in every node's view). A client request or DNS query
@@ -55,9 +64,15 @@
 //    (its arrival, ≤ 100 ms late) and belongs to an object *generation* — the path, and how many
 //    purges of that path were sent before it (a purge makes the next fetch a new object).
 //    Generations first fetched inside a restart window are left out, as are fetches inside
-//    windows (both counted and printed); the figure is the remaining fetches / the remaining
-//    generations, and it passes only when no counted generation was fetched twice (each such one
-//    is listed with the nodes that fetched it, from the Via the origin saw).
+//    windows (both counted and printed). The member audit's refetches (`proxy.auditFraction` of
+//    the copies a node takes from members, fetched again from the origin and compared) are
+//    counted apart: a fetch by a node that had just served that object from a member's copy
+//    (see classify()), checked against each node's `coral_member_audit_fetches_total` (counted
+//    from the start of the run, or from the end of a restarted node's warm-up). The
+//    figure is the remaining fetches less the audit refetches / the remaining generations (the
+//    figure with them is printed too), and it passes only when no counted generation was fetched
+//    twice for clients (each such one is listed with the nodes that fetched it, from the Via the
+//    origin saw) and no node was attributed more audit refetches than it counted.
 // Also checked: no node exited unless the bench stopped it, and every restarted node came back
 // within 60 s (a node that exits on its own is started again, and counts as a failure).
 //
@@ -81,7 +96,7 @@ import { Fleet, fetchVia, objectBody, resolveThrough, stopProcess } from '@coral
 import { AUDIT_FRACTION } from '@coral/httpprx';
 import { sha256 } from './lib/bodies.mjs';
 import { servedFrom } from './lib/cache-status.mjs';
-import { HOT_BASE, LARGE_BASE, NEW_BASE, soakObjectBytes } from './lib/soak-catalog.mjs';
+import { HOT_BASE, LARGE_BASE, NEW_BASE, WARM_BASE, soakObjectBytes } from './lib/soak-catalog.mjs';
 import { SlowlorisCrowd } from './lib/slowloris.mjs';
 import { descriptorLimits, median, openDescriptors, processMemory } from './lib/system.mjs';
 
@@ -107,6 +122,8 @@ const { values } = parseArgs({
     'sample-every-s': { type: 'string', default: '5' },
     'restart-grace-s': { type: 'string', default: '5' },
     seed: { type: 'string', default: '1' },
+    'warm-fill': { type: 'string', default: '0.95' },
+    'warm-max-s': { type: 'string', default: '300' },
     zone: { type: 'string', default: 'nyud.net' },
   },
 });
@@ -161,6 +178,8 @@ const lorisNode =
 const sampleEveryMs = num('sample-every-s', 1, 600) * 1000;
 const graceMs = num('restart-grace-s', 0, 600) * 1000;
 const seed = num('seed', 0, 2 ** 31, { integer: true });
+const warmFill = num('warm-fill', 0.01, 1, { zeroOk: true });
+const warmMaxMs = num('warm-max-s', 1, 3600) * 1000;
 const durationMs = minutes * MIN;
 
 /** A window opens this long before the SIGTERM (the origin's log dates requests ≤ 100 ms late). */
@@ -257,6 +276,13 @@ const samples = [];
 /** Origin request log: { t, path, via }. */
 const fetches = [];
 const lastFetch = new Map();
+/** Client responses a node served from a member's copy: `${node}|${path}` → when they ended. */
+const peerServed = new Map();
+/**
+ * Each node's counters and memory, read from its /metrics with every sample: { t, node, pid,
+ * auditFetches, heap, external, memCache } (counters since that process started).
+ */
+const scrapes = [];
 /** Purges sent, by path: the times they were sent (generation boundaries). */
 const purgeTimes = new Map();
 const buckets = [];
@@ -367,7 +393,14 @@ async function get(nodeIndex, i, kind, agent, localAddress) {
       why = `wrong body (${r.body.length} bytes, ${r.cacheStatus})`;
       tally.http.corrupt++;
     } else {
-      tally.servedBy[servedFrom(r.cacheStatus)]++;
+      const from = servedFrom(r.cacheStatus);
+      tally.servedBy[from]++;
+      if (from === 'peer') {
+        const k = `${nodeIndex}|/obj/${i}`;
+        const list = peerServed.get(k) ?? [];
+        list.push(Date.now());
+        peerServed.set(k, list);
+      }
       if (kind === 'large') {
         tally.large.ok++;
         tally.large.bytes += r.body.length;
@@ -527,11 +560,47 @@ function sampleNodes() {
   const t = Date.now();
   for (const n of fleet.nodes) {
     if (!alive(n.process)) continue;
-    const rss = processMemory(n.process.pid)?.rss;
+    const mem = processMemory(n.process.pid);
     const fds = openDescriptors(n.process.pid);
-    if (rss != null && fds != null)
-      samples.push({ t, node: n.index, pid: n.process.pid, rss, fds });
+    if (mem?.rss != null && fds != null)
+      samples.push({ t, node: n.index, pid: n.process.pid, rss: mem.rss, anon: mem.anon, fds });
+    void scrapeNode(n);
   }
+}
+
+/**
+ * Each process's audit-fetch counter when it began to be measured (`${node}|${pid}`): at the
+ * start of the run, and for a restarted node at the end of its warm-up (the warm-up's own audits
+ * are not the run's).
+ */
+const auditBase = new Map();
+/** One reading of a node's /metrics (see `scrapes`); nothing when it does not answer. */
+async function scrapeNode(n, { base = false } = {}) {
+  const pid = n.process.pid;
+  const text = await n.admin.text('/metrics').catch(() => undefined);
+  if (text === undefined) return;
+  const one = (re) => Number(re.exec(text)?.[1] ?? NaN);
+  scrapes.push({
+    t: Date.now(),
+    node: n.index,
+    pid,
+    auditFetches:
+      one(/^coral_member_audit_fetches_total\{outcome="ok"\} (\d+)/m) +
+      one(/^coral_member_audit_fetches_total\{outcome="error"\} (\d+)/m),
+    heap: one(/^coral_nodejs_heap_size_used_bytes (\d+)/m),
+    external: one(/^coral_nodejs_external_memory_bytes (\d+)/m),
+    memCache: one(/^coral_cache_bytes\{tier="memory"\} (\d+)/m),
+  });
+  if (base) auditBase.set(`${n.index}|${pid}`, scrapes.at(-1).auditFetches);
+}
+
+/** The audit's origin requests each node counted over the run: every process's last reading. */
+function auditFetchesByNode() {
+  const last = new Map();
+  for (const x of scrapes) if (Number.isFinite(x.auditFetches)) last.set(`${x.node}|${x.pid}`, x);
+  const by = fleet.nodes.map(() => 0);
+  for (const [k, x] of last) by[x.node] += x.auditFetches - (auditBase.get(k) ?? 0);
+  return by;
 }
 
 /** Count a node's exit that the bench did not cause, and start it again. */
@@ -571,6 +640,7 @@ async function everyoneLive() {
 
 async function restartNode(i) {
   const old = fleet.nodes[i];
+  await scrapeNode(old); // its counters, which its restart resets
   const sigterm = Date.now();
   const w = { node: i, start: sigterm - WINDOW_LEAD_MS, end: undefined };
   windows.push(w);
@@ -601,13 +671,116 @@ async function restartNode(i) {
     interrupted: !rejoined && quit.signal.aborted,
   };
   restarts.push(r);
+  if (rejoined && !done.signal.aborted) {
+    // The new process starts with an empty memory tier: filled like the first ones were, with
+    // the load going on (its requests are the warm-up's own, outside every figure).
+    const wu = await warmUp([i], `after n${i + 1}'s restart`);
+    if (wu) r.warmS = wu.seconds;
+    await scrapeNode(node, { base: true });
+  }
   event(
     rejoined
-      ? `restart n${r.node}: stop ${r.stopS} s (exit ${exitCode}), ready ${r.readyS} s, live everywhere ${r.rejoinS} s`
+      ? `restart n${r.node}: stop ${r.stopS} s (exit ${exitCode}), ready ${r.readyS} s, live everywhere ${r.rejoinS} s${r.warmS !== undefined ? `, memory tier refilled in ${r.warmS} s` : ''}`
       : `restart n${r.node}: NOT BACK (${ready ? 'not a live member everywhere' : 'not ready'} after ${RESTART_WAIT_MS / 1000} s)`,
     sigterm,
   );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The warm-up: each node's memory tier filled to its budget before it is measured.
+
+const isWarm = (path) => {
+  const i = Number(path.slice('/obj/'.length));
+  return i >= WARM_BASE && i < NEW_BASE;
+};
+let nextWarm = WARM_BASE;
+/** Every warm-up: which nodes, how long, what it asked, each node's tier at its end. */
+const warmups = [];
+
+/** A node's memory tier and its budget, from its /metrics (undefined: no answer). */
+async function memoryTier(n) {
+  const text = await n.admin.text('/metrics').catch(() => undefined);
+  const one = (re) => Number(re.exec(text ?? '')?.[1] ?? NaN);
+  const bytes = one(/^coral_cache_bytes\{tier="memory"\} (\d+)/m);
+  const budget = one(/^coral_cache_budget_bytes\{tier="memory"\} (\d+)/m);
+  return Number.isFinite(bytes) && Number.isFinite(budget) ? { bytes, budget } : undefined;
+}
+
+/**
+ * Ask warm-up objects (new URLs of their own) through each of `indices`, 8 at a time per node,
+ * until every one's memory tier holds --warm-fill of its budget or --warm-max-s passed: under
+ * the load alone the tier takes about 20 minutes to fill (a node's RSS rises with it), and the
+ * RSS target is about what grows once the caches are full. Each object lands on the node asked
+ * and on its designated fetcher. The origin's log of them is left out of every figure.
+ */
+async function warmUp(indices, why) {
+  if (warmFill === 0) return;
+  const start = Date.now();
+  const w = { why, nodes: indices.map((i) => i + 1), seconds: 0, asked: 0, failed: 0, tiers: [] };
+  warmups.push(w);
+  const agents = indices.map(() => new Agent({ keepAlive: true, maxSockets: 8, timeout: 4_000 }));
+  let pending = [...indices];
+  try {
+    while (pending.length > 0 && Date.now() - start < warmMaxMs && !quit.signal.aborted) {
+      await Promise.all(
+        pending.map(async (ni) => {
+          const node = fleet.nodes[ni];
+          const agent = agents[indices.indexOf(ni)];
+          for (let round = 0; round < 8; round++) {
+            await Promise.all(
+              Array.from({ length: 8 }, async () => {
+                const i = nextWarm++;
+                w.asked++;
+                try {
+                  const r = await fetchVia(
+                    { ip: node.ip, port: node.proxyPort },
+                    name,
+                    `/obj/${i}`,
+                    {
+                      agent,
+                      localAddress: `127.77.2.${1 + ni}`,
+                      timeoutMs: 30_000,
+                    },
+                  );
+                  if (r.status !== 200 || r.body.length !== soakObjectBytes(i, largeBytes))
+                    w.failed++;
+                } catch {
+                  w.failed++;
+                }
+              }),
+            );
+          }
+        }),
+      );
+      const tiers = await Promise.all(pending.map((ni) => memoryTier(fleet.nodes[ni])));
+      pending = pending.filter(
+        (_, k) => !(tiers[k] && tiers[k].bytes >= warmFill * tiers[k].budget),
+      );
+    }
+  } finally {
+    for (const a of agents) a.destroy();
+  }
+  w.seconds = Number(s1(Date.now() - start));
+  w.tiers = await Promise.all(
+    indices.map(async (ni) => {
+      const t = await memoryTier(fleet.nodes[ni]);
+      return { node: ni + 1, bytes: t?.bytes ?? null, budget: t?.budget ?? null };
+    }),
+  );
+  w.filled = pending.length === 0;
+  return w;
+}
+
+/** One line about a warm-up. */
+const warmText = (w) =>
+  `warm-up (${w.why}) of ${w.nodes.map((n) => `n${n}`).join(' ')}: ${w.seconds} s, ${w.asked} objects asked (${w.failed} failed); memory tier ${w.tiers
+    .map(
+      (t) =>
+        `n${t.node} ${t.bytes === null ? '?' : mb(t.bytes)}/${t.budget === null ? '?' : mb(t.budget)} MB`,
+    )
+    .join(
+      ', ',
+    )}${w.filled ? '' : ` — NOT FILLED to ${warmFill * 100} % within ${warmMaxMs / 1000} s`}`;
 
 async function restartLoop() {
   // The nodes take turns, the slowloris target excepted: node 2, 3, …, then node 1 (the one the
@@ -637,6 +810,45 @@ const fetcherOf = (via) => {
   return 1 + nodeIds.findIndex((id) => last.endsWith(`coral-${id.slice(0, 12)}`));
 };
 
+/**
+ * An origin fetch is the member audit's refetch when the node that made it had just served that
+ * object to a client from a member's copy (the audit samples the copies a node stores from
+ * members and fetches them again from the origin at once, in the background): within
+ * AUDIT_LAG_MS after that response ended, or AUDIT_LEAD_MS before (the copy is stored, and the
+ * audit starts, as the body arrives, which may be before the bench has read all of it). Each such
+ * response accounts for one refetch at most, and a generation's first fetch is never one; the
+ * nodes' own count (`coral_member_audit_fetches_total`, per process, summed over restarts) must
+ * be at least what is attributed to each node, or the target fails.
+ */
+const AUDIT_LAG_MS = 15_000;
+const AUDIT_LEAD_MS = 5_000;
+let classified = 0;
+const seenGenerations = new Set();
+const usedServes = new Set();
+/** Mark each logged origin fetch before `upTo` as the audit's refetch (`f.audit`) or not. */
+function classify(upTo) {
+  for (; classified < fetches.length && fetches[classified].t < upTo; classified++) {
+    const f = fetches[classified];
+    const g = generation(f);
+    f.audit = false;
+    if (!seenGenerations.has(g)) {
+      seenGenerations.add(g);
+      continue;
+    }
+    const node = fetcherOf(f.via);
+    if (node === 0) continue;
+    const key = `${node - 1}|${f.path}`;
+    const served = peerServed.get(key) ?? [];
+    const k = served.findIndex(
+      (t, j) =>
+        !usedServes.has(`${key}#${j}`) && f.t >= t - AUDIT_LEAD_MS && f.t <= t + AUDIT_LAG_MS,
+    );
+    if (k < 0) continue;
+    usedServes.add(`${key}#${k}`);
+    f.audit = true;
+  }
+}
+
 /** The table's two header lines, each column as wide as row()'s cells. */
 function header() {
   const ns = fleet.nodes.map((n) => `n${n.index + 1} `.padStart(5)).join('');
@@ -651,6 +863,7 @@ function header() {
       ''.padEnd(13),
       'client errors'.padEnd(19),
       'origin'.padStart(12),
+      'audit'.padStart(9),
       'slowloris'.padEnd(24),
       '',
     ]),
@@ -663,6 +876,7 @@ function header() {
       `${'req'.padStart(5)} ${'p99 ms'.padStart(7)}`,
       `${'http h/r'.padStart(8)} │ ${'dns h/r'.padStart(8)}`,
       'fetches/obj'.padStart(12),
+      'refetches'.padStart(5),
       'open / closed (held)'.padEnd(24),
       'events',
     ]),
@@ -687,8 +901,15 @@ function row(m, loris) {
         `${last ? scale(last[metric]) : '-'}${restarted ? '*' : ' '}`.padStart(5),
       )
       .join('');
+  classify(to);
   const mine = fetches.filter((f) => f.t >= from && f.t < to);
-  const objects = new Set(mine.map(generation)).size;
+  const audits = mine.filter((f) => f.audit).length;
+  const objects = new Set(mine.filter((f) => !f.audit).map(generation)).size;
+  const memory = (field) =>
+    fleet.nodes.map((n) => {
+      const x = scrapes.filter((r) => r.node === n.index && r.t >= from && r.t < to).at(-1);
+      return x && Number.isFinite(x[field]) ? mb(x[field]) : null;
+    });
   const p99 = pct(b.latencies, 0.99);
   const held = loris ? median(loris.lifetimesMs) : NaN;
   minuteRows.push({
@@ -700,8 +921,13 @@ function row(m, loris) {
     httpErrors: b.httpErrors,
     dnsQueries: b.dns,
     dnsErrors: b.dnsErrors,
-    originFetches: mine.length,
+    originFetches: mine.length - audits,
     originObjects: objects,
+    auditRefetches: audits,
+    anonMB: readings.map(({ last }) => (last?.anon != null ? mb(last.anon) : null)),
+    heapMB: memory('heap'),
+    externalMB: memory('external'),
+    memoryCacheMB: memory('memCache'),
     slowloris: loris
       ? {
           open: loris.open,
@@ -723,7 +949,8 @@ function row(m, loris) {
       `${String(b.requests).padStart(5)} ${p99.toFixed(1).padStart(7)}`,
       `${b.httpErrors.healthy} / ${b.httpErrors.restarting}`.padStart(8),
       `${b.dnsErrors.healthy} / ${b.dnsErrors.restarting}`.padStart(8),
-      `${mine.length} / ${objects}`.padStart(12),
+      `${mine.length - audits} / ${objects}`.padStart(12),
+      String(audits).padStart(9),
       lorisCell.padEnd(24),
       b.events.join('; '),
     ].join(' │ ') + '\n',
@@ -731,11 +958,11 @@ function row(m, loris) {
 }
 
 /** Growth of `metric` over the last half, per node (see the header: the window medians). */
-function growth(metric) {
+function growth(metric, readings = samples) {
   const half = t0 + (tStop - t0) / 2;
   const w = Math.min(MIN, (tStop - t0) / 6);
   return fleet.nodes.map((n) => {
-    const mine = samples.filter((x) => x.node === n.index);
+    const mine = readings.filter((x) => x.node === n.index && Number.isFinite(x[metric]));
     const last = mine.filter((x) => x.t >= half);
     const pids = new Set(last.map((x) => x.pid));
     const started = mine.find((x) => x.pid === last[0]?.pid)?.t ?? Infinity;
@@ -770,6 +997,7 @@ function sinceRestart(t) {
 
 /** Origin fetches per object generation, outside restart windows (see the header). */
 function originAccounting() {
+  classify(Infinity);
   const gens = new Map();
   for (const f of fetches) {
     const g = generation(f);
@@ -781,6 +1009,7 @@ function originAccounting() {
   let countedFetches = 0;
   let excludedObjects = 0;
   let fetchesInWindows = 0;
+  let auditRefetches = 0;
   const duplicates = [];
   for (const [g, e] of gens) {
     const outside = e.all.filter((f) => !inWindow(f.t));
@@ -791,21 +1020,37 @@ function originAccounting() {
     }
     counted++;
     countedFetches += outside.length;
-    if (outside.length > 1)
+    const forClients = outside.filter((f) => !f.audit);
+    auditRefetches += outside.length - forClients.length;
+    if (forClients.length > 1)
       duplicates.push({
         object: g,
-        fetches: outside.map((f) => ({ at: Number(s1(f.t - t0)), node: fetcherOf(f.via) })),
-        afterRestart: sinceRestart(outside[1].t),
+        fetches: outside.map((f) => ({
+          at: Number(s1(f.t - t0)),
+          node: fetcherOf(f.via),
+          ...(f.audit ? { audit: true } : {}),
+        })),
+        afterRestart: sinceRestart(forClients[1].t),
       });
   }
+  const attributed = fleet.nodes.map(() => 0);
+  for (const f of fetches) if (f.audit) attributed[fetcherOf(f.via) - 1]++;
+  const countedByNodes = auditFetchesByNode();
   return {
     requests: fetches.length,
     objects: gens.size,
     countedObjects: counted,
     countedFetches,
-    perObject: counted ? Number((countedFetches / counted).toFixed(3)) : null,
+    auditRefetches,
+    perObject: counted ? Number(((countedFetches - auditRefetches) / counted).toFixed(3)) : null,
+    perObjectWithAudits: counted ? Number((countedFetches / counted).toFixed(3)) : null,
     excludedObjects,
     fetchesInWindows,
+    audit: {
+      attributedByNode: attributed,
+      countedByNodes,
+      consistent: attributed.every((a, k) => a <= countedByNodes[k]),
+    },
     duplicates,
   };
 }
@@ -840,6 +1085,7 @@ try {
   origin = await startOrigin();
   origin.lines.on('line', (line) => {
     const f = JSON.parse(line);
+    if (isWarm(f.path)) return;
     fetches.push(f);
     lastFetch.set(f.path, f.t);
   });
@@ -874,7 +1120,13 @@ try {
     `fleet up on 127.0.${fleet.subnet}.x (${formed ? 'every node sees every other' : 'NOT every node sees every other after 60 s'}); ` +
       `node ${lorisNode + 1}'s descriptor limit ${limits ? `${limits.soft} (hard ${limits.hard})` : 'unknown'}\n`,
   );
+  const firstWarm = await warmUp(
+    fleet.nodes.map((n) => n.index),
+    'before the run',
+  );
+  if (firstWarm) process.stdout.write(warmText(firstWarm) + '\n');
 
+  await Promise.all(fleet.nodes.map((n) => scrapeNode(n, { base: true })));
   measuring = true;
   t0 = Date.now();
   const crowd =
@@ -926,6 +1178,10 @@ try {
     origin: originAccounting(),
     rss: growth('rss'),
     fds: growth('fds'),
+    anon: growth('anon'),
+    heap: growth('heap', scrapes),
+    external: growth('external', scrapes),
+    memoryCache: growth('memCache', scrapes),
   };
 } catch (err) {
   console.error(String(err?.stack ?? err));
@@ -963,7 +1219,10 @@ if (result) {
     healthyClientErrors: { value: healthyErrors, pass: healthyErrors === 0 },
     rssFlat: { value: maxGrowth(result.rss), pass: flat(result.rss) },
     fdsFlat: { value: maxGrowth(result.fds), pass: flat(result.fds) },
-    originFetchesPerObject: { value: o.perObject, pass: o.duplicates.length === 0 },
+    originFetchesPerObject: {
+      value: o.perObject,
+      pass: o.duplicates.length === 0 && o.audit.consistent,
+    },
     noUnplannedExit: { value: crashes.length, pass: crashes.length === 0 },
     restartsCameBack: {
       value: restarts.filter((r) => !r.back && !r.interrupted).length,
@@ -1023,7 +1282,11 @@ if (result) {
     ],
     [
       'origin',
-      `${o.requests} requests for ${o.objects} objects; outside restarts ${o.countedFetches} for ${o.countedObjects}; ${o.excludedObjects} objects first fetched in a restart window, ${o.fetchesInWindows} fetches in windows`,
+      `${o.requests} requests for ${o.objects} objects; outside restarts ${o.countedFetches} for ${o.countedObjects} (${o.auditRefetches} of them audit refetches); ${o.excludedObjects} objects first fetched in a restart window, ${o.fetchesInWindows} fetches in windows`,
+    ],
+    [
+      'audit refetches per node',
+      `${o.audit.attributedByNode.map((a, k) => `n${k + 1} ${a} (counted ${o.audit.countedByNodes[k]})`).join(', ')}: attributed from the origin's log / coral_member_audit_fetches_total${o.audit.consistent ? '' : ' — MORE ATTRIBUTED THAN COUNTED'}`,
     ],
     [
       'nodes: origin fetches ok/error',
@@ -1046,13 +1309,18 @@ if (result) {
         'none (no connection-budget metric exposed)',
     ]);
   }
+  for (const w of warmups) rows.push(['warm-up', warmText(w)]);
   rows.push(['RSS MB, last half', showGrowth(result.rss, mb)]);
+  rows.push(['  of it anonymous', showGrowth(result.anon, mb)]);
+  rows.push(['  JS heap used', showGrowth(result.heap, mb)]);
+  rows.push(['  external (Buffers)', showGrowth(result.external, mb)]);
+  rows.push(['  memory tier', showGrowth(result.memoryCache, mb)]);
   rows.push(['descriptors, last half', showGrowth(result.fds, (v) => v)]);
   process.stdout.write('\n');
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(31)} ${v}\n`);
   for (const d of o.duplicates.slice(0, 10))
     process.stdout.write(
-      `  fetched twice: ${d.object} by ${d.fetches.map((f) => `n${f.node || '?'} at ${f.at} s`).join(', ')}${d.afterRestart ? ` (the second ${d.afterRestart.seconds} s after n${d.afterRestart.node}'s restart window)` : ''}\n`,
+      `  fetched twice: ${d.object} by ${d.fetches.map((f) => `n${f.node || '?'} at ${f.at} s${f.audit ? ' (audit)' : ''}`).join(', ')}${d.afterRestart ? ` (the second ${d.afterRestart.seconds} s after n${d.afterRestart.node}'s restart window)` : ''}\n`,
     );
   if (errorSamples.size) {
     process.stdout.write('errors (count):\n');
@@ -1074,7 +1342,7 @@ if (result) {
     ],
     [
       targets.originFetchesPerObject,
-      `1.00 origin fetches per object outside restarts: ${o.perObject?.toFixed(3) ?? '-'} (${o.countedFetches} / ${o.countedObjects}, ${o.duplicates.length} fetched twice)`,
+      `1.00 origin fetches per object outside restarts, audit refetches apart: ${o.perObject?.toFixed(3) ?? '-'} (${o.countedFetches - o.auditRefetches} / ${o.countedObjects}, ${o.duplicates.length} fetched twice; with the ${o.auditRefetches} audit refetches ${o.perObjectWithAudits?.toFixed(3) ?? '-'})`,
     ],
     [targets.noUnplannedExit, `no node exited unless stopped: ${crashes.length} exits`],
     [
@@ -1109,10 +1377,15 @@ if (result) {
       purges: tally.purges,
       dsht: tally.dsht,
       restarts,
+      warmups,
       unplannedExits: crashes.map(({ log: _log, ...c }) => c),
       origin: { ...o, duplicates: o.duplicates.slice(0, 20) },
       rssGrowth: result.rss,
       fdsGrowth: result.fds,
+      anonGrowth: result.anon,
+      heapGrowth: result.heap,
+      externalGrowth: result.external,
+      memoryCacheGrowth: result.memoryCache,
       slowlorisTotals: result.lorisTotals ?? null,
       slowlorisTargetLimits: result.lorisTargetLimits,
       nodeMetrics: result.metrics,

@@ -6,6 +6,11 @@
 export const LARGE_BASE = 0;
 /** `/obj/1000` …: the hot set (hits once fetched; the purges pick from it). */
 export const HOT_BASE = 1_000;
+/**
+ * `/obj/500000` …: the warm-up's objects (4–64 KiB, like the hot set), asked to fill each node's
+ * memory tier before the run and after each restart; never asked by the load, never counted.
+ */
+export const WARM_BASE = 500_000;
 /** `/obj/1000000` …: the stream of new URLs, each index asked for the first time once. */
 export const NEW_BASE = 1_000_000;
 

@@ -8,7 +8,12 @@ import type { BareItem, Parameters } from 'structured-headers';
 import type { CacheFacts, CacheResult } from './record.js';
 
 /** The facts of a response without a Cache-Status member of this cache: the node answered it. */
-const NO_MEMBER: CacheFacts = { result: 'error', hit: false, stored: false, collapsed: false };
+const NO_MEMBER: CacheFacts = Object.freeze({
+  result: 'error',
+  hit: false,
+  stored: false,
+  collapsed: false,
+});
 
 function text(v: BareItem | undefined): string | undefined {
   if (typeof v === 'string') return v;
@@ -42,6 +47,23 @@ function resultOf(p: Parameters): CacheResult {
  */
 export function cacheFacts(header: string | undefined, cacheName: string): CacheFacts {
   if (header === undefined || header === '') return NO_MEMBER;
+  // A node sends few distinct values (a hit's differ by their ttl): parsed once each, the facts
+  // shared (frozen) by every record that had them.
+  const key = cacheName + '\n' + header;
+  let facts = memo.get(key);
+  if (facts === undefined) {
+    facts = Object.freeze(parse(header, cacheName));
+    if (memo.size >= MEMO_ENTRIES) memo.clear();
+    memo.set(key, facts);
+  }
+  return facts;
+}
+
+/** Distinct Cache-Status values remembered (all forgotten at once when full). */
+const MEMO_ENTRIES = 1024;
+const memo = new Map<string, CacheFacts>();
+
+function parse(header: string, cacheName: string): CacheFacts {
   let list;
   try {
     list = parseList(header);

@@ -17,7 +17,7 @@ export const ACCESSLOG_ERR_OPTIONS = 'ACCESSLOG_ERR_OPTIONS';
 export const ACCESSLOG_ERR_OPEN = 'ACCESSLOG_ERR_OPEN';
 /** A live-stream filter that cannot be parsed (a host, status class, cache result or CIDR). */
 export const ACCESSLOG_ERR_FILTER = 'ACCESSLOG_ERR_FILTER';
-/** The live stream already has as many subscribers as it allows. */
+/** The live stream refuses a subscriber: it has as many as it allows, or it is closed. */
 export const ACCESSLOG_ERR_SUBSCRIBERS = 'ACCESSLOG_ERR_SUBSCRIBERS';
 
 /** Every code above, for the docs test. */

@@ -34,6 +34,8 @@ export {
   ACCESS_LOG_MARK,
   formatter,
   formatJson,
+  parseJsonLine,
+  isoTime,
   formatCombined,
   escapeDefault,
   clfTime,

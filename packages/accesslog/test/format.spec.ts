@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { clfTime, escapeDefault, formatCombined, formatJson } from '../src/index.js';
+import {
+  clfTime,
+  escapeDefault,
+  formatCombined,
+  formatJson,
+  isoTime,
+  parseJsonLine,
+} from '../src/index.js';
 import { record } from './records.js';
 
 // The combined log format as log tools parse it (GoAccess's COMBINED, Logstash's
@@ -45,13 +52,46 @@ describe('json format', () => {
 
   it('leaves absent facts out and keeps hostile bytes inside one line', () => {
     const line = formatJson(
-      record({ originUrl: undefined, userAgent: 'a"\n\r\u0000b', ttfbMs: undefined }),
+      record({
+        originUrl: undefined,
+        userAgent: 'a"\n\r\u0000b',
+        referer: 'lone \ud800 \\ é',
+        ttfbMs: undefined,
+      }),
     );
     expect(line.split('\n')).toHaveLength(2);
     const o = JSON.parse(line) as Record<string, unknown>;
     expect(o).not.toHaveProperty('originUrl');
     expect(o).not.toHaveProperty('ttfbMs');
     expect(o['userAgent']).toBe('a"\n\r\u0000b');
+    expect(o['referer']).toBe('lone \ud800 \\ é');
+  });
+});
+
+describe('isoTime', () => {
+  it('is toISOString, for every millisecond of a second and across seconds', () => {
+    const base = Date.UTC(2026, 11, 31, 23, 59, 59);
+    for (const ms of [0, 1, 9, 10, 99, 100, 999, 1000, 1001, 86_400_000]) {
+      expect(isoTime(base + ms)).toBe(new Date(base + ms).toISOString());
+    }
+    expect(isoTime(0)).toBe('1970-01-01T00:00:00.000Z');
+  });
+});
+
+describe('parseJsonLine', () => {
+  it('reads a json line back into its record, and refuses other lines', () => {
+    const r = record({ upstreamMs: 3, tls: 'TLSv1.3' });
+    expect(parseJsonLine(formatJson(r))).toEqual(r);
+    expect(formatCombined(parseJsonLine(formatJson(r))!)).toBe(formatCombined(r));
+    for (const other of [
+      '{"level":30,"time":1,"msg":"started"}',
+      'not json',
+      '[]',
+      '{"log":"access","time":"never","status":200,"url":"/","cache":{}}',
+      '{"log":"access","time":"2026-12-04T18:05:09.250Z"}',
+    ]) {
+      expect(parseJsonLine(other), other).toBeUndefined();
+    }
   });
 });
 
@@ -123,5 +163,7 @@ describe('combined format', () => {
 
   it('formats times in UTC with two-digit fields', () => {
     expect(clfTime(Date.UTC(2027, 0, 2, 3, 4, 5))).toBe('[02/Jan/2027:03:04:05 +0000]');
+    expect(clfTime(Date.UTC(2027, 0, 2, 3, 4, 5, 999))).toBe('[02/Jan/2027:03:04:05 +0000]');
+    expect(clfTime(Date.UTC(2027, 0, 2, 3, 4, 6))).toBe('[02/Jan/2027:03:04:06 +0000]');
   });
 });

@@ -144,5 +144,8 @@ describe('LiveHub', () => {
     expect(await waiting).toBeUndefined();
     expect(s.ended).toBe('hub-closed');
     expect(hub.active).toBe(false);
+    expect(() => hub.subscribe({})).toThrow(
+      expect.objectContaining({ code: ACCESSLOG_ERR_SUBSCRIBERS }),
+    );
   });
 });

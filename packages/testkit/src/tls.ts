@@ -8,7 +8,9 @@
  * https.createServer({ cert: leaf.chain, key: leaf.key }, handler);
  * tls.connect({ ca: ca.cert, servername: 'www-example-com.nyud.net', ... });
  * const first = await tlsVisit({ port, servername: 'a.nyud.net', ca: ca.cert });
- * (await tlsVisit({ port: otherPort, servername: 'a.nyud.net', ca: ca.cert, session: first.session })).reused;
+ * const again = await tlsVisit({ port: otherPort, servername: 'a.nyud.net', ca: ca.cert,
+ *   session: first.session });
+ * again.reused; // true when the other server holds the same ticket keys
  * ```
  */
 import { connect as tlsConnect } from 'node:tls';

@@ -46,13 +46,19 @@ function two(n: number): string {
   return n < 10 ? '0' + n : String(n);
 }
 
-/** `[10/Oct/2026:13:55:36 +0000]`, in UTC. */
+let clfSecond = NaN;
+let clfText = '';
+
+/** `[10/Oct/2026:13:55:36 +0000]`, in UTC (formatted once per second). */
 export function clfTime(ms: number): string {
-  const d = new Date(ms);
-  return (
+  const second = Math.floor(ms / 1000);
+  if (second === clfSecond) return clfText;
+  const d = new Date(second * 1000);
+  clfSecond = second;
+  clfText =
     `[${two(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]!}/${d.getUTCFullYear()}:` +
-    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000]`
-  );
+    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000]`;
+  return clfText;
 }
 
 /** The request target of a URL (`/path?query`): what the request line carried. */

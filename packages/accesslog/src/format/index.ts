@@ -4,7 +4,7 @@ import { formatCombined } from './combined.js';
 import { formatJson } from './json.js';
 
 export { formatCombined, escapeDefault, clfTime } from './combined.js';
-export { formatJson, ACCESS_LOG_MARK } from './json.js';
+export { formatJson, parseJsonLine, isoTime, ACCESS_LOG_MARK } from './json.js';
 
 /** `json` (the default) or `combined`. */
 export type AccessLogFormat = 'json' | 'combined';

@@ -68,8 +68,10 @@ function headerBlock(res: ServerResponse): string | undefined {
 /** The value of field `name` (lower case) in a serialized header block. */
 function fieldOf(block: string | undefined, name: string): string | undefined {
   if (block === undefined) return undefined;
-  const lower = block.length < 16384 ? block.toLowerCase() : block.slice(0, 16384).toLowerCase();
-  const at = lower.indexOf(`\r\n${name}:`);
+  // The proxy writes its field names in lower case: looked for as they are first, in any case
+  // only when not found so.
+  let at = block.indexOf(`\r\n${name}:`);
+  if (at < 0) at = block.slice(0, 16384).toLowerCase().indexOf(`\r\n${name}:`);
   if (at < 0) return undefined;
   const from = at + name.length + 3;
   const end = block.indexOf('\r\n', from);

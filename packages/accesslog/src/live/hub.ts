@@ -34,7 +34,7 @@ export interface LiveHubStats {
   delivered: number;
   /** Subscribers dropped because their queue was full. */
   droppedSlow: number;
-  /** Subscriptions refused: too many at once. */
+  /** Subscriptions refused: too many at once, or the hub closed. */
   refused: number;
 }
 
@@ -138,6 +138,7 @@ export class LiveHub {
   readonly #queueBytes: number;
   readonly #subs = new Set<Subscription>();
   readonly #stats = { delivered: 0, droppedSlow: 0, refused: 0 };
+  #closed = false;
   /** Optional listener of a subscriber dropped as slow (the node logs it). */
   onSlow: ((s: Subscription) => void) | undefined;
 
@@ -156,8 +157,18 @@ export class LiveHub {
     return { subscribers: this.#subs.size, ...this.#stats };
   }
 
-  /** A new subscriber; throws `ACCESSLOG_ERR_SUBSCRIBERS` when there are `maxSubscribers`. */
+  /**
+   * A new subscriber; throws `ACCESSLOG_ERR_SUBSCRIBERS` when there are `maxSubscribers`, or
+   * once the hub is closed.
+   */
   subscribe(filter: LogFilter = {}): Subscription {
+    if (this.#closed) {
+      this.#stats.refused++;
+      throw new AccessLogError(
+        ACCESSLOG_ERR_SUBSCRIBERS,
+        'the live log stream is closed (the node is stopping)',
+      );
+    }
     if (this.#subs.size >= this.#max) {
       this.#stats.refused++;
       throw new AccessLogError(
@@ -190,8 +201,9 @@ export class LiveHub {
     }
   }
 
-  /** End every subscription (the node is stopping). */
+  /** End every subscription and take no more (the node is stopping). */
   close(): void {
+    this.#closed = true;
     for (const s of [...this.#subs]) s.end('hub-closed');
   }
 }

@@ -264,7 +264,7 @@ export class MemberAuditor implements MemberAudit {
     const core = this.#c.core;
     const t = new Transfer(ctx.primary);
     const requestTime = core.clock.now();
-    const res = await core.origin.request({
+    const res = await this.#request({
       url: ctx.url,
       method: 'GET',
       headers: unconditional(forwardHeaders(core, ctx)),
@@ -277,7 +277,7 @@ export class MemberAuditor implements MemberAudit {
         ctx,
         t,
         res,
-        { requestTime, responseTime, fwd: 'uri-miss', source: 'origin' },
+        { requestTime, responseTime, fwd: 'uri-miss', source: 'origin', audit: true },
         () => {},
       );
       if (!out.ok || !out.body) return failed(res.status);
@@ -287,12 +287,23 @@ export class MemberAuditor implements MemberAudit {
     }
   }
 
+  /** An origin request of the audit's; one that gets no answer is a failed audit fetch. */
+  async #request(req: Parameters<ProxyCore['origin']['request']>[0]): Promise<UpstreamResponse> {
+    try {
+      return await this.#c.core.origin.request(req);
+    } catch (err) {
+      this.#c.core.metrics?.auditFetch?.(0, false);
+      throw err;
+    }
+  }
+
   /** The origin's answer for `url`, hashed and not kept. */
   async #hashOrigin(url: string, headers: Record<string, string>): Promise<AuditedCopy> {
     const core = this.#c.core;
-    const res = await core.origin.request({ url, method: 'GET', headers: unconditional(headers) });
+    const res = await this.#request({ url, method: 'GET', headers: unconditional(headers) });
     const responseTime = core.clock.now();
     const body = await hashBody(core, res, ORIGIN_IDLE_MS);
+    core.metrics?.auditFetch?.(body?.size ?? 0, body !== undefined);
     if (!body) return failed(res.status);
     return copyOf(core, res.status, toRecord(res.headers), body, responseTime);
   }

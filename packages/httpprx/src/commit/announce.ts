@@ -61,10 +61,17 @@ export async function reannounceAll(core: ProxyCore): Promise<number> {
   return n;
 }
 
-/** Withdraw this node's announcement, best effort: a failure is logged, never thrown. */
-export function withdraw(core: ProxyCore, keyBytes: Uint8Array): Promise<void> {
-  if (!core.index.withdraw) return Promise.resolve();
-  return core.index.withdraw(keyBytes).catch((e: unknown) => {
-    core.log.warn({ err: String(e) }, 'withdraw failed');
-  });
+/**
+ * Withdraw this node's announcement, best effort: resolves to whether the index took it (false
+ * when it has no withdrawal); a failure is logged, never thrown.
+ */
+export function withdraw(core: ProxyCore, keyBytes: Uint8Array): Promise<boolean> {
+  if (!core.index.withdraw) return Promise.resolve(false);
+  return core.index.withdraw(keyBytes).then(
+    () => true,
+    (e: unknown) => {
+      core.log.warn({ err: String(e) }, 'withdraw failed');
+      return false;
+    },
+  );
 }

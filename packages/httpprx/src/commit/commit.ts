@@ -2,6 +2,8 @@
  * Committing a completed transfer: its metadata record is built, the body made visible in the
  * store (atomically, ../store), the copy kept hot when small, and the object announced `complete`.
  * Only from here on does Cache-Status say `stored` (for requests answered after this point).
+ * The other changes a fetch makes to the store are here too: a 304 freshening the stored response
+ * (RFC 9111 §4.3.4) and a full response to a revalidation dropping the one it replaces (§4.3.3).
  */
 import { currentAge } from '../cache/policy.js';
 import { secondaryKey } from '../cache/vary.js';
@@ -132,4 +134,40 @@ export async function commitTransfer(
   }
   announceComplete(core, ctx.keyBytes, committed);
   return committed;
+}
+
+/**
+ * A 304 to a revalidation (RFC 9111 §4.3.4): the stored response `stale` takes the merged header
+ * fields and the 304's age facts, fresh for `lifetime` seconds from `responseTime`; the hot copy
+ * is dropped (it becomes hot again on its next hit) and the object announced `complete` again.
+ */
+export async function commitFreshened(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  stale: StoredMeta,
+  fresh: {
+    headers: StoredMeta['headers'];
+    facts: StoredMeta['facts'];
+    lifetime: number;
+    responseTime: number;
+  },
+): Promise<StoredMeta> {
+  const updated: StoredMeta = {
+    ...stale,
+    headers: fresh.headers,
+    facts: fresh.facts,
+    freshUntil: freshUntil(fresh.responseTime, fresh.lifetime, fresh.facts),
+  };
+  await core.store.update(updated);
+  core.hot.delete(stale.key);
+  announceComplete(core, ctx.keyBytes, updated);
+  return updated;
+}
+
+/**
+ * A full response to a revalidation means the stored one is no longer suitable (RFC 9111
+ * §4.3.3): drop it (the caller has checked the new one is not stored under the same key).
+ */
+export async function dropReplaced(core: ProxyCore, stale: StoredMeta): Promise<void> {
+  await core.store.delete(stale.key);
 }

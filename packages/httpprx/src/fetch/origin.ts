@@ -2,13 +2,13 @@
  * Asking the origin: a plain or conditional request (revalidation of a stored response), 1xx
  * interim responses passed on to the waiting clients, a stale copy served on failure only with
  * permission (RFC 9111 §4.2.4), a 304 freshening the stored response (§4.3.4), a full response
- * replacing it — or dropping it when it may not be stored (§4.3.3).
+ * replacing it — or dropping it when it may not be stored (§4.3.3). What changes in the store is
+ * done by ../commit/commit.ts (`commitTransfer`, `commitFreshened`, `dropReplaced`).
  */
 import { staleOnError } from '../cache/decide.js';
 import type { Fwd } from '../cache/decide.js';
 import { ageFacts, mergeNotModified, responseRules } from '../cache/policy.js';
-import { announceComplete } from '../commit/announce.js';
-import { freshUntil } from '../commit/commit.js';
+import { commitFreshened, dropReplaced } from '../commit/commit.js';
 import { ProxyError } from '../errors.js';
 import { sameUrlUpgrade } from '../mapping/links.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
@@ -215,17 +215,13 @@ export async function fetchFromOrigin(core: ProxyCore, ask: OriginAsk): Promise<
       const rules = responseRules(stale.status, merged, core.policy, responseTime);
       dropUnkept(ctx.mode, merged, rules);
       const facts = ageFacts(toRecord(res.headers), requestTime, responseTime);
-      const lifetime = rules.lifetime;
-      const updated: StoredMeta = {
-        ...stale,
+      const updated = await commitFreshened(core, ctx, stale, {
         headers: merged,
         facts,
-        freshUntil: freshUntil(responseTime, lifetime, facts),
-      };
-      await core.store.update(updated);
-      core.hot.delete(stale.key);
+        lifetime: rules.lifetime,
+        responseTime,
+      });
       core.metrics?.originFetch(0, true);
-      announceComplete(core, ctx.keyBytes, updated);
       t.settle({ kind: 'entry', meta: updated, fwd: 'stale', fwdStatus: 304 });
       return;
     }
@@ -246,7 +242,7 @@ export async function fetchFromOrigin(core: ProxyCore, ask: OriginAsk): Promise<
       out.ok &&
       out.committed?.key !== plan.stale.key
     ) {
-      await core.store.delete(plan.stale.key);
+      await dropReplaced(core, plan.stale);
     }
     return;
   }

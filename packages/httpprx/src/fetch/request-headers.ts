@@ -30,7 +30,7 @@
  */
 import type { HeaderRecord } from '../cache/policy.js';
 import { coralize } from '../mapping/coral-name.js';
-import { splitHostHeader } from '../request/host.js';
+import { splitHostHeader } from '../mapping/host.js';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
 import { NOT_FORWARDED_COMMON, appendVia } from '../kit/headers.js';
 

@@ -16,7 +16,7 @@ import { commitTransfer } from '../commit/commit.js';
 import type { Fwd } from '../cache/decide.js';
 import { ProxyError } from '../errors.js';
 import { ORIGIN_BOUND_FIELDS, cookiesForClient } from '../mapping/links.js';
-import { splitHostHeader } from '../request/host.js';
+import { splitHostHeader } from '../mapping/host.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
 import { NOT_STORED, toRecord } from '../kit/headers.js';
@@ -43,6 +43,8 @@ export interface ResponseSource {
   responseTime: number;
   fwd: Fwd | 'peer';
   source: 'origin' | 'peer';
+  /** The member audit's own origin fetch: counted by `auditFetch`, not `originFetch`. */
+  audit?: boolean;
   /** Peer node id. */
   peer?: string;
   /** A peer copy checked against an authenticated record (keyed mode). */
@@ -197,9 +199,11 @@ export async function streamResponse(
   if (!storing) t.abandon = () => discard(res);
   t.settle({ kind: 'stream', head });
   const countFetch = (bytes: number, ok: boolean) =>
-    o.source === 'origin'
-      ? core.metrics?.originFetch(bytes, ok)
-      : core.metrics?.peerFetch(bytes, ok);
+    o.source === 'peer'
+      ? core.metrics?.peerFetch(bytes, ok)
+      : o.audit
+        ? core.metrics?.auditFetch?.(bytes, ok)
+        : core.metrics?.originFetch(bytes, ok);
   let size = 0;
   let sha256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'; // empty body
   let resumed: StreamResult['resumed'];

@@ -13,7 +13,7 @@ import type { PeerAuth } from '../peer/auth.js';
 import type { PeerConnector } from '../peer/connector.js';
 import type { FleetMembers } from '../peer/members.js';
 import type { CacheStore, StoredMeta } from '../store/types.js';
-import type { HotCache } from '../serve/hot-cache.js';
+import type { HotCache } from '../hot/hot-cache.js';
 import type { OptOuts } from '../site-control/opt-outs.js';
 import type { FairShare } from '../fairness/fair-share.js';
 import type { CommitCandidate, Logger, ProxyMetrics } from './types.js';

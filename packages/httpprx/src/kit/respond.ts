@@ -3,7 +3,6 @@ import type { ServerResponse } from 'node:http';
 import type { ProxyMetrics } from './types.js';
 import type { Readable } from 'node:stream';
 import { CACHE_NAME } from '../constants.js';
-import type { ProxyError } from '../errors.js';
 import { cacheStatus } from './headers.js';
 
 /**
@@ -18,8 +17,19 @@ export function pipeToResponse(stream: Readable, res: ServerResponse): void {
   stream.pipe(res);
 }
 
+/**
+ * What the proxy answers with an error page: a ProxyError (../errors.ts), or a refusal of the
+ * origin gate (./types.ts `GateRefusal`), each with its HTTP status and stable code.
+ */
+export interface ErrorAnswer {
+  status: number;
+  code: string;
+  message: string;
+  cause?: unknown;
+}
+
 /** The `code` of an error's cause (e.g. the connector's EADDRNOTAVAIL), if any. */
-export function causeCode(err: Error): string | undefined {
+export function causeCode(err: { cause?: unknown }): string | undefined {
   const c = (err.cause as { code?: unknown } | undefined)?.code;
   return typeof c === 'string' ? c : undefined;
 }
@@ -30,7 +40,7 @@ function escapeHtml(s: string): string {
 
 /** The small HTML page and headers the proxy answers an error with. */
 export function errorPage(
-  err: ProxyError,
+  err: ErrorAnswer,
   via: string,
   extra: Record<string, string> = {},
 ): { headers: Record<string, string>; body: Buffer } {
@@ -61,7 +71,7 @@ export function errorPage(
 export function sendError(
   res: ServerResponse,
   method: string,
-  err: ProxyError,
+  err: ErrorAnswer,
   via: string,
   metrics: ProxyMetrics | undefined,
   extra: Record<string, string> = {},

@@ -20,8 +20,15 @@ export interface ProxyMetrics {
    * to the response's timing; it must not keep it).
    */
   request(cacheStatus: string, method: string, status: number, res: ServerResponse): void;
+  /** A fetch from the origin for clients (a miss, a revalidation, a resume); not the audit's. */
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
+  /**
+   * An origin request made by the member audit (../audit/: the refetch of a sampled member copy,
+   * its second look, the check of a member's report), counted here and never by `originFetch`:
+   * it is origin load the audit adds, not a fetch a client caused.
+   */
+  auditFetch?(bytes: number, ok: boolean): void;
   rateLimited(): void;
   /**
    * A hit answered on the fast path (../serve/fast-path.ts: from the hot cache, before routing),
@@ -89,3 +96,38 @@ export interface CommitCandidate {
   /** Clock time the upstream request (origin or peer) was sent (ms). */
   fetchStartedAt: number;
 }
+
+/** What the origin gate (`ProxyComponents.gate`) is shown: the origin a routed request names. */
+export interface GateRequest {
+  /**
+   * The origin's host name as the proxy parsed it from Host (a configured site's origin, or the
+   * Coralized name decoded): lowercase, IDNs in A-labels, IPv6 in brackets, no port.
+   */
+  host: string;
+  /** The normalized upstream URL. */
+  url: string;
+  /** Coralized name, or a configured site (accelerator mode). */
+  mode: 'coral' | 'site';
+  /** A peer request (another member asking): refused the same way. */
+  peer: boolean;
+}
+
+/**
+ * A gate's refusal: the proxy answers `status` with its error page, `X-Coral-Error: <code>` and
+ * `Cache-Control: no-store`, and the request goes no further (no cache lookup, peer or origin).
+ */
+export interface GateRefusal {
+  /** 4xx or 5xx. */
+  status: number;
+  /** A stable error code (`CORAL_…`), sent as `X-Coral-Error`. */
+  code: string;
+  message: string;
+}
+
+/**
+ * The origin gate `route()` (../request/route.ts) asks once it has mapped the Host to an origin,
+ * before peer requests are told apart from clients' and before any method check: a refusal, or
+ * undefined to let the request on. Called synchronously on every routed request, so it should
+ * be a lookup (the node's blocklist). A gate that throws fails the request (502, logged).
+ */
+export type OriginGate = (origin: GateRequest) => GateRefusal | undefined;

@@ -14,8 +14,8 @@ import { createHash } from 'node:crypto';
 import { coralizeUrl, isNamesError, parseCoralName } from '@coral/names';
 import type { Form, Scheme } from '@coral/names';
 import { ProxyError } from '../errors.js';
-import { splitHostHeader } from '../request/host.js';
-import { canonicalPath, upstreamUrl } from '../request/target.js';
+import { splitHostHeader } from './host.js';
+import { canonicalPath, upstreamUrl } from './target.js';
 
 export { splitHostHeader };
 
@@ -107,7 +107,7 @@ export function coralize(url: string, zone: string, proxyPort?: number): string 
 /**
  * The origin URL a request to a Coralized name stands for. `pathAndQuery` stays a path on the
  * origin: a path that could name another authority (`//h/x`, `/\h/x`) or climbs above the root
- * throws `CORAL_BAD_TARGET` (see request/target.ts).
+ * throws `CORAL_BAD_TARGET` (see ./target.ts).
  */
 export function originUrl(target: CoralTarget, pathAndQuery: string): string {
   const path = pathAndQuery.startsWith('/') ? pathAndQuery : '/' + pathAndQuery;

@@ -74,19 +74,20 @@ import { createOriginConnector } from '../origin/connector.js';
 import { Upstream } from '../origin/upstream.js';
 import { PeerConnector } from '../peer/connector.js';
 import { answerClientError, refuseConnect } from '../request/client-error.js';
+import { keepProcessing, processingIntervalMs } from '../peer/processing.js';
 import { mapTarget, route } from '../request/route.js';
-import { requestTarget } from '../request/target.js';
-import { splitHostHeader } from '../request/host.js';
+import { requestTarget } from '../mapping/target.js';
+import { splitHostHeader } from '../mapping/host.js';
 import type { RouteConfig } from '../request/route.js';
-import { originBase } from '../request/target.js';
-import type { OriginBase } from '../request/target.js';
+import { originBase } from '../mapping/target.js';
+import type { OriginBase } from '../mapping/target.js';
 import { fastHit } from '../serve/fast-path.js';
-import { HotCache } from '../serve/hot-cache.js';
+import { HotCache } from '../hot/hot-cache.js';
 import { forwardUnsafe, invalidate } from '../site/site.js';
 import { OptOuts, siteOf } from '../site-control/opt-outs.js';
 import { FairShare } from '../fairness/fair-share.js';
 import type { DomainTraffic } from '../fairness/fair-share.js';
-import { sendHome } from '../site-control/redirect.js';
+import { sendHome } from '../serve/redirect.js';
 import { DiskStore } from '../store/disk-store.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { StoredMeta } from '../store/types.js';
@@ -179,7 +180,7 @@ export class CoralProxy {
         originBase(new URL(u)),
       ]),
     );
-    this.#route = { zones: options.zones ?? [...DEFAULT_ZONES], sites };
+    this.#route = { zones: options.zones ?? [...DEFAULT_ZONES], sites, gate: components.gate };
     const limits = {
       maxObjectBytes: options.maxObjectBytes ?? MAX_OBJECT_BYTES,
       hotObjectMaxBytes: options.hotObjectMaxBytes ?? HOT_OBJECT_MAX_BYTES,
@@ -603,11 +604,26 @@ export class CoralProxy {
 
   /** Remove every stored variant of `url` and withdraw the announcement (in the background). */
   async purge(url: string): Promise<boolean> {
+    const { removed, keyBytes } = await this.#remove(url);
+    void this.#withdraw(keyBytes);
+    return removed;
+  }
+
+  /**
+   * {@link purge}, waiting for the withdrawal: it resolves once the index took this node's
+   * withdrawal (`withdrawn` false when that failed, which is logged), so members asking the index
+   * next no longer find this node holding `url`. The node's one-URL admin purge answers with it.
+   */
+  async purgeAndWithdraw(url: string): Promise<{ purged: boolean; withdrawn: boolean }> {
+    const { removed, keyBytes } = await this.#remove(url);
+    return { purged: removed, withdrawn: await this.#withdraw(keyBytes) };
+  }
+
+  async #remove(url: string): Promise<{ removed: boolean; keyBytes: Uint8Array }> {
     await this.open();
     const keyBytes = urlKey(normalizeUrl(url));
     const removed = await invalidate(this.#core, Buffer.from(keyBytes).toString('hex'));
-    this.#withdrawSoon(keyBytes);
-    return removed > 0;
+    return { removed: removed > 0, keyBytes };
   }
 
   /**
@@ -619,19 +635,23 @@ export class CoralProxy {
     await this.open();
     const gone = await this.#core.store.deleteWhere(match);
     for (const primary of new Set(gone.map((m) => m.primary))) {
-      if (!this.#core.store.has(primary)) this.#withdrawSoon(Buffer.from(primary, 'hex'));
+      if (!this.#core.store.has(primary)) void this.#withdraw(Buffer.from(primary, 'hex'));
     }
     return gone.length;
   }
 
   /**
-   * Withdraw an announcement without waiting for it: a DSHT put can wait seconds on retries to
-   * unreachable members, and a purge's answer must not (failures are logged by `withdraw`).
-   * close() waits for withdrawals in progress like other tasks.
+   * Withdraw an announcement, as a task close() waits for; whether the index took it. Purges do
+   * not wait for it (a DSHT put can wait seconds on retries to unreachable members, and a purge's
+   * answer must not), except {@link purgeAndWithdraw}; failures are logged by `withdraw`.
    */
-  #withdrawSoon(keyBytes: Uint8Array): void {
-    const task = withdraw(this.#core, keyBytes).finally(() => this.#core.tasks.delete(task));
+  #withdraw(keyBytes: Uint8Array): Promise<boolean> {
+    const done = withdraw(this.#core, keyBytes);
+    const task: Promise<void> = done.then(() => {
+      this.#core.tasks.delete(task);
+    });
     this.#core.tasks.add(task);
+    return done;
   }
 
   /**
@@ -721,8 +741,24 @@ export class CoralProxy {
       const err = new ProxyError('CORAL_SHUTTING_DOWN', 'proxy is shutting down');
       return sendError(res, method, err, core.via, core.metrics);
     }
-    const ctx = route(core, this.#route, req, res);
-    if (!ctx) return;
+    const routed = route(core, this.#route, req, res);
+    if (routed.kind === 'refused') {
+      if (routed.peerRejected !== undefined) {
+        core.metrics?.peerRejected?.(routed.peerRejected);
+        core.log.debug(
+          { peer: req.socket.remoteAddress, reason: routed.peerRejected },
+          'peer request refused: Coral-Peer-Auth did not verify',
+        );
+      }
+      return sendError(res, method, routed.error, core.via, core.metrics, routed.headers);
+    }
+    const { ctx } = routed;
+    if (routed.designated) {
+      core.metrics?.designated?.('taken');
+      // 102 Processing at once and then at a beat until the head (../peer/processing.ts): the
+      // asker knows its ask was taken, and waits for the origin while the beats keep coming.
+      keepProcessing(res, core.clock, processingIntervalMs(core.limits.peerFetchingTimeoutMs));
+    }
     if (method !== 'GET' && method !== 'HEAD') return forwardUnsafe(core, ctx);
     // An origin that opted out gets its clients back (Coralized names; a configured site's origin
     // is the operator's own). A member asking for it is told we do not serve it.

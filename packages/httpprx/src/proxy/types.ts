@@ -7,10 +7,17 @@ import type { PeerAuth } from '../peer/auth.js';
 import type { FleetMembers } from '../peer/members.js';
 import type { BodyFiles } from '../store/disk-store.js';
 import type { MemberReport } from '../audit/quarantine.js';
-import type { CommitCandidate, Logger, ProxyMetrics } from '../kit/types.js';
+import type { CommitCandidate, Logger, OriginGate, ProxyMetrics } from '../kit/types.js';
 import type { QuarantineEntry } from '../audit/quarantine.js';
 
-export type { CommitCandidate, Logger, ProxyMetrics } from '../kit/types.js';
+export type {
+  CommitCandidate,
+  GateRefusal,
+  GateRequest,
+  Logger,
+  OriginGate,
+  ProxyMetrics,
+} from '../kit/types.js';
 export type { Resolver } from '../connect/index.js';
 
 export interface ProxyComponents {
@@ -45,6 +52,13 @@ export interface ProxyComponents {
    * Absent: every storable response is kept.
    */
   admit?: (candidate: CommitCandidate) => boolean | Promise<boolean>;
+  /**
+   * The origin gate: asked by `route()` with the origin each request names, once the Host is
+   * mapped (a configured site's origin, or the Coralized name decoded), before any cache lookup,
+   * peer or origin fetch; a refusal is answered with its status and code (`GateRefusal`). Peer
+   * requests pass it too. The node's blocklist is such a gate. Absent: every origin goes on.
+   */
+  gate?: OriginGate;
   /**
    * The node-wide connection budget (@coral/connguard) the HTTP and HTTPS listeners register with
    * (as `http` and `https`): its ceiling and shedding span every listener of the node. Absent: a

@@ -1,20 +1,20 @@
 /**
  * Admission of a parsed request: exactly one valid Host (RFC 9112 §3.2) and a target that is a
- * path on that Host's authority (./target.ts). Runs before any routing, cache or upstream work;
+ * path on that Host's authority (../mapping/target.ts). Runs before any routing, cache or upstream work;
  * every refusal is a 400 the proxy answers with `Connection: close`.
  */
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { ProxyError } from '../errors.js';
-import { splitHostHeader } from './host.js';
-import { absoluteAuthority, requestTarget } from './target.js';
-import type { Authority } from './target.js';
+import { splitHostHeader } from '../mapping/host.js';
+import { absoluteAuthority, requestTarget } from '../mapping/target.js';
+import type { Authority } from '../mapping/target.js';
 
 export interface Admitted {
   /** The Host header value as sent (or the absolute-form authority of an HTTP/1.0 request). */
   host: string;
   authority: Authority;
-  /** Canonical path and query (./target.ts). */
+  /** Canonical path and query (../mapping/target.ts). */
   path: string;
 }
 

@@ -1,10 +1,13 @@
 /**
- * From a parsed request to a routed one (`RequestCtx`), or an answer: the loop guard on Via,
+ * From a parsed request to a routed one (`RequestCtx`), or a refusal — a value either way: route
+ * writes nothing to the response and counts nothing; its caller (../proxy/coral-proxy.ts) answers
+ * a refusal and starts the 102 beats of a designated ask. In order: the loop guard on Via,
  * admission (one Host, a target that stays on the origin), peer authentication, the origin of the
- * Host (a configured site, else a Coralized name) and the methods allowed on it. A member's ask of
- * the fetcher designated for its URL (../peer/rendezvous.ts) is seen by the cache as a client's
- * request (it may go to the origin) only when it is authenticated (keyed mode) and this node
- * considers itself designated for the URL; otherwise it stays a peer request (cache only).
+ * Host (a configured site, else a Coralized name), the origin gate (`RouteConfig.gate`, e.g. the
+ * node's blocklist) and the methods allowed on it. A member's ask of the fetcher designated for
+ * its URL (../peer/rendezvous.ts) is seen by the cache as a client's request (it may go to the
+ * origin) only when it is authenticated (keyed mode) and this node considers itself designated
+ * for the URL; otherwise it stays a peer request (cache only).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
@@ -12,19 +15,45 @@ import { DESIGNATED_HEADER, PEER_AUTH_HEADER, PEER_HEADER } from '../constants.j
 import { cacheRequest } from '../cache/decide.js';
 import { ProxyError } from '../errors.js';
 import { parseCoralHost, urlKey } from '../mapping/coral-name.js';
-import { keepProcessing, processingIntervalMs } from '../peer/processing.js';
 import { designatedHere } from '../peer/rendezvous.js';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
 import { toRecord } from '../kit/headers.js';
-import { sendError } from '../kit/respond.js';
+import type { ErrorAnswer } from '../kit/respond.js';
+import type { OriginGate } from '../kit/types.js';
 import { admit } from './admission.js';
-import { upstreamUrl } from './target.js';
-import type { OriginBase } from './target.js';
+import { upstreamUrl } from '../mapping/target.js';
+import type { OriginBase } from '../mapping/target.js';
 
 export interface RouteConfig {
   zones: readonly string[];
   sites: ReadonlyMap<string, OriginBase>;
+  /** Asked with the origin of every request mapped (`ProxyComponents.gate`); absent: none. */
+  gate?: OriginGate | undefined;
 }
+
+/** What route() reads of the proxy: its Via member, peer checks, membership and addresses. */
+export type RouteCore = Pick<ProxyCore, 'via' | 'peerAuth' | 'members' | 'self' | 'links'>;
+
+/** route()'s answer: the routed request, or why it is refused. */
+export type Routed =
+  | {
+      kind: 'routed';
+      ctx: RequestCtx;
+      /**
+       * An authenticated member's ask of this node as the URL's designated fetcher: the caller
+       * counts it taken and keeps the asker told with 102 beats (../peer/processing.ts).
+       */
+      designated: boolean;
+    }
+  | {
+      kind: 'refused';
+      /** Answered with the error page (../kit/respond.ts `sendError`). */
+      error: ErrorAnswer;
+      /** Extra fields of the answer (`Connection: close`, `Allow`). */
+      headers?: Record<string, string>;
+      /** A peer request whose `Coral-Peer-Auth` did not verify: `PeerAuth.verify`'s reason. */
+      peerRejected?: string;
+    };
 
 function headerValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
@@ -70,21 +99,27 @@ export function mapTarget(
   };
 }
 
-/** The routed request, or undefined when it has been answered (refused). */
+/** Route `req` (module comment): the routed request, or a refusal; `res` is only carried along. */
 export function route(
-  core: ProxyCore,
+  core: RouteCore,
   config: RouteConfig,
   req: IncomingMessage,
   res: ServerResponse,
-): RequestCtx | undefined {
+): Routed {
   const method = req.method ?? 'GET';
-  const fail = (e: ProxyError, extra?: Record<string, string>) => {
-    sendError(res, method, e, core.via, core.metrics, extra);
-    return undefined;
-  };
+  const refuse = (
+    error: ErrorAnswer,
+    headers?: Record<string, string>,
+    peerRejected?: string,
+  ): Routed => ({
+    kind: 'refused',
+    error,
+    ...(headers ? { headers } : {}),
+    ...(peerRejected !== undefined ? { peerRejected } : {}),
+  });
   const via = req.headers.via;
   if (via !== undefined && String(via).includes(core.via.slice(4))) {
-    return fail(
+    return refuse(
       new ProxyError('CORAL_LOOP_DETECTED', `request already passed through ${core.via}`),
     );
   }
@@ -94,7 +129,7 @@ export function route(
   } catch (e) {
     // A bad Host or target: the message may not be what it seems (smuggling, a body we will not
     // read), so the connection is closed after the answer.
-    if (e instanceof ProxyError) return fail(e, { connection: 'close' });
+    if (e instanceof ProxyError) return refuse(e, { connection: 'close' });
     throw e;
   }
   const { host, authority, path } = admitted;
@@ -107,13 +142,10 @@ export function route(
       header: headerValue(req.headers[PEER_AUTH_HEADER]),
     });
     if (verdict !== 'ok') {
-      core.metrics?.peerRejected?.(verdict);
-      core.log.debug(
-        { peer: req.socket.remoteAddress, reason: verdict },
-        'peer request refused: Coral-Peer-Auth did not verify',
-      );
-      return fail(
+      return refuse(
         new ProxyError('CORAL_PEER_UNAUTHORIZED', `peer request not authenticated (${verdict})`),
+        undefined,
+        verdict,
       );
     }
   }
@@ -121,12 +153,15 @@ export function route(
   try {
     mapped = mapTarget(config, host, authority.name, path);
   } catch (e) {
-    if (e instanceof ProxyError) return fail(e);
+    if (e instanceof ProxyError) return refuse(e);
     throw e;
   }
   const { mode, url, zone } = mapped;
+  const u = new URL(url);
+  const gated = config.gate?.({ host: u.hostname, url, mode, peer });
+  if (gated) return refuse(gated);
   if (mode === 'coral' && method !== 'GET' && method !== 'HEAD') {
-    return fail(
+    return refuse(
       new ProxyError(
         'CORAL_METHOD_NOT_ALLOWED',
         `${method} is not allowed on Coralized names; only GET and HEAD`,
@@ -143,14 +178,7 @@ export function route(
     method === 'GET' &&
     req.headers[DESIGNATED_HEADER] !== undefined &&
     designatedHere(core.members, core.self.nodeId, keyBytes);
-  if (designated) {
-    core.metrics?.designated?.('taken');
-    // 102 Processing at once and then at a beat until the head (../peer/processing.ts): the asker
-    // knows its ask was taken, and waits for the origin while the beats keep coming.
-    keepProcessing(res, core.clock, processingIntervalMs(core.limits.peerFetchingTimeoutMs));
-  }
-  const u = new URL(url);
-  return {
+  const ctx: RequestCtx = {
     req,
     res,
     method,
@@ -170,4 +198,5 @@ export function route(
     cache: cacheRequest(method, reqHeaders, peer && !designated),
     peer,
   };
+  return { kind: 'routed', ctx, designated };
 }

@@ -13,7 +13,7 @@ import { pipeShared } from '../fairness/pipe.js';
 import type { StoredMeta } from '../store/types.js';
 import { clientHeaders } from './client-headers.js';
 import { notModified, notModifiedHeaders, rangeFor } from './conditional.js';
-import type { HotEntry } from './hot-cache.js';
+import type { HotEntry } from '../hot/hot-cache.js';
 
 /** Same stored body (the hot copy of a record read again from the store)? */
 function sameBody(a: StoredMeta, b: StoredMeta): boolean {

@@ -1,11 +1,11 @@
 /**
  * The fast path: a plain GET or HEAD whose raw Host and target were routed to a fresh hot object
- * (./hot-cache.ts) is answered from memory with the precomputed header block — no target parsing,
+ * (../hot/hot-cache.ts) is answered from memory with the precomputed header block — no target parsing,
  * no URL hashing, no metadata lookup. Anything that could change the answer (conditionals, Range,
  * request cache directives, credentials, a peer marker, a Via, a repeated Host) takes the full
  * path instead. The request's fields are read from `rawHeaders` in one pass: `req.headers` is built
  * by Node only when first read, and a hit need not pay for it. The response goes out as bytes
- * prepared on the entry (./prepared.ts) when node:http keeps the connection alive, else through
+ * prepared on the entry (../hot/prepared.ts) when node:http keeps the connection alive, else through
  * `writeHead`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -14,8 +14,8 @@ import { currentAge } from '../cache/policy.js';
 import type { ProxyCore } from '../kit/core.js';
 import { siteOf } from '../site-control/opt-outs.js';
 import { domainOf } from '../fairness/domain.js';
-import { HotCache } from './hot-cache.js';
-import { preparedConnection, sendPrepared } from './prepared.js';
+import { HotCache } from '../hot/hot-cache.js';
+import { preparedConnection, sendPrepared } from '../hot/prepared.js';
 
 /** LRU refreshes (hot cache and store) from the fast path, at most one per object per this many ms. */
 const TOUCH_EVERY_MS = 1000;
@@ -85,7 +85,7 @@ export function fastHit(
   }
   const connection = e.head === undefined ? undefined : preparedConnection(res);
   if (connection !== undefined) {
-    // The bytes node:http would write, prepared on the entry (./prepared.ts).
+    // The bytes node:http would write, prepared on the entry (../hot/prepared.ts).
     const get = method === 'GET';
     const wire = HotCache.wire(e, age, connection, get);
     sendPrepared(res, e.meta.status, wire, get && e.bodyText === undefined ? e.body : undefined);

@@ -9,7 +9,7 @@ import { forwardHeaders } from '../fetch/request-headers.js';
 import { urlKey } from '../mapping/coral-name.js';
 import { cookiesForClient } from '../mapping/links.js';
 import { answerBadBody, awaitsBody } from '../request/client-error.js';
-import { splitHostHeader } from '../request/host.js';
+import { splitHostHeader } from '../mapping/host.js';
 import type { UpstreamResponse } from '../origin/upstream.js';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
 import { cacheStatus, flatten, toRecord } from '../kit/headers.js';

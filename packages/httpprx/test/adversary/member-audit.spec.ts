@@ -79,6 +79,8 @@ interface Fleet {
   members: InMemoryFleetMembers;
   reports: MemberReport[];
   outcomes: { a: string[]; b: string[]; reportsB: string[] };
+  /** A's origin fetches as its metrics saw them: for clients, and the audit's own. */
+  fetchesA: { origin: number; audit: number };
   /** Paths whose designated fetcher, fleet-wide, is `who`. */
   paths(who: string, n: number, prefix?: string): string[];
   fetch(px: ProxyHarness, path: string): ReturnType<typeof get>;
@@ -103,10 +105,16 @@ async function fleet(
   const members = new InMemoryFleetMembers({ recordsAuthenticated: true, rendezvous: true });
   const reports: MemberReport[] = [];
   const outcomes = { a: [] as string[], b: [] as string[], reportsB: [] as string[] };
-  const metrics = (audits: string[], reportsSeen: string[] = []): ProxyMetrics => ({
+  const fetchesA = { origin: 0, audit: 0 };
+  const metrics = (
+    audits: string[],
+    reportsSeen: string[] = [],
+    fetches = { origin: 0, audit: 0 },
+  ): ProxyMetrics => ({
     request() {},
-    originFetch() {},
+    originFetch: () => void fetches.origin++,
     peerFetch() {},
+    auditFetch: () => void fetches.audit++,
     rateLimited() {},
     audit: (o) => audits.push(o),
     memberReport: (o) => reportsSeen.push(o),
@@ -119,7 +127,7 @@ async function fleet(
       clock,
       members,
       peerAuth: new HmacPeerAuth(KEY, clock),
-      metrics: metrics(outcomes.a),
+      metrics: metrics(outcomes.a, [], fetchesA),
       onQuarantine: (report) => {
         reports.push(report);
         // What the node package does with a signed peer request to every member.
@@ -153,6 +161,7 @@ async function fleet(
     members,
     reports,
     outcomes,
+    fetchesA,
     paths(who, n, prefix = '/p') {
       const out: string[] = [];
       for (let i = 0; out.length < n; i++) {
@@ -245,6 +254,15 @@ describe('an honest member and a lying reporter', () => {
     await until(() => f.outcomes.a.length === 1);
     expect(f.outcomes.a).toEqual(['agree']);
     expect(quarantinedHere(f.a)).toEqual([]);
+    // The audit's refetch is the origin's one request, counted apart from fetches for clients
+    // (bench:soak's origin fetches per object leave it out by this counter).
+    expect(f.origin.hits).toHaveLength(1);
+    expect(f.fetchesA).toEqual({ origin: 0, audit: 1 });
+    // A's own miss of a URL it is designated for is a fetch for a client, not the audit's.
+    const [own] = f.paths(A, 1);
+    expect((await f.fetch(f.a, own!)).body.equals(PAGE)).toBe(true);
+    expect(f.origin.hits).toHaveLength(2);
+    expect(f.fetchesA).toEqual({ origin: 1, audit: 1 });
   });
 
   it('a report against an honest member is checked, not obeyed: it stays asked', async () => {

@@ -158,6 +158,51 @@ describe('lifecycle, metrics and mounting', () => {
     await expect(proxy.purge('ftp://nope/')).rejects.toMatchObject({ code: 'CORAL_BAD_URL' });
   });
 
+  it('purgeAndWithdraw withdraws once and answers after the withdrawal, saying when it failed', async () => {
+    const origin = await startOrigin((_q, res) => {
+      res.writeHead(200, { 'cache-control': 'max-age=600' });
+      res.end('body');
+    });
+    const clock = new ManualClock(T0);
+    const index = new InMemoryContentIndex({ clock });
+    // The index's withdrawals wait until the test lets them go, or fail.
+    let release: (() => void) | undefined;
+    let fail = false;
+    const withdraw = index.withdraw.bind(index);
+    index.withdraw = async (key: Uint8Array, nodeId?: string) => {
+      await new Promise<void>((r) => (release = r));
+      if (fail) throw new Error('no member answered');
+      await withdraw(key, nodeId);
+    };
+    const px = await startProxy({}, { clock, index });
+    cleanups.push(
+      () => origin.close(),
+      () => px.close(),
+    );
+    const url = `http://origin.test:${origin.port}/a`;
+    await get(px.port, origin.coralHost, '/a');
+    await until(async () => (await px.proxy.cacheList()).length > 0, 'the object committed');
+    const withdrawals = () => index.log.filter((e) => e.op === 'withdraw').length;
+
+    let answered = false;
+    const purge = px.proxy.purgeAndWithdraw(url).then((r) => ((answered = true), r));
+    await until(async () => release !== undefined, 'the withdrawal started');
+    await new Promise((r) => setImmediate(r));
+    expect(answered).toBe(false); // not before the index took the withdrawal
+    release!();
+    expect(await purge).toEqual({ purged: true, withdrawn: true });
+    expect(withdrawals()).toBe(1);
+    expect(await index.lookup(urlKey(url))).toEqual([]);
+
+    release = undefined;
+    fail = true;
+    const again = px.proxy.purgeAndWithdraw(url);
+    await until(async () => release !== undefined, 'the second withdrawal started');
+    release!();
+    expect(await again).toEqual({ purged: false, withdrawn: false });
+    expect(withdrawals()).toBe(1);
+  });
+
   it('an uncacheable transfer whose only client leaves is stopped upstream', async () => {
     let originSawClose = false;
     const origin = await startOrigin((_q, res) => {

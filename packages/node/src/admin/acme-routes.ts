@@ -16,7 +16,7 @@ import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { PEER_ACME_PATH } from '../acme/fleet-challenges.js';
 import { AdminRequestError } from '../errors.js';
 import { fleetAnswer } from './fleet-answer.js';
-import { json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
+import { json, parseBody, type AdminRequest, type AdminRoute } from './http.js';
 
 /** Longest lifetime of a value (dnssrv's store allows 24 h). */
 const MAX_TTL_SECONDS = 86_400;
@@ -26,18 +26,12 @@ const setBody = z.strictObject({
   ttlSeconds: z.number().int().min(1).max(MAX_TTL_SECONDS).optional(),
 });
 
-type Route = [
-  method: string,
-  pattern: RegExp,
-  handler: (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>,
-];
-
 /** True for paths that authenticate with the fleet's keys instead of the admin rules. */
 export function isPeerPath(path: string): boolean {
   return path.startsWith('/v1/peer/');
 }
 
-export function acmeRoutes(acme: FleetChallenges): Route[] {
+export function acmeRoutes(acme: FleetChallenges): AdminRoute[] {
   const challenge = /^\/v1\/acme\/challenges\/([^/]+)$/;
   const peerOne = new RegExp(`^${PEER_ACME_PATH.replaceAll('/', '\\/')}\\/([^/]+)$`);
   const peerAll = new RegExp(`^${PEER_ACME_PATH.replaceAll('/', '\\/')}$`);

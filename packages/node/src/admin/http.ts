@@ -1,8 +1,9 @@
 /**
  * The admin API's HTTP vocabulary: the plain request and response objects `AdminApi.handle()`
- * works on, a JSON answer and a JSON body. The route modules (acme-routes.ts, purge-routes.ts) and
- * the server share them from here, so neither imports the other back.
+ * works on, a route of its table, a JSON answer and a JSON body. The route modules (*-routes.ts)
+ * and the server share them from here, so neither imports the other back.
  */
+import type { ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { AdminRequestError } from '../errors.js';
 
@@ -20,7 +21,23 @@ export interface AdminResponse {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /**
+   * A streamed answer (`GET /v1/logs`): `listen()`'s listener hands the response to it after
+   * writing the head instead of writing `body`; `handle()`'s callers that are not a socket (the
+   * in-process tests) get the head alone and must call `cancel`.
+   */
+  stream?: { start(res: ServerResponse): Promise<unknown>; cancel(): void };
 }
+
+/**
+ * One entry of the admin API's route table: a method, a path pattern (its groups are the
+ * handler's `params`) and the handler. GET routes answer HEAD too (admin/server.ts).
+ */
+export type AdminRoute = [
+  method: string,
+  pattern: RegExp,
+  handler: (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>,
+];
 
 /** A JSON answer; `indent` 0 for the dashboard's data, which a page fetches every 2 s. */
 export const json = (status: number, value: unknown, indent = 2): AdminResponse => ({

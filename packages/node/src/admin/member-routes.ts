@@ -9,19 +9,13 @@
  *   POST /v1/peer/member-reports/<sha256 of the body>
  */
 import { PEER_REPORT_PATH, type MemberReports } from '../trust/member-reports.js';
-import { json, type AdminRequest, type AdminResponse } from './http.js';
-
-type Route = [
-  method: string,
-  pattern: RegExp,
-  handler: (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>,
-];
+import { json, type AdminRoute } from './http.js';
 
 export interface MemberTrustView {
   quarantine(): { quarantined: unknown[]; suspects: unknown[] };
 }
 
-export function memberRoutes(reports: MemberReports, view: MemberTrustView): Route[] {
+export function memberRoutes(reports: MemberReports, view: MemberTrustView): AdminRoute[] {
   const peerPath = PEER_REPORT_PATH.replaceAll('/', '\\/');
   return [
     [

@@ -20,7 +20,7 @@ import {
   type FleetPurge,
 } from '../purge/fleet-purge.js';
 import { fleetAnswer } from './fleet-answer.js';
-import { json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
+import { json, parseBody, type AdminRequest, type AdminRoute } from './http.js';
 
 /** Longest URL or prefix (as Fastly's 8 KB URL limit); members refuse longer entries. */
 const value = z.string().min(1).max(MAX_PURGE_VALUE_LENGTH);
@@ -30,13 +30,7 @@ const purgeBody = z.union([
   z.strictObject({ tag: value }),
 ]);
 
-type Route = [
-  method: string,
-  pattern: RegExp,
-  handler: (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>,
-];
-
-export function purgeRoutes(purges: FleetPurge): Route[] {
+export function purgeRoutes(purges: FleetPurge): AdminRoute[] {
   const peerPath = PEER_PURGE_PATH.replaceAll('/', '\\/');
   return [
     [

@@ -1,34 +1,39 @@
 /**
  * The admin API: JSON over HTTP (plus Prometheus text on /metrics and the dashboard page at /).
  * `handle()` is the whole API as a function of a plain request object, so tests call it
- * in-process with any remote address; `listen()` puts it behind `node:http`. Endpoints are listed
- * in docs/admin-api.md; who may call them is decided in access.ts.
+ * in-process with any remote address; `listen()` puts it behind `node:http`. The route table is
+ * made of one module per area (*-routes.ts: pages, node, dsht, cache, keys, dns, acme, purge,
+ * members); endpoints are listed in docs/admin-api.md; who may call them is decided in access.ts.
  */
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { LiveHub } from '@coral/accesslog';
 import { ConnectionBudget, guardHttpServer, type ListenerLimits } from '@coral/connguard';
 import { systemClock, type Clock } from '@coral/runtime';
 import type { Logger } from 'pino';
-import { z } from 'zod';
-import { AdminAuthError, AdminRequestError, CoralNodeError } from '../errors.js';
+import { AdminRequestError, CoralNodeError } from '../errors.js';
 import type { CoralMetrics } from '../metrics/metrics.js';
-import { AdminAccess, SAFE_METHODS, type AccessGrant } from './access.js';
+import { AdminAccess, SAFE_METHODS } from './access.js';
 import type { FleetChallenges } from '../acme/fleet-challenges.js';
 import { acmeRoutes, isPeerPath } from './acme-routes.js';
 import type { FleetPurge } from '../purge/fleet-purge.js';
 import { purgeRoutes } from './purge-routes.js';
+import { logRoutes } from './log-routes.js';
 import { memberRoutes, type MemberTrustView } from './member-routes.js';
 import type { MemberReports } from '../trust/member-reports.js';
 import { PEER_ANSWER_HEADER, type PeerAnswerAuth } from '../peer/answers.js';
 import { verifiedPeerAuth } from '../peer/requests.js';
 import type { AdminBackend } from './backend.js';
-import { asset } from './dashboard/assets.js';
+import { cacheRoutes } from './cache-routes.js';
 import { DashboardData, type DashboardOptions } from './dashboard/data.js';
-import { PAGE_SECURITY_HEADERS, dashboardPage, loginPage } from './dashboard/page.js';
-import { decodeValue, parseKey, viewValue } from './keys.js';
-import { SESSION_COOKIE, clearCookie } from './session.js';
-import { header, json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
+import { dnsRoutes } from './dns-routes.js';
+import { dshtRoutes } from './dsht-routes.js';
+import { json, type AdminRequest, type AdminResponse, type AdminRoute } from './http.js';
+import { keyRoutes } from './key-routes.js';
+import { nodeRoutes } from './node-routes.js';
+import { pageRoutes } from './page-routes.js';
+import { SESSION_COOKIE } from './session.js';
 
 export { json, parseBody, type AdminRequest, type AdminResponse } from './http.js';
 
@@ -44,6 +49,8 @@ export interface AdminApiComponents {
   purges?: FleetPurge;
   /** Member reports and the quarantine view (admin/member-routes.ts); absent: no such endpoints. */
   members?: { reports: MemberReports; view: MemberTrustView };
+  /** The live log stream (`GET /v1/logs`, admin/log-routes.ts); absent: no such endpoint. */
+  logs?: LiveHub;
   /** Seals the answers to peer requests that verified (peer/answers.ts); keyed mode. */
   peerAnswers?: PeerAnswerAuth;
   /**
@@ -85,41 +92,19 @@ export const ADMIN_CONNECTION_LIMITS: ListenerLimits = {
 };
 export const DEFAULT_ADMIN_MAX_BODY_BYTES = 64 * 1024;
 
-const putBody = z.strictObject({
-  value: z.string(),
-  encoding: z.enum(['utf8', 'base64', 'hex']).default('utf8'),
-  ttl: z.number().int().min(1).max(86_400),
-});
-const purgeBody = z.strictObject({ url: z.url({ protocol: /^https?$/ }) });
-const installKeyBody = z.strictObject({ key: z.string().min(1).max(256) });
-const pingBody = z.strictObject({
-  address: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[0-9.]+):\d{1,5}$/, {
-    message: 'must be ip:port (IPv6 as [addr]:port)',
-  }),
-  /** Resends after a timeout (default the DSHT's: 2, waiting 1 + 2 + 4 s in all). */
-  retries: z.number().int().min(0).max(5).optional(),
-});
-/** A key id as the keyring shows it. */
-const KEY_ID = /^[0-9a-f]{8}$/;
-
-type Handler = (req: AdminRequest, url: URL, params: string[]) => Promise<AdminResponse>;
-
 export class AdminApi {
-  readonly #backend: AdminBackend;
   readonly #metrics: CoralMetrics | undefined;
   readonly #logger: AdminApiComponents['logger'];
   readonly #peerAnswers: PeerAnswerAuth | undefined;
   readonly #access: AdminAccess;
   readonly #dashboard: DashboardData | undefined;
   readonly #publicPaths: ReadonlySet<string>;
-  readonly #opTimeoutMs: number;
   readonly #maxBody: number;
-  readonly #routes: [method: string, pattern: RegExp, handler: Handler][];
+  readonly #routes: AdminRoute[];
   #server: Server | undefined;
   readonly #connections: ConnectionBudget | undefined;
 
   constructor(components: AdminApiComponents, options: AdminApiOptions = {}) {
-    this.#backend = components.backend;
     this.#connections = components.connections;
     this.#metrics = components.metrics;
     this.#logger = components.logger;
@@ -153,171 +138,22 @@ export class AdminApi {
       '/logout',
       ...(options.publicMetrics ? ['/metrics'] : []),
     ]);
-    this.#opTimeoutMs = options.opTimeoutMs ?? DEFAULT_ADMIN_OP_TIMEOUT_MS;
     this.#maxBody = options.maxBodyBytes ?? DEFAULT_ADMIN_MAX_BODY_BYTES;
-    const b = this.#backend;
+    const b = components.backend;
+    // The route table, by area (one module each; docs/admin-api.md lists every endpoint).
     this.#routes = [
-      ['GET', /^\/$/, async (req, url) => this.#page(req, url)],
-      ['GET', /^\/login$/, async () => html(200, loginPage({ tokenConfigured: this.#hasToken }))],
-      ['POST', /^\/login$/, async (req) => this.#login(req)],
-      [
-        'POST',
-        /^\/logout$/,
-        async () => redirect('/login', { 'set-cookie': clearCookie(this.#access.cookieName) }),
-      ],
-      ['GET', /^\/dashboard\/([a-z0-9.-]+)$/, async (req, _u, [name]) => this.#asset(req, name!)],
-      [
-        'GET',
-        /^\/v1\/dashboard$/,
-        async (_r, url) => {
-          if (!this.#dashboard) {
-            throw new AdminRequestError('CORAL_ERR_ADMIN_UNAVAILABLE', 'metrics are not enabled');
-          }
-          const raw = url.searchParams.get('since');
-          const since = raw === null || raw === '' ? undefined : Number(raw);
-          if (since !== undefined && !Number.isFinite(since)) {
-            throw new AdminRequestError(
-              'CORAL_ERR_ADMIN_BAD_REQUEST',
-              `since must be a time in ms, got "${raw}"`,
-            );
-          }
-          return json(200, await this.#dashboard.view(since), 0);
-        },
-      ],
-      ['GET', /^\/healthz$/, async () => json(200, { ok: true })],
-      [
-        'GET',
-        /^\/readyz$/,
-        async () => {
-          const r = b.readiness();
-          return json(r.ready ? 200 : 503, r);
-        },
-      ],
-      ['GET', /^\/metrics$/, () => this.#metricsText()],
-      ['GET', /^\/v1\/node$/, async () => json(200, b.info())],
-      ['GET', /^\/v1\/clusters$/, async () => json(200, b.clusters())],
-      ['GET', /^\/v1\/dsht\/routes$/, async (_r, url) => this.#routesOf(url)],
-      [
-        'GET',
-        /^\/v1\/dsht\/local\/([^/]+)$/,
-        async (_r, _u, [key]) => {
-          const k = parseKey(decodeURIComponent(key!));
-          const values = await b.localGet(k);
-          return json(200, {
-            key: k,
-            values: values.map((v) => ({ ...viewValue(v.value), levels: v.levels })),
-          });
-        },
-      ],
-      [
-        'GET',
-        /^\/v1\/dsht\/values\/([^/]+)$/,
-        async (_r, _u, [key]) => {
-          const k = parseKey(decodeURIComponent(key!));
-          const { values, stats } = await b.get(k, AbortSignal.timeout(this.#opTimeoutMs));
-          return json(200, { key: k, values: values.map(viewValue), stats });
-        },
-      ],
-      [
-        'PUT',
-        /^\/v1\/dsht\/values\/([^/]+)$/,
-        async (req, _u, [key]) => {
-          const body = parseBody(putBody, req);
-          const k = parseKey(decodeURIComponent(key!));
-          const value = decodeValue(body.value, body.encoding);
-          if (value.length === 0 || value.length > 512) {
-            throw new AdminRequestError(
-              'CORAL_ERR_ADMIN_BAD_REQUEST',
-              `value must be 1 to 512 bytes, got ${value.length}`,
-            );
-          }
-          const result = await b.put(k, value, body.ttl, AbortSignal.timeout(this.#opTimeoutMs));
-          return json(200, { key: k, ttl: body.ttl, result });
-        },
-      ],
-      ['GET', /^\/v1\/cache$/, async () => json(200, { objects: await b.cacheList() })],
-      [
-        'POST',
-        /^\/v1\/cache\/purge$/,
-        async (req) => {
-          const { url } = parseBody(purgeBody, req);
-          return json(200, { url, ...(await b.cachePurge(url)) });
-        },
-      ],
-      ['GET', /^\/v1\/fleet\/keys$/, async () => json(200, b.fleetKeys())],
-      [
-        'POST',
-        /^\/v1\/fleet\/keys$/,
-        async (req) => {
-          const { key } = parseBody(installKeyBody, req);
-          const r = b.installKey(key);
-          this.#logger?.info({ keyId: r.id }, 'fleet key installed through the admin API');
-          return json(200, r);
-        },
-      ],
-      [
-        'POST',
-        /^\/v1\/fleet\/keys\/([^/]+)\/use$/,
-        async (_r, _u, [id]) => {
-          const r = b.useKey(keyId(id!));
-          this.#logger?.info({ keyId: id }, 'fleet key made primary through the admin API');
-          return json(200, r);
-        },
-      ],
-      [
-        'DELETE',
-        /^\/v1\/fleet\/keys\/([^/]+)$/,
-        async (_r, _u, [id]) => {
-          const r = b.removeKey(keyId(id!));
-          this.#logger?.info({ keyId: id }, 'fleet key removed through the admin API');
-          return json(200, r);
-        },
-      ],
-      ['GET', /^\/v1\/fleet\/auth$/, async () => json(200, b.fleetAuth())],
-      [
-        'POST',
-        /^\/v1\/dsht\/ping$/,
-        async (req) => {
-          const { address, retries } = parseBody(pingBody, req);
-          const colon = address.lastIndexOf(':');
-          const to = {
-            ip: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'),
-            port: Number(address.slice(colon + 1)),
-          };
-          try {
-            const rttMs = await b.ping(to, AbortSignal.timeout(this.#opTimeoutMs), retries);
-            return json(200, { address, answered: true, rttMs });
-          } catch (err) {
-            return json(200, { address, answered: false, error: (err as Error).message });
-          }
-        },
-      ],
-      [
-        'GET',
-        /^\/v1\/workers$/,
-        async () => json(200, { workers: b.workers ? await b.workers() : [] }),
-      ],
-      ['GET', /^\/v1\/dns\/probes$/, async () => json(200, { probes: await b.probeCache() })],
-      [
-        'GET',
-        /^\/v1\/dns\/decisions$/,
-        async () => json(200, { decisions: await b.dnsDecisions() }),
-      ],
+      ...pageRoutes(this.#access, this.#dashboard),
+      ...nodeRoutes(b, this.#metrics),
+      ...dshtRoutes(b, options.opTimeoutMs ?? DEFAULT_ADMIN_OP_TIMEOUT_MS),
+      ...cacheRoutes(b),
+      ...keyRoutes(b, this.#logger),
+      ...dnsRoutes(b),
       ...(components.acme ? acmeRoutes(components.acme) : []),
       ...(components.purges ? purgeRoutes(components.purges) : []),
+      ...(components.logs ? logRoutes(components.logs) : []),
       ...(components.members
         ? memberRoutes(components.members.reports, components.members.view)
         : []),
-      [
-        'GET',
-        /^\/v1\/blocklist$/,
-        async () => {
-          if (!b.blocklist) {
-            throw new AdminRequestError('CORAL_ERR_ADMIN_UNAVAILABLE', 'no blocklist here');
-          }
-          return json(200, b.blocklist());
-        },
-      ],
     ];
   }
 
@@ -383,111 +219,6 @@ export class AdminApi {
     });
   }
 
-  get #hasToken(): boolean {
-    return this.#access.sessions !== undefined;
-  }
-
-  /**
-   * `/`: the dashboard for whoever may read the API; a browser that may not gets the login page
-   * (or, with `?token=` right, a session cookie and a redirect that drops the token from the URL).
-   */
-  #page(req: AdminRequest, url: URL): AdminResponse {
-    const given = url.searchParams.get('token');
-    if (given !== null) {
-      if (!this.#hasToken) {
-        return html(403, loginPage({ tokenConfigured: false }));
-      }
-      if (!this.#access.tokenMatches(given)) {
-        return html(401, loginPage({ tokenConfigured: true, message: 'Wrong token.' }));
-      }
-      return redirect('/', {
-        'set-cookie': this.#access.sessions!.setCookie(this.#access.cookieName),
-      });
-    }
-    let grant: AccessGrant;
-    try {
-      grant = this.#access.authorize(req);
-    } catch (err) {
-      if (!(err instanceof AdminAuthError)) throw err;
-      return html(
-        err.statusCode,
-        loginPage({
-          tokenConfigured: this.#hasToken,
-          ...(err.statusCode === 403 ? { message: err.message } : {}),
-        }),
-      );
-    }
-    return html(200, dashboardPage({ session: grant === 'session' }));
-  }
-
-  /** `POST /login` with the form's `token`: a session cookie and back to the dashboard. */
-  #login(req: AdminRequest): AdminResponse {
-    if (!this.#hasToken) return html(403, loginPage({ tokenConfigured: false }));
-    const type = header(req.headers, 'content-type') ?? '';
-    if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) {
-      throw new AdminRequestError(
-        'CORAL_ERR_ADMIN_UNSUPPORTED_MEDIA_TYPE',
-        'POST /login takes the form application/x-www-form-urlencoded (token=...)',
-      );
-    }
-    const token = new URLSearchParams(req.body ?? '').get('token');
-    if (token === null || !this.#access.tokenMatches(token)) {
-      return html(401, loginPage({ tokenConfigured: true, message: 'Wrong token.' }));
-    }
-    return redirect('/', {
-      'set-cookie': this.#access.sessions!.setCookie(this.#access.cookieName),
-    });
-  }
-
-  #asset(req: AdminRequest, name: string): AdminResponse {
-    let a;
-    try {
-      a = asset(name);
-    } catch (err) {
-      throw new AdminRequestError('CORAL_ERR_ADMIN_UNAVAILABLE', (err as Error).message);
-    }
-    if (!a) throw new AdminRequestError('CORAL_ERR_ADMIN_NOT_FOUND', `no such asset: ${name}`);
-    const headers = {
-      ...PAGE_SECURITY_HEADERS,
-      'content-type': a.type,
-      'cache-control': 'no-cache',
-      etag: a.etag,
-    };
-    if (header(req.headers, 'if-none-match') === a.etag) return { status: 304, headers, body: '' };
-    return { status: 200, headers, body: a.body };
-  }
-
-  async #metricsText(): Promise<AdminResponse> {
-    if (!this.#metrics) {
-      throw new AdminRequestError('CORAL_ERR_ADMIN_UNAVAILABLE', 'metrics are not enabled');
-    }
-    return {
-      status: 200,
-      headers: { 'content-type': this.#metrics.contentType },
-      body: await this.#metrics.text(),
-    };
-  }
-
-  #routesOf(url: URL): AdminResponse {
-    const levels = this.#backend.levels;
-    const raw = url.searchParams.get('level');
-    if (raw === null) {
-      const tables = Array.from({ length: levels }, (_, level) => ({
-        level,
-        contacts: this.#backend.routes(level),
-      }));
-      return json(200, { levels: tables });
-    }
-    const level = Number(raw);
-    if (!Number.isInteger(level) || level < 0 || level >= levels) {
-      throw new AdminRequestError(
-        'CORAL_ERR_ADMIN_BAD_REQUEST',
-        `level must be an integer from 0 to ${levels - 1}, got "${raw}"`,
-      );
-    }
-    return json(200, { level, contacts: this.#backend.routes(level) });
-  }
-
   /** The `node:http` request listener: reads the body (bounded) and writes `handle()`'s answer. */
   readonly listener = (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
@@ -519,7 +250,8 @@ export class AdminApi {
         : this.handle(request);
       void answer.then((r) => {
         res.writeHead(r.status, r.headers);
-        res.end(r.body);
+        if (r.stream) void r.stream.start(res);
+        else res.end(r.body);
       });
     });
   };
@@ -552,35 +284,4 @@ export class AdminApi {
       server.closeIdleConnections();
     });
   }
-}
-
-function keyId(raw: string): string {
-  const id = decodeURIComponent(raw).toLowerCase();
-  if (!KEY_ID.test(id)) {
-    throw new AdminRequestError(
-      'CORAL_ERR_ADMIN_BAD_REQUEST',
-      `a key id is 8 hex digits (as GET /v1/fleet/keys lists them), got ${JSON.stringify(raw.slice(0, 16))}`,
-    );
-  }
-  return id;
-}
-
-function html(status: number, body: string): AdminResponse {
-  return {
-    status,
-    headers: {
-      ...PAGE_SECURITY_HEADERS,
-      'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-store',
-    },
-    body,
-  };
-}
-
-function redirect(location: string, extra: Record<string, string> = {}): AdminResponse {
-  return {
-    status: 303,
-    headers: { ...PAGE_SECURITY_HEADERS, location, 'cache-control': 'no-store', ...extra },
-    body: '',
-  };
 }

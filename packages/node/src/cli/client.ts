@@ -72,6 +72,50 @@ export class AdminClient {
     return text;
   }
 
+  /**
+   * A streamed GET (`/v1/logs`): the response once its head is in, within the client's timeout;
+   * its body then runs until the node ends it or `signal` aborts. An error answer throws
+   * {@link AdminClientError} with the node's code.
+   */
+  async stream(path: string, signal?: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { accept: 'application/x-ndjson' };
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    const head = new AbortController();
+    const timer = setTimeout(() => head.abort(new Error('no answer in time')), this.#timeoutMs);
+    let res: Response;
+    try {
+      res = await fetch(this.url + path, {
+        headers,
+        signal: signal ? AbortSignal.any([signal, head.signal]) : head.signal,
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause;
+      throw new AdminClientError(
+        'CORAL_ERR_CLIENT_UNREACHABLE',
+        `cannot reach the admin API at ${this.url}: ${cause?.code ?? (err as Error).message}`,
+        502,
+        { cause: err },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!res.ok) {
+      const text = await res.text();
+      let err: { code?: string; message?: string } | undefined;
+      try {
+        err = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
+      } catch {
+        err = undefined;
+      }
+      throw new AdminClientError(
+        'CORAL_ERR_CLIENT_HTTP',
+        `GET ${path}: ${res.status} ${err?.code ?? ''} ${err?.message ?? text}`.trim(),
+        res.status,
+      );
+    }
+    return res;
+  }
+
   async raw(method: string, path: string, body?: unknown): Promise<Response> {
     const headers: Record<string, string> = {};
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;

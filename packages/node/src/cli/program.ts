@@ -21,6 +21,7 @@ import { VERSION } from '../version.js';
 import { Keyring } from '@coral/keyring';
 import { addAcmeCommands } from './acme.js';
 import { AdminClient, DEFAULT_ADMIN_URL } from './client.js';
+import { addLogsCommand } from './logs.js';
 
 export interface CliIo {
   stdout: { write(s: string): unknown };
@@ -253,6 +254,11 @@ export async function run(argv: string[], io: CliIo, deps: CliDeps): Promise<num
     });
 
   addAcmeCommands(program, client, print, FLEET_INCOMPLETE_STATUS, (message) => {
+    io.stderr.write(`coral-node: ${message}\n`);
+    exitCode = EXIT_FAILURE;
+  });
+
+  addLogsCommand(program, client, io.stdout, (message) => {
     io.stderr.write(`coral-node: ${message}\n`);
     exitCode = EXIT_FAILURE;
   });

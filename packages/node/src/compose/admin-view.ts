@@ -131,17 +131,9 @@ export class NodeAdminView implements AdminBackend {
     return { domains: this.#s.blocklist.domains() };
   }
 
-  async cachePurge(url: string): Promise<{ purged: boolean; withdrawn: boolean }> {
-    const s = this.#s;
-    const purged = await s.proxy.purge(url);
-    let withdrawn = false;
-    try {
-      await s.index.withdraw(s.components.services.urlKey(url));
-      withdrawn = true;
-    } catch (err) {
-      s.logger.warn({ err, url }, 'withdraw after purge failed');
-    }
-    return { purged, withdrawn };
+  /** The one-URL local purge: the proxy drops it and withdraws the announcement (one owner). */
+  cachePurge(url: string): Promise<{ purged: boolean; withdrawn: boolean }> {
+    return this.#s.proxy.purgeAndWithdraw(url);
   }
 
   async probeCache(): Promise<ProbeEntry[]> {

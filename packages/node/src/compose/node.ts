@@ -19,6 +19,7 @@ import type { CoralMetrics } from '../metrics/metrics.js';
 import type { FleetPurge } from '../purge/fleet-purge.js';
 import type { NodeCertificates, TlsMaterial } from '../tls/certificates.js';
 import type { FleetTrust } from '../trust/fleet-keys.js';
+import type { TlsTicketKeys } from '../trust/ticket-keys.js';
 import { NodeAdminView } from './admin-view.js';
 import { nodeBanner } from './banner.js';
 import { reloadBlocklist } from './blocklist.js';
@@ -74,6 +75,11 @@ export class CoralNode {
   /** SIGHUP: read the TLS certificate again; a file that cannot be used changes nothing. */
   reloadTls(): Promise<TlsMaterial | undefined> {
     return reloadTls(this.#s);
+  }
+
+  /** SIGUSR1: reopen the access log file by its path (logrotate moved it); else nothing. */
+  reopenAccessLog(): void {
+    this.#s.accessLog?.reopen();
   }
 
   /**
@@ -161,5 +167,9 @@ export class CoralNode {
   /** The TLS listener's certificate (configured files or the local CA); none while TLS is off. */
   get certificates(): NodeCertificates | undefined {
     return this.#s.certificates;
+  }
+  /** The TLS listener's session-ticket keys (trust/ticket-keys.ts); none while TLS is off. */
+  get ticketKeys(): TlsTicketKeys | undefined {
+    return this.#s.ticketKeys;
   }
 }

@@ -4,6 +4,7 @@
  * which keeps the composition readable and tells each package what the process relies on.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AccessRecord } from '@coral/accesslog';
 import type { ConnectionBudget } from '@coral/connguard';
 import type {
   ClusterSnapshot,
@@ -89,8 +90,12 @@ export interface ProxyPort {
   listen(port: number, host?: string): Promise<BoundAddress>;
   close(): Promise<void>;
   cacheList(): Promise<CacheListEntry[]>;
-  /** Drop a URL (origin form); resolves to whether something was dropped. */
-  purge(url: string): Promise<boolean>;
+  /**
+   * Drop a URL (origin form) and withdraw this node's announcement of it — the proxy owns both —
+   * resolving once the withdrawal is done: whether something was dropped, and whether the index
+   * took the withdrawal.
+   */
+  purgeAndWithdraw(url: string): Promise<{ purged: boolean; withdrawn: boolean }>;
   /**
    * Drop every stored response the predicate selects (it reads the normalized URL, the stored
    * response head and the time it was stored) and withdraw URLs left with none; the count.
@@ -114,9 +119,13 @@ export interface ProxyPort {
     port: number;
     host?: string;
     publicPort?: number;
+    /** Session-ticket keys (48 bytes; copied): the fleet's, trust/ticket-keys.ts. */
+    ticketKeys?: Uint8Array;
   }): Promise<BoundAddress>;
   /** Swap the TLS listener's certificate: new handshakes use it, open connections stay. */
   setTlsCertificate?(certificate: { cert: string; key: string }): void;
+  /** Swap the TLS listener's session-ticket keys (48 bytes; copied); kept across certificates. */
+  setTlsTicketKeys?(keys: Uint8Array): void;
   /** A member's report of another (httpprx src/audit/): audited there, never obeyed. */
   memberReported?(report: MemberReport, reporter: string): void;
   /** Members quarantined by this node's audit, and suspects. */
@@ -175,6 +184,8 @@ export interface ServiceFactory<D extends DshtPort = DshtPort> {
       connections?: ConnectionBudget;
       /** This node's audit quarantined a member: tell the fleet (trust/member-reports.ts). */
       onQuarantine?: (report: MemberReport) => void;
+      /** One access record per request, at its response's end (the access log). */
+      onAccess?: (record: AccessRecord) => void;
     },
   ): Promise<ProxyPort> | ProxyPort;
   /** The DNS server's view of the fleet over the DSHT (clusters, hints, liveness). */
@@ -188,6 +199,4 @@ export interface ServiceFactory<D extends DshtPort = DshtPort> {
       connections?: ConnectionBudget;
     },
   ): Promise<DnsPort> | DnsPort;
-  /** The DSHT key of a URL exactly as the proxy computes it (SHA-1 of `url:` + normalized URL). */
-  urlKey(url: string): Uint8Array;
 }

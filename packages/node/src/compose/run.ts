@@ -4,7 +4,7 @@
  * TLS certificate, re-reads the configuration (`reload`) and makes the blocklist
  * (`proxy.blocklist` / `proxy.blocklistFile`) and the fleet keyring (`fleet.keys` /
  * `fleet.keysFile`) what it says; a configuration that no longer validates changes nothing and is
- * logged.
+ * logged. SIGUSR1 reopens the access log file (logrotate).
  */
 import type { CliIo } from '../cli/program.js';
 import type { CoralConfig } from '../config/schema.js';
@@ -55,6 +55,13 @@ export async function runNode(
     };
     signals.on('SIGTERM', onSignal);
     signals.on('SIGINT', onSignal);
+    // SIGUSR1 (logrotate's postrotate): the access log file is opened again by its path. A
+    // listener replaces Node's own use of the signal (starting the inspector).
+    signals.on('SIGUSR1', () => {
+      if (stopping) return;
+      logger.info({ signal: 'SIGUSR1' }, 'reopening the access log');
+      node.reopenAccessLog();
+    });
     // SIGHUP: read the TLS certificate files again (after an ACME renewal; connections stay), and
     // make the blocklist and the fleet keyring what the re-read configuration says.
     signals.on('SIGHUP', () => {

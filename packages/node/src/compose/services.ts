@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Dsht, LEVEL_COUNT, type ClusterSnapshot } from '@coral/dsht';
-import { CoralProxy, urlKey } from '@coral/httpprx';
+import { CoralProxy } from '@coral/httpprx';
 import { DnsServer } from '@coral/dnssrv';
 import type { ListenerLimits } from '@coral/connguard';
 import type { CoralConfig } from '../config/schema.js';
@@ -129,8 +129,6 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
       dnsServerOptions(config),
     );
   },
-
-  urlKey,
 };
 
 /** The proxy listeners' connection limits (`connections.*`). */

@@ -4,6 +4,7 @@
  * SIGHUP reloads. It holds the few questions every part asks of the running node (its id, the
  * other members, the live proxies, whether it is cut off from its fleet) and nothing else.
  */
+import type { AccessLog, LiveHub } from '@coral/accesslog';
 import type { ConnectionBudget } from '@coral/connguard';
 import { InMemoryChallengeStore, type NodeDirectory, type NodeInfo } from '@coral/dnssrv';
 import type { PeerAuth } from '@coral/httpprx';
@@ -23,6 +24,7 @@ import type { PurgeLog } from '../purge/purge-log.js';
 import type { DescriptorLimitResult } from '../runtime/fd-limit.js';
 import type { HeapTrimmer } from '../runtime/heap-trim.js';
 import type { NodeCertificates } from '../tls/certificates.js';
+import type { TlsTicketKeys } from '../trust/ticket-keys.js';
 import type { AdminRecords } from '../trust/admin-records.js';
 import type { FleetTrust } from '../trust/fleet-keys.js';
 import { FleetKeyAdmin } from '../trust/key-admin.js';
@@ -100,8 +102,14 @@ export class NodeState {
   heapTrimmer: HeapTrimmer | undefined;
   /** The TLS listener's certificate (configured files or the local CA); none while TLS is off. */
   certificates: NodeCertificates | undefined;
+  /** The TLS listener's session-ticket keys, shared by the fleet (trust/ticket-keys.ts). */
+  ticketKeys: TlsTicketKeys | undefined;
   /** Origins refused before the proxy sees the request (blocklist/gate.ts); swapped on SIGHUP. */
   blocklist = new Blocklist();
+  /** The access log (`log.access`), fed one record per proxy request (start/access-log.ts). */
+  accessLog: AccessLog | undefined;
+  /** The live log stream behind `GET /v1/logs`. */
+  logHub: LiveHub | undefined;
   /** Set once `stop()` began. */
   stopping: Promise<void> | undefined;
 

@@ -1,13 +1,6 @@
 export * from './schema.js';
-export {
-  loadConfig,
-  loadStartConfig,
-  envName,
-  deepMerge,
-  ENV_FIELDS,
-  ENV_OTHER,
-  type LoadConfigOptions,
-} from './load.js';
+export { loadConfig, loadStartConfig, deepMerge, type LoadConfigOptions } from './load.js';
+export { envName, ENV_FIELDS, ENV_OTHER } from './env.js';
 export {
   resolveAddresses,
   resolveBootstrap,

@@ -34,6 +34,11 @@ import {
   DEFAULT_PURGE_LOG_RETENTION_SECONDS,
 } from '../purge/purge-log.js';
 import { DEFAULT_PURGE_SYNC_INTERVAL_MS } from '../purge/fleet-purge.js';
+import {
+  TICKET_KEY_ROTATION_MAX_SECONDS,
+  TICKET_KEY_ROTATION_MIN_SECONDS,
+  TICKET_KEY_ROTATION_SECONDS,
+} from '../trust/ticket-keys.js';
 
 export const DEFAULT_DATA_DIR = './data';
 export const DEFAULT_ZONE = 'nyud.net';
@@ -210,6 +215,16 @@ const tlsSchema = z
      * `<dataDir>/tls` (as Caddy's local HTTPS does). Off: no certificate, no TLS listener.
      */
     localCa: z.boolean().default(true),
+    /**
+     * Length of a session-ticket key epoch (s): every member derives the same ticket keys from the
+     * fleet key for each epoch (trust/ticket-keys.ts), so a client resumes at any member.
+     */
+    ticketKeyRotationSeconds: z
+      .number()
+      .int()
+      .min(TICKET_KEY_ROTATION_MIN_SECONDS)
+      .max(TICKET_KEY_ROTATION_MAX_SECONDS)
+      .default(TICKET_KEY_ROTATION_SECONDS),
   })
   .refine((t) => (t.cert === undefined) === (t.key === undefined), {
     message: 'tls.cert and tls.key go together (set both or neither)',
@@ -358,6 +373,19 @@ const workers = z
   )
   .transform((w) => (w === 'auto' ? Math.min(availableParallelism(), MAX_WORKERS) : w));
 
+/** `log.access`: format, destination and sampling of the access log. */
+const accessLogSchema = z.strictObject({
+  /** `json` (one JSON object per line, `"log":"access"`) or `combined` (Apache/nginx). */
+  format: z.enum(['json', 'combined']).default('json'),
+  /**
+   * `stdout` (beside the node's own lines), `off`, or the path of a file (appended to, reopened
+   * on SIGUSR1 for logrotate).
+   */
+  destination: z.string().min(1).default('stdout'),
+  /** Fraction of requests logged, 0..1; 5xx and aborted requests always are. */
+  sample: z.number().min(0).max(1).default(1),
+});
+
 export const configSchema = z.strictObject({
   dataDir: z.string().min(1).default(DEFAULT_DATA_DIR),
   zone: dnsName.default(DEFAULT_ZONE),
@@ -390,8 +418,10 @@ export const configSchema = z.strictObject({
       level: z
         .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
         .default(DEFAULT_LOG_LEVEL),
+      /** The access log (@coral/accesslog, docs/accesslog.md): one line per proxy request. */
+      access: accessLogSchema.default(accessLogSchema.parse({})),
     })
-    .default({ level: DEFAULT_LOG_LEVEL }),
+    .default({ level: DEFAULT_LOG_LEVEL, access: accessLogSchema.parse({}) }),
   /** Origin used in the example Coralized fetch printed at start (no other effect). */
   exampleOrigin: z.url({ protocol: /^http$/ }).default(DEFAULT_EXAMPLE_ORIGIN),
   /**

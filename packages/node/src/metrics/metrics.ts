@@ -26,6 +26,8 @@ export interface ProxyMetricsSink {
   request(cacheStatus: string, method: string, status: number, res?: ServerResponse): void;
   originFetch(bytes: number, ok: boolean): void;
   peerFetch(bytes: number, ok: boolean): void;
+  /** An origin request of the member audit (not an `originFetch`: counted apart). */
+  auditFetch(bytes: number, ok: boolean): void;
   rateLimited(): void;
   /** A hit answered on the proxy's fast path (from the hot cache, before routing). */
   fastHit(): void;
@@ -239,7 +241,7 @@ export class CoralMetrics {
     });
     const originFetches = new Counter({
       name: `${p}origin_fetches_total`,
-      help: 'Fetches from origin servers by outcome',
+      help: "Fetches from origin servers for clients by outcome (the member audit's own: coral_member_audit_fetches_total)",
       labelNames: ['outcome'],
       registers,
     });
@@ -472,6 +474,13 @@ export class CoralMetrics {
     });
     for (const outcome of ['agree', 'lied', 'inconclusive', 'skipped', 'error'])
       audits.inc({ outcome }, 0);
+    const auditFetches = new Counter({
+      name: `${p}member_audit_fetches_total`,
+      help: 'Origin requests made by the member audit (a sampled copy fetched again, a second look, a report checked), by outcome; not in coral_origin_fetches_total (their bytes are in coral_origin_fetch_bytes_total)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['ok', 'error']) auditFetches.inc({ outcome }, 0);
     const reports = new Counter({
       name: `${p}member_reports_total`,
       help: "Members' quarantine reports: received and confirmed by this node's own check (quarantined), unconfirmed (suspect only), unchecked (over budget), ignored; sent to a member (sent, send-failed)",
@@ -691,6 +700,10 @@ export class CoralMetrics {
       peerFetch: (bytes, ok) => {
         peerFetches.inc({ outcome: ok ? 'ok' : 'error' });
         if (bytes > 0) peerBytes.inc(bytes);
+      },
+      auditFetch: (bytes, ok) => {
+        auditFetches.inc({ outcome: ok ? 'ok' : 'error' });
+        if (bytes > 0) originBytes.inc(bytes);
       },
       rateLimited: () => rateLimited.inc({ service: 'proxy' }),
       fastHit: () => {

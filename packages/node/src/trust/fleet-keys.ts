@@ -16,7 +16,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Keyring, KeyringError } from '@coral/keyring';
 import type { CoralConfig } from '../config/schema.js';
-import { envName } from '../config/load.js';
+import { envName } from '../config/env.js';
 import { FleetKeyError } from '../errors.js';
 
 /** The generated key's file name in the data directory. */

@@ -368,6 +368,22 @@ describe('the dashboard and browser sessions', () => {
     }
   });
 
+  it("serves every module the page's script imports (app.js and its imports, transitively)", async () => {
+    const seen = new Set<string>();
+    const todo = ['app.js'];
+    while (todo.length > 0) {
+      const name = todo.pop()!;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const r = await api.handle(req('GET', `/dashboard/${name}`, remote));
+      expect(r.status, name).toBe(200);
+      expect(r.headers['content-type'], name).toContain('text/javascript');
+      for (const m of r.body.matchAll(/^import .* from '\.\/([a-z0-9-]+\.js)';$/gm))
+        todo.push(m[1]!);
+    }
+    expect(seen.size).toBeGreaterThan(2);
+  });
+
   it('gives a remote browser the login page, and a session for the right token', async () => {
     const page = await api.handle(req('GET', '/', remote));
     expect(page.status).toBe(401);

@@ -248,6 +248,34 @@ describe('loadConfig', () => {
     }
   });
 
+  it('takes log.access from the file or CORAL_LOG_ACCESS_*, and refuses what is out of range', () => {
+    expect(loadConfig().log.access).toEqual({ format: 'json', destination: 'stdout', sample: 1 });
+    const env = {
+      CORAL_LOG_ACCESS_FORMAT: 'combined',
+      CORAL_LOG_ACCESS_DESTINATION: '/var/log/coral/access.log',
+      CORAL_LOG_ACCESS_SAMPLE: '0.25',
+    };
+    expect(loadConfig({ env }).log.access).toEqual({
+      format: 'combined',
+      destination: '/var/log/coral/access.log',
+      sample: 0.25,
+    });
+    expect(
+      loadConfig({ file: file('al.yaml', 'log:\n  access:\n    destination: "off"\n') }).log,
+    ).toEqual({ level: 'info', access: { format: 'json', destination: 'off', sample: 1 } });
+    const issues = issuesOf(() =>
+      loadConfig({
+        env: { CORAL_LOG_ACCESS_FORMAT: 'clf', CORAL_LOG_ACCESS_SAMPLE: '1.5' },
+        overrides: { log: { access: { destination: '' } } },
+      }),
+    );
+    expect(issues.map((i) => i.path).sort()).toEqual([
+      'log.access.destination',
+      'log.access.format',
+      'log.access.sample',
+    ]);
+  });
+
   it('returns a deeply frozen object', () => {
     const c = loadConfig({ env: { CORAL_BOOTSTRAP: '127.0.0.2:8091' } });
     expect(Object.isFrozen(c)).toBe(true);

@@ -3,11 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 
 describe('TLS configuration', () => {
-  it('defaults: TLS port 8443, local CA on, upgrades followed, no files', () => {
+  it('defaults: TLS port 8443, local CA on, upgrades followed, no files, ticket keys for 12 h', () => {
     const c = loadConfig();
     expect(c.proxy.tlsPort).toBe(8443);
     expect(c.proxy.followHttpsUpgrade).toBe(true);
-    expect(c.tls).toEqual({ originCa: [], localCa: true });
+    expect(c.tls).toEqual({ originCa: [], localCa: true, ticketKeyRotationSeconds: 43_200 });
   });
 
   it('reads every TLS field from the environment', () => {
@@ -19,6 +19,7 @@ describe('TLS configuration', () => {
         CORAL_TLS_KEY: '/etc/coral/privkey.pem',
         CORAL_TLS_ORIGIN_CA: '/etc/coral/a.pem,/etc/coral/b.pem',
         CORAL_TLS_LOCAL_CA: 'off',
+        CORAL_TLS_TICKET_KEY_ROTATION_SECONDS: '3600',
       },
     });
     expect(c.proxy).toMatchObject({ tlsPort: 9443, followHttpsUpgrade: false });
@@ -27,6 +28,7 @@ describe('TLS configuration', () => {
       key: '/etc/coral/privkey.pem',
       originCa: ['/etc/coral/a.pem', '/etc/coral/b.pem'],
       localCa: false,
+      ticketKeyRotationSeconds: 3600,
     });
   });
 
@@ -41,6 +43,20 @@ describe('TLS configuration', () => {
     );
     expect(() => loadConfig({ overrides: { tls: { originCa: [''] } } })).toThrow(
       /tls\.originCa\.0: must be the path of a PEM file/,
+    );
+  });
+
+  it('accepts a ticket-key rotation of 60 s to 7 days, and reports one outside with its source', () => {
+    const at = (v: string) => loadConfig({ env: { CORAL_TLS_TICKET_KEY_ROTATION_SECONDS: v } });
+    expect(at('60').tls.ticketKeyRotationSeconds).toBe(60);
+    expect(at('604800').tls.ticketKeyRotationSeconds).toBe(604_800);
+    expect(() => at('59')).toThrow(
+      /tls\.ticketKeyRotationSeconds: Too small[\s\S]*CORAL_TLS_TICKET_KEY_ROTATION_SECONDS/,
+    );
+    expect(() => at('604801')).toThrow(/tls\.ticketKeyRotationSeconds: Too big/);
+    expect(() => at('1h')).toThrow(/tls\.ticketKeyRotationSeconds/);
+    expect(() => loadConfig({ overrides: { tls: { ticketKeyRotationSeconds: 90.5 } } })).toThrow(
+      /tls\.ticketKeyRotationSeconds/,
     );
   });
 });

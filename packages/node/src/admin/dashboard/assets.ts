@@ -24,9 +24,26 @@ const CLIENT_DIR = new URL('../../../dist/admin/dashboard/client/', import.meta.
 const JS = 'text/javascript; charset=utf-8';
 const CSS = 'text/css; charset=utf-8';
 
+/** The page's script: app.js and the modules it imports (./client, one file per component). */
+const CLIENT_MODULES = [
+  'app.js',
+  'charts.js',
+  'dom.js',
+  'fleet-panels.js',
+  'format.js',
+  'history.js',
+  'summary.js',
+  'traffic-panels.js',
+  'view.js',
+] as const;
+
 const SOURCES: Record<string, { type: string; load: () => string }> = {
-  'app.js': { type: JS, load: () => readFileSync(new URL('app.js', CLIENT_DIR), 'utf8') },
-  'format.js': { type: JS, load: () => readFileSync(new URL('format.js', CLIENT_DIR), 'utf8') },
+  ...Object.fromEntries(
+    CLIENT_MODULES.map((name) => [
+      name,
+      { type: JS, load: () => readFileSync(new URL(name, CLIENT_DIR), 'utf8') },
+    ]),
+  ),
   'uplot.js': {
     type: JS,
     load: () => readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'),

@@ -51,6 +51,7 @@ export async function startAdmin(
         },
       },
       connections: s.connections,
+      ...(s.logHub ? { logs: s.logHub } : {}),
       ...(peers.answerAuth ? { peerAnswers: peers.answerAuth } : {}),
     },
     {

@@ -41,6 +41,8 @@ export async function openProxy(
         connections: s.connections,
         // The audit quarantined a member: every other member hears of it (and checks it).
         onQuarantine: (report) => void s.reports?.send(report),
+        // One record per request, at its response's end (start/access-log.ts).
+        ...(s.accessLog ? { onAccess: s.accessLog.log.bind(s.accessLog) } : {}),
       });
       try {
         await proxy.open();

@@ -8,15 +8,17 @@
  *  3. fleet keys       keyed or open, before anything listens                trust.ts
  *  4. dsht             the DSHT and its join, the content index, members     dsht.ts
  *  5. peers            signed node-to-node requests, this node's admin record peers.ts
- *  6. proxy            the caching proxy opened, the blocklist's gate        proxy.ts
- *  7. purge log        the purge log, fleet purges, the catch-up at start    purge.ts
- *  8. proxy listen     http, then https with a certificate                   proxy.ts, tls.ts
- *  9. dns              the directory adapter and the DNS server              dns.ts
- * 10. admin            ACME for the fleet and the admin API                  admin.ts
- * 11. heap trim        the periodic heap trim                                process.ts
+ *  6. access log       log.access's destination, the live stream's hub      access-log.ts
+ *  7. proxy            the caching proxy opened, the blocklist's gate        proxy.ts
+ *  8. purge log        the purge log, fleet purges, the catch-up at start    purge.ts
+ *  9. proxy listen     http, then https with a certificate                   proxy.ts, tls.ts
+ * 10. dns              the directory adapter and the DNS server              dns.ts
+ * 11. admin            ACME for the fleet and the admin API                  admin.ts
+ * 12. heap trim        the periodic heap trim                                process.ts
  */
 import type { AdminBackend } from '../../admin/backend.js';
 import type { NodeState } from '../state.js';
+import { openAccessLog } from './access-log.js';
 import { startAdmin } from './admin.js';
 import { startDns } from './dns.js';
 import { startDsht } from './dsht.js';
@@ -34,6 +36,7 @@ export async function startSequence(s: NodeState, view: AdminBackend): Promise<v
   const keyring = await fleetKeys(s, storage.dataDir);
   const fleet = await startDsht(s, storage, keyring);
   const peers = peerWiring(s, keyring);
+  await openAccessLog(s);
   const reports = await openProxy(s, storage, fleet, peers);
   await startPurges(s, storage, peers);
   const proxy = await listenProxy(s, storage);

@@ -1,9 +1,10 @@
 /**
  * Start step "proxy tls": the TLS listener, when a certificate is available — `tls.cert`/`tls.key`,
  * else the local development CA's (created on first start). Its renewals and SIGHUP reloads are
- * swapped into the running listener.
+ * swapped into the running listener, and so are the fleet's session-ticket keys at each rotation.
  */
 import { NodeCertificates, type TlsMaterial } from '../../tls/certificates.js';
+import { TlsTicketKeys } from '../../trust/ticket-keys.js';
 import type { NodeState } from '../state.js';
 import { step } from './step.js';
 
@@ -38,14 +39,26 @@ export async function listenTls(s: NodeState, dataDir: string): Promise<void> {
     tlsLog.warn('this proxy has no TLS listener: serving plain http only');
     return;
   }
+  // The fleet's session-ticket keys, rotated into the listener (trust/ticket-keys.ts).
+  const ticketKeys = new TlsTicketKeys(
+    {
+      clock: s.clock,
+      logger: tlsLog,
+      ...(s.trust.mode === 'keyed' ? { keyring: s.trust.keyring } : {}),
+    },
+    { rotationSeconds: config.tls.ticketKeyRotationSeconds },
+  );
   await step('proxy tls', () =>
     proxy.listenTls!({
       cert: material.certPem,
       key: material.keyPem,
       port: config.proxy.tlsPort,
       host: addresses.bind.proxy,
+      ticketKeys: ticketKeys.current(),
     }),
   );
+  s.ticketKeys = ticketKeys;
+  ticketKeys.start((keys) => proxy.setTlsTicketKeys?.(keys));
   s.listening.proxyTls = { host: addresses.bind.proxy, port: config.proxy.tlsPort };
 }
 

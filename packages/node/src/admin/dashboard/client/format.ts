@@ -89,3 +89,11 @@ export function sumColumns(
     return sum;
   });
 }
+
+/** 24-hour local time, HH:MM:SS. */
+export function clock(ms: number): string {
+  const d = new Date(ms);
+  return [d.getHours(), d.getMinutes(), d.getSeconds()]
+    .map((n) => String(n).padStart(2, '0'))
+    .join(':');
+}

@@ -3,7 +3,7 @@ import { ServerResponse, createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { preparedConnection, sendPrepared, serializeHead } from '../../src/serve/prepared.js';
+import { preparedConnection, sendPrepared, serializeHead } from '../../src/hot/prepared.js';
 import { waitFor } from '@coral/testkit';
 import { httpDate, startScripted } from '../helpers/harness.js';
 import type { Origin, ProxyHarness } from '../helpers/harness.js';

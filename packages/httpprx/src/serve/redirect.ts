@@ -1,5 +1,5 @@
 /**
- * The answer to a request for a site that opted out (./opt-outs.ts): a 307 to the origin's own URL
+ * The answer to a request for a site that opted out (../site-control/opt-outs.ts): a 307 to the origin's own URL
  * (same scheme, host, port, path and query), never stored by anyone (`Cache-Control: private,
  * no-store`) and never rewritten to a Coralized name.
  */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HotCache } from '../../src/serve/hot-cache.js';
+import { HotCache } from '../../src/hot/hot-cache.js';
 import { keyOf, metaFor } from '../store/contract.js';
 
 describe('HotCache', () => {

@@ -18,7 +18,7 @@
  * other case — a client asking to close, HTTP/1.0 without keep-alive, the last request allowed on a
  * connection, an expectation, fields already set on the response, a runtime whose
  * `ServerResponse` lacks these fields — goes through `writeHead` as before.
- * test/serve/prepared.spec.ts compares the bytes of both ways on real sockets.
+ * test/hot/prepared.spec.ts compares the bytes of both ways on real sockets.
  */
 import { IncomingMessage, STATUS_CODES, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ProxyError } from '../../src/errors.js';
 import { originUrl } from '../../src/mapping/coral-name.js';
-import { requestTarget, upstreamUrl } from '../../src/request/target.js';
-import { splitHostHeader } from '../../src/request/host.js';
+import { requestTarget, upstreamUrl } from '../../src/mapping/target.js';
+import { splitHostHeader } from '../../src/mapping/host.js';
 import { SeededRandom } from '@coral/testkit';
 
 const site = { name: 'www.school.test' };
