@@ -4,17 +4,26 @@
  * at once to fetches of their own when it is not, and the URL is then remembered (hit-for-miss) so
  * the next crowd goes to the origin side by side; negative answers are kept within their cap.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ManualClock } from '@coral/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { urlKey } from '../../src/mapping/coral-name.js';
+import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
+import { topMember } from '../../src/peer/rendezvous.js';
 import {
+  NODE_A,
+  NODE_B,
+  T0,
   get,
   httpDate,
   recordingMetrics,
   startOrigin,
+  startPair,
   startProxy,
   until,
 } from '../helpers/harness.js';
 import type { Reply } from '../helpers/harness.js';
+import { HmacPeerAuth } from '../helpers/peer-auth.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -94,6 +103,71 @@ describe('concurrent misses share a storable response (Varnish waiting list, ngi
     expect(rs.filter((r) => String(r.headers['cache-status']).includes('collapsed'))).toHaveLength(
       0,
     );
+  });
+});
+
+describe('fleet-wide: the designated fetcher shares a Last-Modified-only response with the members that ask', () => {
+  it(`${CROWD} concurrent misses over two nodes, modified moments ago: 1 origin fetch`, async () => {
+    const clock = new ManualClock(T0);
+    const key = '5a'.repeat(32);
+    const f = await startPair({
+      body: Buffer.alloc(0),
+      clock,
+      members: new InMemoryFleetMembers({ recordsAuthenticated: true, rendezvous: true }),
+      a: { peerAuth: new HmacPeerAuth(key, clock) },
+      b: { peerAuth: new HmacPeerAuth(key, clock) },
+    });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    cleanups.push(
+      () => f.close(),
+      () => release(),
+    );
+    // The origin answers Last-Modified only (a second before Date: heuristic freshness 0 s).
+    f.origin.server.removeAllListeners('request');
+    f.origin.server.on('request', (q: IncomingMessage, res: ServerResponse) => {
+      f.origin.hits.push({
+        method: q.method ?? '',
+        url: q.url ?? '',
+        headers: q.headers,
+        body: Buffer.alloc(0),
+      });
+      const now = clock.now();
+      void released.then(() => {
+        res.writeHead(200, {
+          date: httpDate(now),
+          'last-modified': httpDate(now - 1000),
+          'content-length': '5',
+        });
+        res.end('fleet');
+      });
+    });
+    // A path designated to A: B's misses ask A, whose one fetch they wait on.
+    let path = '';
+    for (let i = 0; path === ''; i++) {
+      const p = `/lm${i}`;
+      const b = { nodeId: NODE_B, ip: '127.0.0.4', httpPort: 1, near: true };
+      if (topMember(NODE_A, urlKey(f.url(p)), [b]) === undefined) path = p;
+    }
+    const half = CROWD / 2;
+    const replies = Promise.all([
+      ...Array.from({ length: half }, () => get(f.a.port, f.origin.coralHost, path)),
+      ...Array.from({ length: half }, () =>
+        get(f.b.port, f.origin.coralHost, path, {}, 'GET', '127.0.0.4'),
+      ),
+    ]);
+    // A: its own crowd less one, and B's ask; B: its own crowd less one, behind that ask.
+    await until(
+      () => f.metricsA.joined === half && f.metricsB.joined === half - 1,
+      'both crowds waiting',
+    );
+    expect(f.origin.hits).toHaveLength(1);
+    release();
+    for (const r of await replies) {
+      expect(r.status).toBe(200);
+      expect(r.body.toString()).toBe('fleet');
+    }
+    expect(f.origin.hits).toHaveLength(1);
   });
 });
 
