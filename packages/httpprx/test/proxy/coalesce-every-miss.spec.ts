@@ -89,6 +89,34 @@ describe('concurrent misses share a storable response (Varnish waiting list, ngi
     });
   }
 
+  it('heuristic freshness is reported as it is: Age and Cache-Status ttl, capped by heuristicMaxSeconds', async () => {
+    const px = await startProxy({ heuristicMaxSeconds: 3600 });
+    const origin = await startOrigin((q, res) => {
+      const now = px.clock.now();
+      // Modified 10,000 s before: 1,000 s of heuristic freshness; a year before: capped.
+      const ago = q.url === '/recent' ? 10_000_000 : 365 * 86_400_000;
+      res.writeHead(200, {
+        date: httpDate(now),
+        'last-modified': httpDate(now - ago),
+        'content-length': '2',
+      });
+      res.end('hi');
+    });
+    cleanups.push(
+      () => origin.close(),
+      () => px.close(),
+    );
+    await get(px.port, origin.coralHost, '/recent');
+    await get(px.port, origin.coralHost, '/old');
+    await px.clock.advance(100_000);
+    const recent = await get(px.port, origin.coralHost, '/recent');
+    expect(recent.headers['age']).toBe('100');
+    expect(recent.headers['cache-status']).toMatch(/hit; ttl=900\b/);
+    const old = await get(px.port, origin.coralHost, '/old');
+    expect(old.headers['cache-status']).toMatch(/hit; ttl=3500\b/);
+    expect(origin.hits).toHaveLength(2);
+  });
+
   it('waiters are not given a response whose explicit freshness is spent (max-age=0): each fetches its own', async () => {
     const { px, origin, joined, release } = await held((res) => {
       res.writeHead(200, { 'cache-control': 'max-age=0', 'content-length': '2' });
