@@ -40,7 +40,9 @@ import {
   INDEX_TIMEOUT_MS,
   MAX_OBJECT_BYTES,
   MEMORY_BUDGET_BYTES,
+  HEURISTIC_CAP_SECONDS,
   NEGATIVE_TTL_MS,
+  NEGATIVE_TTL_SECONDS,
   OPT_OUT_MAX_SITES,
   OPT_OUT_RECHECK_MS,
   ORIGIN_BODY_TIMEOUT_MS,
@@ -282,6 +284,8 @@ export class CoralProxy {
       hot,
       policy: {
         defaultTtlSeconds: options.defaultTtlSeconds ?? 0,
+        heuristicMaxSeconds: options.heuristicMaxSeconds ?? HEURISTIC_CAP_SECONDS,
+        negativeTtlSeconds: options.negativeTtlSeconds ?? NEGATIVE_TTL_SECONDS,
         staleOnErrorSeconds: options.staleOnErrorSeconds ?? STALE_ON_ERROR_SECONDS,
       },
       via: `1.1 coral-${options.self.nodeId.slice(0, 12)}`,

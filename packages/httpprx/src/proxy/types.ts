@@ -107,6 +107,16 @@ export interface ProxyOptions {
   /** Freshness for responses with neither explicit expiry nor Last-Modified (s). Default 0 = off. */
   defaultTtlSeconds?: number;
   /**
+   * Cap on heuristic freshness (10 % of the time since Last-Modified, RFC 9111 §4.2.2) (s).
+   * Default `HEURISTIC_CAP_SECONDS` (24 h).
+   */
+  heuristicMaxSeconds?: number;
+  /**
+   * Freshness of a negative answer (404, 405, 410, 414, 501) with no explicit freshness (s); 0 =
+   * none. Explicit freshness on one is obeyed as sent. Default `NEGATIVE_TTL_SECONDS` (60 s).
+   */
+  negativeTtlSeconds?: number;
+  /**
    * Serve a stale copy when the origin fails (connection refused, DNS, timeout, a 5xx to a
    * revalidation), for this long past expiry (s), to responses that name no `stale-if-error` of
    * their own (theirs takes precedence). Default `STALE_ON_ERROR_SECONDS` (6 h); 0 = only when the

@@ -88,6 +88,8 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
         maxObjectBytes: p.maxObjectBytes,
         defaultTtlSeconds: p.defaultTtlSeconds,
         staleOnErrorSeconds: p.staleOnErrorSeconds,
+        heuristicMaxSeconds: p.heuristicMaxSeconds,
+        negativeTtlSeconds: p.negativeTtlSeconds,
         allowPrivateOrigins: config.allowPrivateOrigins,
         originCa: config.tls.originCa.map((file) => readPem(file)),
         followHttpsUpgrade: p.followHttpsUpgrade,
