@@ -25,6 +25,8 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.maxObjectBytes', 'int'],
   ['proxy.defaultTtlSeconds', 'int'],
   ['proxy.staleOnErrorSeconds', 'int'],
+  ['proxy.heuristicMaxSeconds', 'int'],
+  ['proxy.negativeTtlSeconds', 'int'],
   ['proxy.sites', 'map'],
   ['proxy.peerTimeoutMs', 'int'],
   ['proxy.indexTimeoutMs', 'int'],
