@@ -305,6 +305,7 @@ export class CoralProxy {
       ),
       peerConnector,
       limits,
+      compress: options.compress ?? true,
       optOuts: new OptOuts(
         {
           clock,

@@ -84,6 +84,7 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
         diskBudgetBytes: p.diskBudgetBytes,
         memoryBudgetBytes: p.memoryBudgetBytes,
         maxObjectBytes: p.maxObjectBytes,
+        compress: p.compress,
         defaultTtlSeconds: p.defaultTtlSeconds,
         staleOnErrorSeconds: p.staleOnErrorSeconds,
         allowPrivateOrigins: config.allowPrivateOrigins,
