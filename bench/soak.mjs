@@ -68,11 +68,13 @@
 //    the copies a node takes from members, fetched again from the origin and compared) are
 //    counted apart: a fetch by a node that had just served that object from a member's copy
 //    (see classify()), checked against each node's `coral_member_audit_fetches_total` (counted
-//    from the start of the run, or from the end of a restarted node's warm-up). The
+//    from the start of the run, or from the end of a restarted node's warm-up): a node is never
+//    attributed more than it counted (the excess, latest after their responses, are fetches for
+//    clients). The
 //    figure is the remaining fetches less the audit refetches / the remaining generations (the
 //    figure with them is printed too), and it passes only when no counted generation was fetched
 //    twice for clients (each such one is listed with the nodes that fetched it, from the Via the
-//    origin saw) and no node was attributed more audit refetches than it counted.
+//    origin saw).
 // Also checked: no node exited unless the bench stopped it, and every restarted node came back
 // within 60 s (a node that exits on its own is started again, and counts as a failure).
 //
@@ -846,6 +848,7 @@ function classify(upTo) {
     if (k < 0) continue;
     usedServes.add(`${key}#${k}`);
     f.audit = true;
+    f.auditLag = f.t - served[k];
   }
 }
 
@@ -998,6 +1001,20 @@ function sinceRestart(t) {
 /** Origin fetches per object generation, outside restart windows (see the header). */
 function originAccounting() {
   classify(Infinity);
+  // No node made more audit refetches than it counted: where the attribution found more (a
+  // node that fetched an object again for a client soon after serving it from a member's copy),
+  // the ones latest after their response are taken back, and count as fetches for clients.
+  const countedByNodes = auditFetchesByNode();
+  const takenBack = fleet.nodes.map(() => 0);
+  for (const n of fleet.nodes) {
+    const mine = fetches
+      .filter((f) => f.audit && fetcherOf(f.via) === n.index + 1)
+      .sort((a, b) => b.auditLag - a.auditLag);
+    for (const f of mine.slice(0, Math.max(0, mine.length - countedByNodes[n.index]))) {
+      f.audit = false;
+      takenBack[n.index]++;
+    }
+  }
   const gens = new Map();
   for (const f of fetches) {
     const g = generation(f);
@@ -1035,7 +1052,6 @@ function originAccounting() {
   }
   const attributed = fleet.nodes.map(() => 0);
   for (const f of fetches) if (f.audit) attributed[fetcherOf(f.via) - 1]++;
-  const countedByNodes = auditFetchesByNode();
   return {
     requests: fetches.length,
     objects: gens.size,
@@ -1049,7 +1065,7 @@ function originAccounting() {
     audit: {
       attributedByNode: attributed,
       countedByNodes,
-      consistent: attributed.every((a, k) => a <= countedByNodes[k]),
+      takenBack,
     },
     duplicates,
   };
@@ -1221,7 +1237,7 @@ if (result) {
     fdsFlat: { value: maxGrowth(result.fds), pass: flat(result.fds) },
     originFetchesPerObject: {
       value: o.perObject,
-      pass: o.duplicates.length === 0 && o.audit.consistent,
+      pass: o.duplicates.length === 0,
     },
     noUnplannedExit: { value: crashes.length, pass: crashes.length === 0 },
     restartsCameBack: {
@@ -1286,7 +1302,7 @@ if (result) {
     ],
     [
       'audit refetches per node',
-      `${o.audit.attributedByNode.map((a, k) => `n${k + 1} ${a} (counted ${o.audit.countedByNodes[k]})`).join(', ')}: attributed from the origin's log / coral_member_audit_fetches_total${o.audit.consistent ? '' : ' — MORE ATTRIBUTED THAN COUNTED'}`,
+      `${o.audit.attributedByNode.map((a, k) => `n${k + 1} ${a} (counted ${o.audit.countedByNodes[k]}${o.audit.takenBack[k] ? `, ${o.audit.takenBack[k]} taken back` : ''})`).join(', ')}: attributed from the origin's log / coral_member_audit_fetches_total`,
     ],
     [
       'nodes: origin fetches ok/error',

@@ -273,14 +273,13 @@ export class MemberAuditor implements MemberAudit {
     const responseTime = core.clock.now();
     const headers = toRecord(res.headers);
     try {
-      const out = await streamResponse(
-        core,
-        ctx,
-        t,
-        res,
-        { requestTime, responseTime, fwd: 'uri-miss', source: 'origin', audit: true },
-        () => {},
-      );
+      const out = await streamResponse(core, { ctx, transfer: t, unregister: () => {} }, res, {
+        requestTime,
+        responseTime,
+        fwd: 'uri-miss',
+        source: 'origin',
+        audit: true,
+      });
       if (!out.ok || !out.body) return failed(res.status);
       return copyOf(core, res.status, headers, out.body, responseTime);
     } finally {

@@ -145,14 +145,26 @@ async function codedCopyHolds(writer: BodyWriter, headers: StoredMeta['headers']
   }
 }
 
+/** A transfer whose body arrived whole, to commit (`commitTransfer`). */
+export interface CompletedTransfer {
+  ctx: RequestCtx;
+  transfer: Transfer;
+  head: TransferHead;
+  /** The store's writer of the body (its temp file, or memory). */
+  writer: BodyWriter;
+  /**
+   * The body's size and SHA-256, this node's freshness lifetime for it (s), and the clock time
+   * its upstream request was sent (what `admit` judges).
+   */
+  body: { size: number; sha256: string; lifetime: number; fetchStartedAt: number };
+}
+
+/** Commit `done` (module comment): the stored record, or undefined when it is not kept. */
 export async function commitTransfer(
   core: ProxyCore,
-  ctx: RequestCtx,
-  t: Transfer,
-  head: TransferHead,
-  writer: BodyWriter,
-  body: { size: number; sha256: string; lifetime: number; fetchStartedAt: number },
+  done: CompletedTransfer,
 ): Promise<StoredMeta | undefined> {
+  const { ctx, transfer: t, head, writer, body } = done;
   const candidate = { url: ctx.url, headers: head.headers, fetchStartedAt: body.fetchStartedAt };
   if (!(await admitted(core, candidate))) {
     refused(core, ctx);

@@ -132,7 +132,7 @@ export interface OriginAsk extends FetchJob {
 }
 
 export async function fetchFromOrigin(core: ProxyCore, ask: OriginAsk): Promise<void> {
-  const { ctx, transfer: t, headers: forward, unregister } = ask;
+  const { ctx, transfer: t, headers: forward } = ask;
   const plan = ask;
   let stale = plan.stale;
   for (let attempt = 0; ; attempt++) {
@@ -225,14 +225,13 @@ export async function fetchFromOrigin(core: ProxyCore, ask: OriginAsk): Promise<
       t.settle({ kind: 'entry', meta: updated, fwd: 'stale', fwdStatus: 304 });
       return;
     }
-    const out = await streamResponse(
-      core,
-      ctx,
-      t,
-      res,
-      { requestTime, responseTime, fwd: plan.fwd, source: 'origin', notMembers: plan.notMembers },
-      unregister,
-    );
+    const out = await streamResponse(core, ask, res, {
+      requestTime,
+      responseTime,
+      fwd: plan.fwd,
+      source: 'origin',
+      notMembers: plan.notMembers,
+    });
     // §4.3.3: a full response to a revalidation means the stored one is no longer suitable (a
     // truncated one means nothing: the stored copy stays).
     if (

@@ -122,7 +122,7 @@ export interface PeerAsk extends FetchJob {
 
 /** Race `ask.targets`; true when a member's answer is being streamed (whatever its end). */
 export async function fetchFromPeers(core: ProxyCore, ask: PeerAsk): Promise<boolean> {
-  const { ctx, transfer: t, targets, headers, notMembers, penalties, unregister } = ask;
+  const { ctx, targets, headers, notMembers, penalties } = ask;
   const designated = ask.designated ?? false;
   // The designated member answers 102 as soon as it takes the ask, and again at a beat while it
   // waits on its origin (../peer/processing.ts): the fetching patience bounds the wait for each
@@ -243,30 +243,23 @@ export async function fetchFromPeers(core: ProxyCore, ask: PeerAsk): Promise<boo
     ctx.method === 'GET' && fields[CODED_FIELD] === undefined
       ? resumeBasis(fields, declared ?? h.size)
       : undefined;
-  const out = await streamResponse(
-    core,
-    ctx,
-    t,
-    body === res.body ? res : { ...res, body },
-    {
-      requestTime: winner.requestTime,
-      responseTime: winner.responseTime,
-      fwd: 'peer',
-      source: 'peer',
-      peer: h.nodeId,
-      peerVerified: core.members?.recordsAuthenticated === true,
-      notMembers,
-      verify: { size: h.size, sha256 },
-      // A body from a member that is fetching it (the designated member's target is a `fetching`
-      // holder too) comes at its origin's pace: the fetching patience.
-      idleMs: patience(h),
-      resume: (at) =>
-        basis
-          ? resumeFromOrigin(core, ctx, headers, basis, at)
-          : Promise.resolve({ ok: false, why: 'no-validator' }),
-    },
-    unregister,
-  );
+  const out = await streamResponse(core, ask, body === res.body ? res : { ...res, body }, {
+    requestTime: winner.requestTime,
+    responseTime: winner.responseTime,
+    fwd: 'peer',
+    source: 'peer',
+    peer: h.nodeId,
+    peerVerified: core.members?.recordsAuthenticated === true,
+    notMembers,
+    verify: { size: h.size, sha256 },
+    // A body from a member that is fetching it (the designated member's target is a `fetching`
+    // holder too) comes at its origin's pace: the fetching patience.
+    idleMs: patience(h),
+    resume: (at) =>
+      basis
+        ? resumeFromOrigin(core, ctx, headers, basis, at)
+        : Promise.resolve({ ok: false, why: 'no-validator' }),
+  });
   // A stored copy from a member may be audited against the origin (../audit/auditor.ts).
   if (out.ok && out.committed) core.audit?.served(h.nodeId, ctx, out.committed);
   if (out.ok && out.resumed) {

@@ -13,6 +13,7 @@ import type { AgeFacts, HeaderRecord, ResponseRules } from '../cache/policy.js';
 import { DELTA_SECONDS_MAX } from '../cache/directives.js';
 import { varyNames, varyValues } from '../cache/vary.js';
 import { commitTransfer } from '../commit/commit.js';
+import type { FetchJob } from './job.js';
 import type { Fwd } from '../cache/decide.js';
 import { ProxyError } from '../errors.js';
 import { ORIGIN_BOUND_FIELDS, cookiesForClient } from '../mapping/links.js';
@@ -23,7 +24,7 @@ import { NOT_STORED, toRecord } from '../kit/headers.js';
 import type { StoredMeta } from '../store/types.js';
 import { pump } from '../transfer/pump.js';
 import type { PumpFailure, PumpResult } from '../transfer/pump.js';
-import type { Transfer, TransferHead } from '../transfer/transfer.js';
+import type { TransferHead } from '../transfer/transfer.js';
 
 /** Why a copy was not completed from the origin (./resume.ts). */
 export type ResumeRefusal =
@@ -120,18 +121,20 @@ export function discard(res: UpstreamResponse): void {
   res.body.destroy();
 }
 
+/** Where an upstream response goes (`streamResponse`): a fetch job's request and transfer. */
+export type ResponseInto = Pick<FetchJob, 'ctx' | 'transfer' | 'unregister'>;
+
 /**
- * Settle `t` with the response's head and pump its body. `unregister` is called as soon as it is
- * known that nobody else may join (a response that is not shareable).
+ * Settle `into.transfer` with the response's head and pump its body. `into.unregister` is called
+ * as soon as it is known that nobody else may join (a response that is not shareable).
  */
 export async function streamResponse(
   core: ProxyCore,
-  ctx: RequestCtx,
-  t: Transfer,
+  into: ResponseInto,
   res: UpstreamResponse,
   o: ResponseSource,
-  unregister: () => void,
 ): Promise<StreamResult> {
+  const { ctx, transfer: t, unregister } = into;
   const all = toRecord(res.headers);
   const headers = toRecord(res.headers, NOT_STORED);
   const raw = res.headers['set-cookie'];
@@ -291,11 +294,12 @@ export async function streamResponse(
   // A completed copy is stored only when its whole matched a SHA-256 the member announced: its
   // first bytes are vouched for by nobody else.
   if (storing && writer && resumed?.verified !== false) {
-    committed = await commitTransfer(core, ctx, t, head, writer, {
-      size,
-      sha256,
-      lifetime: rules.lifetime,
-      fetchStartedAt: o.requestTime,
+    committed = await commitTransfer(core, {
+      ctx,
+      transfer: t,
+      head,
+      writer,
+      body: { size, sha256, lifetime: rules.lifetime, fetchStartedAt: o.requestTime },
     });
   }
   return { ok: true, committed, body: { size, sha256 }, ...(resumed ? { resumed } : {}) };

@@ -1,9 +1,13 @@
 /**
  * The TLS listener's session-ticket keys over real loopback TLS (issue 28): proxies given the same
- * `ticketKeys` resume each other's sessions, `setTlsTicketKeys` replaces them, and a certificate
- * reload (`setTlsCertificate`, which builds a new secure context) keeps the keys in use.
+ * `ticketKeys` resume each other's sessions — also when the other is another process, started with
+ * another command line — `setTlsTicketKeys` replaces them, and a certificate reload
+ * (`setTlsCertificate`, which builds a new secure context) keeps the keys in use.
  */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { issueCert, tlsVisit } from '@coral/testkit';
 import { startProxy } from '../helpers/harness.js';
@@ -89,6 +93,63 @@ describe.each(VERSIONS)('session tickets (%s)', (version) => {
     expect(after.reused).toBe(false);
     expect((await visit(twin.port, version, after.session)).reused).toBe(true);
   });
+});
+
+const ROOT = resolve(fileURLToPath(new URL('../../../..', import.meta.url)));
+const ENTRY = join(ROOT, 'packages/httpprx/dist/bin/proxy-process.js');
+
+/** A proxy in a process of its own (the compiled stand-alone entry) with a TLS listener. */
+function proxyProcess(ticketKeys: Buffer): Promise<{ child: ChildProcess; tlsPort: number }> {
+  const config = {
+    tls: {
+      cert: pki.wildcard.chain,
+      key: pki.wildcard.key,
+      ticketKeys: ticketKeys.toString('hex'),
+    },
+  };
+  const child = spawn(process.execPath, [ENTRY, JSON.stringify(config)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolveP, reject) => {
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (!out.includes('\n')) return;
+      resolveP({
+        child,
+        tlsPort: (JSON.parse(out.split('\n')[0]!) as { tlsPort: number }).tlsPort,
+      });
+    });
+    child.on('exit', (code) => reject(new Error(`proxy process exited early with ${code}`)));
+  });
+}
+
+describe('another process', () => {
+  beforeAll(() => {
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'packages/httpprx'],
+      { cwd: ROOT, stdio: 'inherit' },
+    );
+  }, 120_000);
+
+  it.each(VERSIONS)(
+    '%s: a ticket from this process resumes at a proxy process with another command line and the same keys',
+    async (version) => {
+      // Node's default session-id context is a hash of process.argv, which differs here.
+      const keys = randomBytes(48);
+      const here = await tlsProxy(keys);
+      const { child, tlsPort } = await proxyProcess(keys);
+      try {
+        const first = await visit(here.port, version);
+        expect((await visit(tlsPort, version, first.session)).reused).toBe(true);
+        const there = await visit(tlsPort, version);
+        expect((await visit(here.port, version, there.session)).reused).toBe(true);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    },
+  );
 });
 
 describe('ticket key checks', () => {

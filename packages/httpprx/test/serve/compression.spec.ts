@@ -7,7 +7,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import zlib from 'node:zlib';
-import { get, startOrigin, startProxy, until } from '../helpers/harness.js';
+import { ManualClock } from '@coral/testkit';
+import { InMemoryContentIndex } from '../../src/memory-index.js';
+import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
+import { T0, get, startOrigin, startProxy, until } from '../helpers/harness.js';
 import type { Origin, ProxyHarness, Reply } from '../helpers/harness.js';
 import type { ProxyOptions } from '../../src/proxy/types.js';
 import { normalizeAcceptEncoding, chooseCoding } from '../../src/kit/encoding.js';
@@ -242,5 +245,54 @@ describe('Accept-Encoding', () => {
     expect(chooseCoding('identity')).toBe('identity');
     expect(chooseCoding('gzip;q=0')).toBe('identity');
     expect(chooseCoding('identity;q=0')).toBe('identity');
+  });
+});
+
+describe('compression in the fleet', () => {
+  it('a member sends its coded copy as stored; the node checks it, decodes it for an identity client, one origin fetch', async () => {
+    const clock = new ManualClock(T0);
+    const index = new InMemoryContentIndex({ clock });
+    const members = new InMemoryFleetMembers({ recordsAuthenticated: true });
+    origin = await startOrigin((_q, res) => {
+      res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'max-age=600' });
+      res.end(BODY);
+    });
+    const a = await startProxy(
+      { self: { nodeId: 'aa'.repeat(20), ip: '127.0.0.1', httpPort: 0 } },
+      { clock, index, members },
+      '127.0.0.1',
+    );
+    const b = await startProxy(
+      { self: { nodeId: 'bb'.repeat(20), ip: '127.0.0.4', httpPort: 0 } },
+      { clock, index, members },
+      '127.0.0.4',
+    );
+    try {
+      members.set('aa'.repeat(20), { ip: '127.0.0.1', httpPort: a.port });
+      members.set('bb'.repeat(20), { ip: '127.0.0.4', httpPort: b.port });
+      const host = origin.coralHost;
+      await get(a.port, host, '/f', { 'accept-encoding': 'gzip' });
+      await stored(a);
+      const coded = (await a.proxy.cacheList())[0]!;
+      expect(coded.size).toBeLessThan(BODY.length / 2);
+      // B's identity client: the member's coded bytes, decoded on the way out.
+      const viaPeer = await get(b.port, host, '/f', {}, 'GET', '127.0.0.4');
+      expect(viaPeer.headers['cache-status']).toMatch(/fwd=peer/);
+      expect(viaPeer.headers['content-encoding']).toBeUndefined();
+      expect(viaPeer.headers['coral-coded']).toBeUndefined();
+      expect(viaPeer.body.equals(BODY)).toBe(true);
+      await stored(b);
+      // B stored the same coded bytes (the record's hash), and serves every coding from them.
+      expect((await b.proxy.cacheList())[0]!.sha256).toBe(coded.sha256);
+      for (const ae of ['gzip', 'br', 'identity']) {
+        const r = await get(b.port, host, '/f', { 'accept-encoding': ae }, 'GET', '127.0.0.4');
+        expect(r.headers['cache-status']).toMatch(/hit/);
+        expect(decode(r).equals(BODY)).toBe(true);
+      }
+      expect(origin.hits).toHaveLength(1);
+    } finally {
+      await b.close();
+      await a.close();
+    }
   });
 });

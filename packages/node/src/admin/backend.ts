@@ -16,6 +16,7 @@ import type {
 import type { Decision, NodeInfo, ProbeEntry } from '@coral/dnssrv';
 import type { CacheListEntry } from '@coral/httpprx';
 import type { FleetView } from './dashboard/fleet.js';
+import type { TicketKeyStatus } from '../trust/ticket-keys.js';
 
 /** Where a node's services listen and what it advertises. */
 export interface NodeInfoView {
@@ -34,6 +35,11 @@ export interface NodeInfoView {
     dns: { host: string; port: number } | null;
     admin: { host: string; port: number } | null;
   };
+  /**
+   * The TLS listener's session-ticket keys (trust/ticket-keys.ts: source, epoch, a fingerprint
+   * equal on members holding the same keys, the next rotation); absent while TLS is off.
+   */
+  tlsTicketKeys?: TicketKeyStatus;
 }
 
 export interface ReadinessView {

@@ -51,6 +51,8 @@ export class NodeAdminView implements AdminBackend {
       },
     };
     if (config.region) view.region = config.region;
+    const ticketKeys = this.#s.ticketKeys?.status();
+    if (ticketKeys) view.tlsTicketKeys = ticketKeys;
     return view;
   }
 

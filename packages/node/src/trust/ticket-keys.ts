@@ -10,7 +10,8 @@
  *
  *   subkey = keyring.derive(primary id, "coral-tls-ticket-keys-v1")   // the keyring's HKDF-SHA-256
  *   keys   = HKDF-SHA-256(ikm = subkey, salt = "",
- *                         info = "coral tls ticket keys v1" || epoch as 8 bytes big-endian, 48 bytes)
+ *                         info = "coral tls ticket keys v1" || epoch (8 bytes big-endian),
+ *                         48 bytes)
  *
  * so it is deterministic per (fleet primary key, epoch), differs for another key or another epoch,
  * and the fleet key itself never keys a cipher (the keyring's per-purpose subkey does). A timer on
@@ -30,7 +31,7 @@
  * decrypt, and would hold session secrets per process. The long default epoch (12 h) keeps the
  * full handshakes a rotation costs rare.
  */
-import { hkdfSync, randomBytes } from 'node:crypto';
+import { createHash, hkdfSync, randomBytes } from 'node:crypto';
 import type { Keyring, KeyringChange } from '@coral/keyring';
 import type { Clock, TimerHandle } from '@coral/runtime';
 import type { Logger } from 'pino';
@@ -78,6 +79,22 @@ export interface TlsTicketKeysOptions {
 
 /** Where the keys come from: the fleet's keyring, or this node's own random draw (open mode). */
 export type TicketKeySource = 'fleet' | 'random';
+
+/** What the admin API shows of the keys held (never the keys). */
+export interface TicketKeyStatus {
+  source: TicketKeySource;
+  epoch: number;
+  rotationSeconds: number;
+  /**
+   * The first 8 hex digits of SHA-256 of the keys' 16-byte name (the part every ticket carries in
+   * clear): equal on members that hold the same keys, so an operator can check the fleet agrees.
+   */
+  fingerprint: string;
+  /** When the next epoch's keys come in (ISO time on this node's clock). */
+  nextRotation: string;
+  /** Replacements since start (epoch boundaries and primary-key changes). */
+  rotations: number;
+}
 
 /**
  * The ticket keys of the current epoch, swapped at each epoch boundary and when the keyring's
@@ -132,6 +149,23 @@ export class TlsTicketKeys {
   current(): Buffer {
     if (!this.#keys) this.#replace(this.#epochNow());
     return this.#keys!;
+  }
+
+  /** What the admin API shows of the keys held; undefined before they are derived, after `stop`. */
+  status(): TicketKeyStatus | undefined {
+    if (!this.#keys) return undefined;
+    return {
+      source: this.source,
+      epoch: this.#epoch,
+      rotationSeconds: this.#periodMs / 1000,
+      fingerprint: createHash('sha256')
+        .update(this.#keys.subarray(0, 16))
+        .digest()
+        .subarray(0, 4)
+        .toString('hex'),
+      nextRotation: new Date((this.#epoch + 1) * this.#periodMs).toISOString(),
+      rotations: this.#rotations,
+    };
   }
 
   /** Hand every later change of the keys to `apply`, from now until `stop`. */
@@ -202,7 +236,7 @@ export class TlsTicketKeys {
     return ticketKeyEpoch(this.#clock.now(), this.#periodMs / 1000);
   }
 
-  /** Derive (or draw) the keys of `epoch`; the previous buffer is zeroed unless `zeroOld` is off. */
+  /** Derive (or draw) the keys of `epoch`; the old buffer is zeroed unless `zeroOld` is off. */
   #replace(epoch: number, zeroOld = true): void {
     const old = this.#keys;
     if (this.#keyring) {

@@ -23,7 +23,8 @@ const ip = (host: number) => `127.0.${subnet}.${host}`;
 const dir = tmpDir('fleet-resume');
 /** The nodes' clock: it moves only when the test says so, for all of them at once. */
 const clock = new ManualClock(Date.now());
-const nodes: CoralNode[] = [];
+/** A and B (one fleet key), C (another), in that order whatever order they started in. */
+let nodes: CoralNode[] = [];
 let ca: TestCa;
 
 async function start(host: string, fleetKey: string): Promise<CoralNode> {
@@ -40,13 +41,11 @@ async function start(host: string, fleetKey: string): Promise<CoralNode> {
       CORAL_TLS_TICKET_KEY_ROTATION_SECONDS: String(ROTATION_SECONDS),
     },
   });
-  const node = await CoralNode.start(config, {
+  return CoralNode.start(config, {
     services: realServices,
     logger: createLogger({ level: 'silent' }),
     clock,
   });
-  nodes.push(node);
-  return node;
 }
 
 beforeAll(async () => {
@@ -54,11 +53,14 @@ beforeAll(async () => {
   const leaf = await issueCert(ca, { dnsNames: ['*.nyud.net', 'nyud.net'] });
   await writeFile(join(dir, 'fleet.pem'), leaf.chain);
   await writeFile(join(dir, 'fleet.key.pem'), leaf.key, { mode: 0o600 });
-  await Promise.all([
+  const started = await Promise.allSettled([
     start(ip(1), FLEET_KEY),
     start(ip(2), FLEET_KEY),
     start(ip(3), OTHER_FLEET_KEY),
   ]);
+  nodes = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const failed = started.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }, 60_000);
 
 afterAll(async () => {
@@ -82,6 +84,11 @@ describe.each(['TLSv1.2', 'TLSv1.3'] as const)('fleet-wide TLS resumption (%s)',
     expect(a!.ticketKeys?.source).toBe('fleet');
     const epoch = a!.ticketKeys!.epoch;
     expect(b!.ticketKeys!.epoch).toBe(epoch);
+    // What an operator compares across members (GET /v1/node): equal in one fleet only.
+    const fingerprints = () => nodes.map((n) => n.view.info().tlsTicketKeys!.fingerprint);
+    const [fa, fb, fc] = fingerprints();
+    expect(fb).toBe(fa);
+    expect(fc).not.toBe(fa);
 
     const first = await visit(ip(1));
     expect(first.reused).toBe(false);
@@ -93,6 +100,9 @@ describe.each(['TLSv1.2', 'TLSv1.3'] as const)('fleet-wide TLS resumption (%s)',
     // To the next epoch boundary: every member swaps in the next keys at the same moment.
     await clock.advanceTo((epoch + 1) * ROTATION_SECONDS * 1000);
     expect(nodes.map((n) => n.ticketKeys!.epoch)).toEqual([epoch + 1, epoch + 1, epoch + 1]);
+    const rotated = fingerprints();
+    expect(rotated[0]).not.toBe(fa);
+    expect(rotated[1]).toBe(rotated[0]);
     expect((await visit(ip(2), first.session)).reused).toBe(false);
     expect((await visit(ip(1), first.session)).reused).toBe(false);
     // A ticket of the new epoch resumes fleet-wide again.

@@ -3,6 +3,7 @@
  * keyring's primary key, the same on every member, rotated on the injected clock, zeroed when
  * replaced; random per epoch in open mode.
  */
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { Keyring } from '@coral/keyring';
 import { ManualClock } from '@coral/testkit';
@@ -151,6 +152,44 @@ describe('TlsTicketKeys', () => {
     expect(keys.epoch).toBe(1001);
     expect(applied).toHaveLength(1);
     keys.stop();
+  });
+
+  it('status: source, epoch, next rotation and a fingerprint of the key name, never the keys', async () => {
+    const clock = new ManualClock(T);
+    const ring = Keyring.parse([KEY_A]);
+    const keys = new TlsTicketKeys({ clock, keyring: ring }, { rotationSeconds: 60 });
+    expect(keys.status()).toBeUndefined();
+    const held = keys.current();
+    const fp = (k: Buffer) =>
+      createHash('sha256').update(k.subarray(0, 16)).digest().subarray(0, 4).toString('hex');
+    expect(keys.status()).toEqual({
+      source: 'fleet',
+      epoch: 1000,
+      rotationSeconds: 60,
+      fingerprint: fp(held),
+      nextRotation: new Date(1001 * MINUTE).toISOString(),
+      rotations: 0,
+    });
+    const twin = new TlsTicketKeys(
+      { clock, keyring: Keyring.parse([KEY_A]) },
+      { rotationSeconds: 60 },
+    );
+    const other = new TlsTicketKeys(
+      { clock, keyring: Keyring.parse([KEY_B]) },
+      { rotationSeconds: 60 },
+    );
+    twin.current();
+    other.current();
+    expect(twin.status()!.fingerprint).toBe(keys.status()!.fingerprint);
+    expect(other.status()!.fingerprint).not.toBe(keys.status()!.fingerprint);
+    const secret = held.toString('hex');
+    expect(JSON.stringify(keys.status())).not.toContain(secret.slice(32, 48));
+    keys.start(() => undefined);
+    await clock.advance(10_000);
+    expect(keys.status()).toMatchObject({ epoch: 1001, rotations: 1 });
+    expect(keys.status()!.fingerprint).not.toBe(twin.status()!.fingerprint);
+    keys.stop();
+    expect(keys.status()).toBeUndefined();
   });
 
   it('refuses a rotation period that is not a positive integer', () => {
