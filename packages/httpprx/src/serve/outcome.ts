@@ -164,8 +164,9 @@ function serveCodedStream(
     core.metrics?.request(kind, ctx.method, 304, ctx.res);
     return;
   }
+  // Decoded or re-encoded as it comes: sent chunked (the declared identity length is checked
+  // only at the commit, ../commit/commit.ts).
   if (coding === 'gzip') headers['content-length'] = String(length);
-  else if (coding === 'identity') headers['content-length'] = String(coded.length);
   else delete headers['content-length'];
   res.writeHead(200, flatten(headers));
   core.metrics?.request(kind, ctx.method, 200, ctx.res);

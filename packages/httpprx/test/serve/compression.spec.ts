@@ -3,6 +3,9 @@
  * gzip representation, and each client the coding it accepts — the same bytes after decoding.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +13,8 @@ import zlib from 'node:zlib';
 import { ManualClock } from '@coral/testkit';
 import { InMemoryContentIndex } from '../../src/memory-index.js';
 import { InMemoryFleetMembers } from '../../src/peer/memory-members.js';
-import { T0, get, startOrigin, startProxy, until } from '../helpers/harness.js';
+import { T0, closer, get, startOrigin, startProxy, until } from '../helpers/harness.js';
+import { urlKey } from '../../src/mapping/coral-name.js';
 import type { Origin, ProxyHarness, Reply } from '../helpers/harness.js';
 import type { ProxyOptions } from '../../src/proxy/types.js';
 import { normalizeAcceptEncoding, chooseCoding } from '../../src/kit/encoding.js';
@@ -293,6 +297,75 @@ describe('compression in the fleet', () => {
     } finally {
       await b.close();
       await a.close();
+    }
+  });
+});
+
+describe('a coded copy that lies about its identity form', () => {
+  it('is not stored: its gzip bytes match the record, its declared identity hash does not', async () => {
+    const clock = new ManualClock(T0);
+    const index = new InMemoryContentIndex({ clock });
+    const members = new InMemoryFleetMembers({ recordsAuthenticated: true });
+    origin = await startOrigin((_q, res) => {
+      res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'max-age=600' });
+      res.end(BODY);
+    });
+    // Other bytes than the origin's, gzipped, declared as the origin's identity form.
+    const forged = zlib.gzipSync(Buffer.concat([BODY, Buffer.from('<script>evil()</script>')]));
+    const forgedSha = createHash('sha256').update(forged).digest('hex');
+    const claimed = createHash('sha256').update(BODY).digest('hex');
+    const liar = createServer((_req, res) => {
+      res.writeHead(200, {
+        'content-type': 'text/html',
+        'cache-control': 'max-age=600',
+        'content-encoding': 'gzip',
+        'coral-coded': `gzip; length=${BODY.length}; sha256=${claimed}`,
+        'content-length': String(forged.length),
+      });
+      res.end(forged);
+    });
+    const closeLiar = closer(liar);
+    await new Promise<void>((r) => liar.listen(0, '127.0.0.5', r));
+    const liarPort = (liar.address() as AddressInfo).port;
+    const events: unknown[] = [];
+    const logger = {
+      debug() {},
+      info() {},
+      warn: (o: unknown, msg?: string) => events.push([o, msg]),
+      error() {},
+    };
+    const b = await startProxy(
+      { self: { nodeId: 'bb'.repeat(20), ip: '127.0.0.4', httpPort: 0 } },
+      { clock, index, members, logger },
+      '127.0.0.4',
+    );
+    try {
+      members.set('cc'.repeat(20), { ip: '127.0.0.5', httpPort: liarPort });
+      members.set('bb'.repeat(20), { ip: '127.0.0.4', httpPort: b.port });
+      const url = `http://origin.test:${origin.port}/l`;
+      index.set(urlKey(url), {
+        nodeId: 'cc'.repeat(20),
+        ip: '127.0.0.5',
+        httpPort: liarPort,
+        state: 'complete',
+        size: forged.length,
+        sha256: forgedSha,
+      });
+      // An identity client of the copy in flight: decoded as it comes, so sent chunked — the
+      // declared identity length is not trusted before the commit checks it.
+      const r = await get(b.port, origin.coralHost, '/l', {}, 'GET', '127.0.0.4');
+      expect(r.headers['content-length']).toBeUndefined();
+      expect(r.headers['content-encoding']).toBeUndefined();
+      expect(r.body.length).toBeGreaterThan(BODY.length);
+      // The commit (after the response) decodes the copy once, and refuses it.
+      await until(
+        () => JSON.stringify(events).includes('a coded copy whose identity form does not match'),
+        'refused',
+      );
+      expect(await b.proxy.cacheList()).toEqual([]);
+    } finally {
+      await b.close();
+      await closeLiar();
     }
   });
 });
