@@ -252,15 +252,21 @@ describe('Accept-Encoding', () => {
   });
 });
 
+/** A keyed fleet's shared parts, and the origin serving BODY as text/html. */
+async function keyedFleet() {
+  const clock = new ManualClock(T0);
+  const index = new InMemoryContentIndex({ clock });
+  const members = new InMemoryFleetMembers({ recordsAuthenticated: true });
+  origin = await startOrigin((_q, res) => {
+    res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'max-age=600' });
+    res.end(BODY);
+  });
+  return { clock, index, members, o: origin };
+}
+
 describe('compression in the fleet', () => {
   it('a member sends its coded copy as stored; the node checks it, decodes it for an identity client, one origin fetch', async () => {
-    const clock = new ManualClock(T0);
-    const index = new InMemoryContentIndex({ clock });
-    const members = new InMemoryFleetMembers({ recordsAuthenticated: true });
-    origin = await startOrigin((_q, res) => {
-      res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'max-age=600' });
-      res.end(BODY);
-    });
+    const { clock, index, members, o } = await keyedFleet();
     const a = await startProxy(
       { self: { nodeId: 'aa'.repeat(20), ip: '127.0.0.1', httpPort: 0 } },
       { clock, index, members },
@@ -274,7 +280,7 @@ describe('compression in the fleet', () => {
     try {
       members.set('aa'.repeat(20), { ip: '127.0.0.1', httpPort: a.port });
       members.set('bb'.repeat(20), { ip: '127.0.0.4', httpPort: b.port });
-      const host = origin.coralHost;
+      const host = o.coralHost;
       await get(a.port, host, '/f', { 'accept-encoding': 'gzip' });
       await stored(a);
       const coded = (await a.proxy.cacheList())[0]!;
@@ -293,7 +299,7 @@ describe('compression in the fleet', () => {
         expect(r.headers['cache-status']).toMatch(/hit/);
         expect(decode(r).equals(BODY)).toBe(true);
       }
-      expect(origin.hits).toHaveLength(1);
+      expect(o.hits).toHaveLength(1);
     } finally {
       await b.close();
       await a.close();
@@ -303,13 +309,7 @@ describe('compression in the fleet', () => {
 
 describe('a coded copy that lies about its identity form', () => {
   it('is not stored: its gzip bytes match the record, its declared identity hash does not', async () => {
-    const clock = new ManualClock(T0);
-    const index = new InMemoryContentIndex({ clock });
-    const members = new InMemoryFleetMembers({ recordsAuthenticated: true });
-    origin = await startOrigin((_q, res) => {
-      res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'max-age=600' });
-      res.end(BODY);
-    });
+    const { clock, index, members, o } = await keyedFleet();
     // Other bytes than the origin's, gzipped, declared as the origin's identity form.
     const forged = zlib.gzipSync(Buffer.concat([BODY, Buffer.from('<script>evil()</script>')]));
     const forgedSha = createHash('sha256').update(forged).digest('hex');
@@ -342,7 +342,7 @@ describe('a coded copy that lies about its identity form', () => {
     try {
       members.set('cc'.repeat(20), { ip: '127.0.0.5', httpPort: liarPort });
       members.set('bb'.repeat(20), { ip: '127.0.0.4', httpPort: b.port });
-      const url = `http://origin.test:${origin.port}/l`;
+      const url = `http://origin.test:${o.port}/l`;
       index.set(urlKey(url), {
         nodeId: 'cc'.repeat(20),
         ip: '127.0.0.5',
@@ -353,7 +353,7 @@ describe('a coded copy that lies about its identity form', () => {
       });
       // An identity client of the copy in flight: decoded as it comes, so sent chunked — the
       // declared identity length is not trusted before the commit checks it.
-      const r = await get(b.port, origin.coralHost, '/l', {}, 'GET', '127.0.0.4');
+      const r = await get(b.port, o.coralHost, '/l', {}, 'GET', '127.0.0.4');
       expect(r.headers['content-length']).toBeUndefined();
       expect(r.headers['content-encoding']).toBeUndefined();
       expect(r.body.length).toBeGreaterThan(BODY.length);
