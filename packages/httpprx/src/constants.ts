@@ -14,10 +14,33 @@ export const DISK_BUDGET_BYTES = 1024 * 1024 * 1024;
 export const MEMORY_BUDGET_BYTES = 64 * 1024 * 1024;
 /** Objects up to this size are kept in memory as hot objects too. */
 export const HOT_OBJECT_MAX_BYTES = 1024 * 1024;
-/** Heuristic freshness: this fraction of the time since Last-Modified ... */
+/** Heuristic freshness (RFC 9111 §4.2.2): this fraction of the time since Last-Modified ... */
 export const HEURISTIC_FRACTION = 0.1;
-/** ... capped at this many seconds. */
+/**
+ * ... capped at this many seconds (`heuristicMaxSeconds`). 10 % is the fraction RFC 9111 §4.2.2
+ * names as typical (browsers use it too); a day keeps a file unchanged for a year from being
+ * believed fresh for weeks while a changed one is served stale at most a day — below Squid's
+ * default `refresh_pattern` ceiling (3 days at 20 %), above Varnish's flat 120 s `default_ttl`,
+ * which ignores Last-Modified altogether.
+ */
 export const HEURISTIC_CAP_SECONDS = 24 * 3600;
+/**
+ * Freshness of a negative answer (404, 405, 410, 414, 501: heuristically cacheable, RFC 9110
+ * §15.1) that carries no explicit freshness (s, `negativeTtlSeconds`); 0 = not kept. A minute
+ * absorbs a crowd asking for a missing object (a broken link on a busy page, a scanner) with one
+ * origin request a minute, while an object that appears is served within a minute — nginx's
+ * usual `proxy_cache_valid 404 1m`. Explicit freshness on a negative answer is obeyed as sent.
+ */
+export const NEGATIVE_TTL_SECONDS = 60;
+/**
+ * How long a URL whose response could not be shared (private, no-store, Set-Cookie in site mode,
+ * …) is remembered as such (s, injected clock): meanwhile its misses go straight to the origin,
+ * each on its own fetch, instead of queueing behind one fetch to find out again (Varnish's
+ * hit-for-miss, whose built-in VCL keeps it 120 s). A shareable response for the URL ends it.
+ */
+export const HIT_FOR_MISS_SECONDS = 120;
+/** URLs remembered as unshareable at most (oldest forgotten first): bounded memory. */
+export const HIT_FOR_MISS_MAX_ENTRIES = 10_000;
 /**
  * How long past expiry a stale copy is served when the origin (and every member) cannot answer —
  * connection refused, DNS failure, timeout, a 5xx to a revalidation — for responses that name no

@@ -15,7 +15,13 @@
  * the joiner only if the joiner could have been served it had it been stored (`mayJoin`).
  */
 import type { PolicyOptions, RequestRules, ResponseRules } from './policy.js';
-import { currentAge, requestRules, responseRules, staleWindows } from './policy.js';
+import {
+  HEURISTICALLY_CACHEABLE,
+  currentAge,
+  requestRules,
+  responseRules,
+  staleWindows,
+} from './policy.js';
 import type { AgeFacts, HeaderRecord } from './policy.js';
 import { varyMatches } from './vary.js';
 
@@ -165,6 +171,32 @@ export function mayJoin(
 ): boolean {
   const d = decide(req, [c], now, opts);
   return d.kind === 'hit' && !d.refresh;
+}
+
+/**
+ * May a request that was waiting for `c` — it joined the fetch before `c`'s head arrived — be
+ * given it? Whatever `mayJoin` allows, and also a response whose only freshness is this cache's
+ * own heuristic (RFC 9111 §4.2.2) and that is stale on arrival, such as a file modified moments
+ * ago (10 % of a few seconds is 0 s): the origin said nothing against reuse, and the response was
+ * produced while the request waited, as recent as a fetch of its own would get. Never a response
+ * whose explicit freshness is spent (`max-age=0`, an Expires in the past: the origin asks for
+ * validation), one with `no-cache`, nor to a `no-cache` or `min-fresh` request or one whose
+ * `max-age` the response's age exceeds; the selecting fields must match (§4.1).
+ */
+export function mayShareWithWaiter(
+  req: CacheRequest,
+  c: Candidate,
+  now: number,
+  opts: PolicyOptions,
+): boolean {
+  if (mayJoin(req, c, now, opts)) return true;
+  const q = req.rules;
+  if (q.noCache || q.minFresh > 0 || !HEURISTICALLY_CACHEABLE.has(c.status)) return false;
+  if (req.headers['authorization'] !== undefined && !req.peer) return false;
+  if (!varyMatches(c.vary, c.varyValues, req.headers)) return false;
+  const r = responseRules(c.status, c.headers, opts, c.facts.responseTime);
+  if (r.explicit || r.noCache) return false;
+  return q.maxAge === undefined || currentAge(c.facts, now) <= q.maxAge;
 }
 
 /**

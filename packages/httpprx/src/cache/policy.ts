@@ -5,7 +5,7 @@
  * of RFC 9213 that is present and valid (`Coral-Cache-Control`, `CDN-Cache-Control`), else from
  * `Cache-Control` and `Expires` (./directives.ts).
  */
-import { HEURISTIC_CAP_SECONDS, HEURISTIC_FRACTION } from '../constants.js';
+import { HEURISTIC_CAP_SECONDS, HEURISTIC_FRACTION, NEGATIVE_TTL_SECONDS } from '../constants.js';
 import {
   DELTA_SECONDS_MAX,
   deltaSeconds,
@@ -25,6 +25,12 @@ export const HEURISTICALLY_CACHEABLE: ReadonlySet<number> = new Set([
 ]);
 
 /**
+ * The negative answers among them: without explicit freshness they are kept for
+ * `negativeTtlSeconds`, not by the Last-Modified heuristic.
+ */
+export const NEGATIVE_STATUSES: ReadonlySet<number> = new Set([404, 405, 410, 414, 501]);
+
+/**
  * Final statuses whose caching requirements this cache understands (RFC 9111 §3, §5.2.2.3
  * must-understand): those RFC 9110 defines, less 206 (partial content is never stored here) and
  * 304 (it only ever freshens a stored response).
@@ -41,6 +47,13 @@ export interface PolicyOptions {
    * Last-Modified (s); 0 = none.
    */
   defaultTtlSeconds: number;
+  /** Cap on heuristic freshness from Last-Modified (s); default `HEURISTIC_CAP_SECONDS`. */
+  heuristicMaxSeconds?: number;
+  /**
+   * Freshness of a negative answer (`NEGATIVE_STATUSES`) with no explicit freshness (s); 0 = not
+   * kept. Default `NEGATIVE_TTL_SECONDS`.
+   */
+  negativeTtlSeconds?: number;
   /**
    * Serve a stale copy when the origin fails, for this long past expiry (s), to responses that
    * do not name a `stale-if-error` window of their own (RFC 9111 §4.2.4: a disconnected cache
@@ -110,17 +123,24 @@ function explicitLifetime(
   return undefined;
 }
 
-/** Heuristic freshness (§4.2.2): a fraction of Date − Last-Modified, capped; else the default TTL. */
+/**
+ * Heuristic freshness (§4.2.2) of a heuristically cacheable status: a negative answer gets the
+ * negative TTL; any other a fraction of Date − Last-Modified, capped; else the default TTL.
+ */
 function heuristicLifetime(
+  status: number,
   h: HeaderRecord,
   opts: PolicyOptions,
   responseTime: number | undefined,
 ): number {
+  if (NEGATIVE_STATUSES.has(status))
+    return Math.max(0, opts.negativeTtlSeconds ?? NEGATIVE_TTL_SECONDS);
   const lm = parseHttpDate(h['last-modified'], responseTime);
   if (lm !== undefined) {
     const date = parseHttpDate(h['date'], responseTime) ?? responseTime;
     if (date === undefined || lm > date) return 0;
-    return Math.min(HEURISTIC_CAP_SECONDS, Math.floor(((date - lm) / 1000) * HEURISTIC_FRACTION));
+    const cap = opts.heuristicMaxSeconds ?? HEURISTIC_CAP_SECONDS;
+    return Math.max(0, Math.min(cap, Math.floor(((date - lm) / 1000) * HEURISTIC_FRACTION)));
   }
   return opts.defaultTtlSeconds > 0 ? opts.defaultTtlSeconds : 0;
 }
@@ -141,7 +161,7 @@ export function responseRules(
   // Heuristics only for statuses defined as heuristically cacheable (RFC 9110 §15.1).
   const lifetime =
     explicit ??
-    (HEURISTICALLY_CACHEABLE.has(status) ? heuristicLifetime(h, opts, responseTime) : 0);
+    (HEURISTICALLY_CACHEABLE.has(status) ? heuristicLifetime(status, h, opts, responseTime) : 0);
   const noCacheArg = cc.get('no-cache');
   const privateArg = cc.get('private');
   const mustRevalidate =

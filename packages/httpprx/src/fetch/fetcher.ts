@@ -1,16 +1,25 @@
 /**
  * Fetches in flight: at most one registered transfer per URL, which later requests may join
- * (request coalescing) when its response turns out reusable for them (../cache/decide.ts
- * `mayJoin`). A miss that fleet members may answer goes to the member designated for its URL
+ * (request coalescing, Varnish's waiting list, nginx's `proxy_cache_lock`) when its response turns
+ * out reusable for them (../cache/decide.ts: `mayShareWithWaiter` for those that waited for its
+ * head, `mayJoin` for those that came after it). A response that may not be shared releases its
+ * waiters at once, each to a fetch of its own, and its URL is remembered for
+ * `HIT_FOR_MISS_SECONDS` (hit-for-miss): meanwhile its misses are not registered, so the next
+ * crowd goes to the origin side by side instead of queueing behind one fetch to learn it again. A miss that fleet members may answer goes to the member designated for its URL
  * (../peer/rendezvous.ts), or straight to the origin when that is this node; when the designated
  * member does not answer, or there is no membership to choose from, to the holders the index
  * knows (./peer.ts), then to the origin (./origin.ts). A transfer stays registered until its body is committed, so there
  * is no window in which a second fetch of the same object could start.
  */
-import { mayJoin, staleOnErrorOk } from '../cache/decide.js';
+import { mayJoin, mayShareWithWaiter, staleOnErrorOk } from '../cache/decide.js';
 import type { Fwd } from '../cache/decide.js';
 import { announceFetching } from '../commit/announce.js';
-import { PEER_PENALTY_LIFT_WINDOW_MS, PEER_PENALTY_MS } from '../constants.js';
+import {
+  HIT_FOR_MISS_MAX_ENTRIES,
+  HIT_FOR_MISS_SECONDS,
+  PEER_PENALTY_LIFT_WINDOW_MS,
+  PEER_PENALTY_MS,
+} from '../constants.js';
 import { ProxyError } from '../errors.js';
 import { PeerPenalties } from '../peer/penalties.js';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
@@ -39,6 +48,8 @@ export class Fetcher {
   readonly #core: ProxyCore;
   readonly #inflight = new Map<string, Transfer>();
   readonly #penalties: PeerPenalties;
+  /** Hit-for-miss: URLs (hex urlKey) whose last response could not be shared → until (ms). */
+  readonly #unshared = new Map<string, number>();
 
   constructor(core: ProxyCore) {
     this.#core = core;
@@ -50,6 +61,39 @@ export class Fetcher {
       },
       { penaltyMs: PEER_PENALTY_MS, liftWindowMs: PEER_PENALTY_LIFT_WINDOW_MS },
     );
+  }
+
+  /** Is the URL (hex urlKey) remembered as unshareable (hit-for-miss) right now? */
+  passing(primary: string): boolean {
+    const until = this.#unshared.get(primary);
+    if (until === undefined) return false;
+    if (until > this.#core.clock.now()) return true;
+    this.#unshared.delete(primary);
+    return false;
+  }
+
+  /**
+   * What a coalescing fetch's outcome teaches about its URL: a shared response ends hit-for-miss;
+   * one that could not be shared starts it — unless it was a 5xx, whose waiters are released to
+   * fetches of their own but whose next crowd still queues, sparing an origin in trouble.
+   */
+  #learn(primary: string, o: Outcome): void {
+    if (o.kind === 'entry') {
+      this.#unshared.delete(primary);
+      return;
+    }
+    if (o.kind !== 'stream') return;
+    if (o.head.shareable) {
+      this.#unshared.delete(primary);
+      return;
+    }
+    if (o.head.status >= 500) return;
+    this.#unshared.delete(primary); // re-inserted last: the map is oldest first
+    this.#unshared.set(primary, this.#core.clock.now() + HIT_FOR_MISS_SECONDS * 1000);
+    if (this.#unshared.size > HIT_FOR_MISS_MAX_ENTRIES) {
+      const oldest = this.#unshared.keys().next();
+      if (!oldest.done) this.#unshared.delete(oldest.value);
+    }
   }
 
   /** The registered fetch of a URL (hex urlKey), if any. */
@@ -76,6 +120,8 @@ export class Fetcher {
     t.joiners++;
     core.metrics?.joined?.();
     t.addReader(); // before any await: the body is not released under a joiner
+    // A waiter (joined before the response's head) may share more than a late joiner.
+    const reusable = t.settled ? mayJoin : mayShareWithWaiter;
     const o = await this.#await(ctx, t);
     const now = core.clock.now();
     let ok = true;
@@ -84,12 +130,12 @@ export class Fetcher {
       ok =
         h.shareable &&
         !(ctx.peer && h.peerVerified === false) &&
-        mayJoin(ctx.cache, { ...h }, now, core.policy);
+        reusable(ctx.cache, { ...h }, now, core.policy);
     } else if (o.kind === 'entry') {
       ok =
         o.detail === 'stale-if-error' || o.detail === 'stale-on-error'
           ? staleOnErrorOk(ctx.cache, o.meta, now, core.policy)
-          : mayJoin(ctx.cache, o.meta, now, core.policy);
+          : reusable(ctx.cache, o.meta, now, core.policy);
     }
     if (!ok) {
       t.removeReader();
@@ -117,7 +163,11 @@ export class Fetcher {
   start(ctx: RequestCtx, plan: FetchPlan): Transfer {
     const core = this.#core;
     const t = new Transfer(ctx.primary);
-    if (plan.register) this.#inflight.set(ctx.primary, t);
+    if (plan.register) {
+      // Under hit-for-miss the fetch is nobody's to wait for; its outcome still teaches.
+      if (!this.passing(ctx.primary)) this.#inflight.set(ctx.primary, t);
+      void t.outcome.then((o) => this.#learn(ctx.primary, o));
+    }
     const unregister = () => {
       if (this.#inflight.get(ctx.primary) === t) this.#inflight.delete(ctx.primary);
     };

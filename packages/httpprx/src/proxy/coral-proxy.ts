@@ -25,11 +25,13 @@ import {
   guardHttpServer,
   type ListenerLimits,
 } from '@coral/connguard';
+import { ExchangeTracker, noteOf } from '@coral/accesslog';
 import { systemClock } from '@coral/runtime';
 import type { TimerHandle } from '@coral/runtime';
 import { originKey } from '../connect/index.js';
 import type { SmartConnector } from '../connect/index.js';
 import {
+  CACHE_NAME,
   CLOSE_TIMEOUT_MS,
   DEFAULT_ZONES,
   DISK_BUDGET_BYTES,
@@ -38,7 +40,9 @@ import {
   INDEX_TIMEOUT_MS,
   MAX_OBJECT_BYTES,
   MEMORY_BUDGET_BYTES,
+  HEURISTIC_CAP_SECONDS,
   NEGATIVE_TTL_MS,
+  NEGATIVE_TTL_SECONDS,
   OPT_OUT_MAX_SITES,
   OPT_OUT_RECHECK_MS,
   ORIGIN_BODY_TIMEOUT_MS,
@@ -92,6 +96,7 @@ import { DiskStore } from '../store/disk-store.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { StoredMeta } from '../store/types.js';
 import type { ProxyCore } from '../kit/core.js';
+import { withAccessHeads } from './access.js';
 import { lookup } from './lookup.js';
 import { sendError } from '../kit/respond.js';
 import type {
@@ -156,6 +161,8 @@ export class CoralProxy {
   readonly #connectionLimits: ListenerLimits;
   readonly #keepAliveMs: number;
   readonly #quarantine: MemberQuarantine;
+  /** Makes the access records (`onAccess`), or undefined. */
+  readonly #access: ExchangeTracker | undefined;
   #server: Server | undefined;
   #tlsServer: TlsServer | undefined;
   #opened: Promise<void> | undefined;
@@ -256,6 +263,9 @@ export class CoralProxy {
     );
     this.#quarantine = quarantine;
     const members = components.members ? quarantine.view(components.members) : undefined;
+    this.#access = components.onAccess
+      ? new ExchangeTracker({ clock, onRecord: components.onAccess }, { cacheName: CACHE_NAME })
+      : undefined;
     const peerConnector = new PeerConnector(
       { clock, ...(components.dial ? { dial: components.dial } : {}) },
       {
@@ -266,12 +276,16 @@ export class CoralProxy {
     this.#core = {
       clock,
       log,
-      metrics: components.metrics,
+      metrics: this.#access
+        ? withAccessHeads(components.metrics, this.#access)
+        : components.metrics,
       index: components.index,
       store,
       hot,
       policy: {
         defaultTtlSeconds: options.defaultTtlSeconds ?? 0,
+        heuristicMaxSeconds: options.heuristicMaxSeconds ?? HEURISTIC_CAP_SECONDS,
+        negativeTtlSeconds: options.negativeTtlSeconds ?? NEGATIVE_TTL_SECONDS,
         staleOnErrorSeconds: options.staleOnErrorSeconds ?? STALE_ON_ERROR_SECONDS,
       },
       via: `1.1 coral-${options.self.nodeId.slice(0, 12)}`,
@@ -709,6 +723,7 @@ export class CoralProxy {
 
   /** The request handler (an arrow, so that `handler` is this very function, not a wrapper). */
   readonly #onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    this.#access?.start(req, res);
     const core = this.#core;
     const client = req.socket.remoteAddress ?? '';
     // One clock read serves the limiter and the fast path.
@@ -754,6 +769,8 @@ export class CoralProxy {
       return sendError(res, method, routed.error, core.via, core.metrics, routed.headers);
     }
     const { ctx } = routed;
+    const note = noteOf(res);
+    if (note) note.originUrl = ctx.url;
     if (routed.designated) {
       core.metrics?.designated?.('taken');
       // 102 Processing at once and then at a beat until the head (../peer/processing.ts): the

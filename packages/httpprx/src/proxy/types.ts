@@ -1,4 +1,5 @@
 /** The public types of the proxy: its components, options, metrics sink and cache listing. */
+import type { AccessRecord } from '@coral/accesslog';
 import type { ConnectionBudget, ListenerLimits } from '@coral/connguard';
 import type { Clock } from '@coral/runtime';
 import type { Dial, Resolver } from '../connect/index.js';
@@ -77,6 +78,12 @@ export interface ProxyComponents {
    * to the fleet, signed (other members then check it themselves: `CoralProxy.memberReported`).
    */
   onQuarantine?: (report: MemberReport, entry: QuarantineEntry) => void;
+  /**
+   * One access record per request (@coral/accesslog's `AccessRecord`), handed over when its
+   * response ends or its client leaves: hits, misses, peer fetches, errors, refusals, aborted
+   * transfers (./access.ts). Absent: nothing is measured.
+   */
+  onAccess?: (record: AccessRecord) => void;
 }
 
 export interface ProxyOptions {
@@ -104,6 +111,16 @@ export interface ProxyOptions {
   compress?: boolean;
   /** Freshness for responses with neither explicit expiry nor Last-Modified (s). Default 0 = off. */
   defaultTtlSeconds?: number;
+  /**
+   * Cap on heuristic freshness (10 % of the time since Last-Modified, RFC 9111 §4.2.2) (s).
+   * Default `HEURISTIC_CAP_SECONDS` (24 h).
+   */
+  heuristicMaxSeconds?: number;
+  /**
+   * Freshness of a negative answer (404, 405, 410, 414, 501) with no explicit freshness (s); 0 =
+   * none. Explicit freshness on one is obeyed as sent. Default `NEGATIVE_TTL_SECONDS` (60 s).
+   */
+  negativeTtlSeconds?: number;
   /**
    * Serve a stale copy when the origin fails (connection refused, DNS, timeout, a 5xx to a
    * revalidation), for this long past expiry (s), to responses that name no `stale-if-error` of

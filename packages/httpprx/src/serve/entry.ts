@@ -3,6 +3,7 @@
  * 304, a single Range 206/416; the body from the hot cache, from its file read whole (small
  * objects, which then become hot) or streamed from its file.
  */
+import { noteOf } from '@coral/accesslog';
 import { CACHE_NAME, SHA256_HEADER } from '../constants.js';
 import { currentAge, responseRules } from '../cache/policy.js';
 import type { HeaderRecord } from '../cache/policy.js';
@@ -14,6 +15,7 @@ import type { Coded } from '../kit/encoding.js';
 import { Readable } from 'node:stream';
 import { codedBody, codedHeaders } from './coding.js';
 import { pipeShared } from '../fairness/pipe.js';
+import { MemoryStore } from '../store/memory-store.js';
 import type { StoredMeta } from '../store/types.js';
 import { clientHeaders } from './client-headers.js';
 import { notModified, notModifiedHeaders, rangeFor } from './conditional.js';
@@ -115,6 +117,9 @@ export async function serveEntry(
   const whole = start === 0 && end === meta.size - 1;
   let hot = core.hot.get(meta.key);
   if (hot && !sameBody(hot.meta, meta)) hot = undefined;
+  // Not a hot object: the body is read from the store (the access log says which medium).
+  const note = hot ? undefined : noteOf(ctx.res);
+  if (note) note.served = { from: core.store instanceof MemoryStore ? 'memory' : 'disk' };
   if (!hot && meta.size <= core.limits.hotObjectMaxBytes) {
     let body: Buffer;
     try {

@@ -9,6 +9,7 @@
  * `writeHead`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { noteOf } from '@coral/accesslog';
 import { PEER_HEADER } from '../constants.js';
 import { currentAge } from '../cache/policy.js';
 import type { ProxyCore } from '../kit/core.js';
@@ -98,5 +99,7 @@ export function fastHit(
     metrics.request('hit', method, e.meta.status, res);
     metrics.fastHit?.();
   }
+  const note = noteOf(res);
+  if (note) note.originUrl = e.meta.url;
   return true;
 }

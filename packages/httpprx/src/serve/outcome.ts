@@ -4,6 +4,7 @@
  * the transfer at the client's own pace (a Range from the bytes as they arrive when the length is
  * known). 1xx interim responses are passed on while the client waits for the final one.
  */
+import { noteOf } from '@coral/accesslog';
 import { CACHE_NAME, SHA256_HEADER } from '../constants.js';
 import { currentAge, responseRules } from '../cache/policy.js';
 import type { HeaderRecord } from '../cache/policy.js';
@@ -84,6 +85,8 @@ function serveStream(
   headers['cache-status'] = cacheStatus(CACHE_NAME, streamParams(t, head, collapsed));
   if (ctx.peer && t.committed) headers[SHA256_HEADER] = t.committed.sha256;
   const kind = head.fwd === 'peer' ? 'peer' : 'miss';
+  const note = noteOf(res);
+  if (note) note.upstreamMs = head.facts.responseTime - head.facts.requestTime;
   const coded = ctx.peer ? undefined : codedOf(head.headers);
   if (coded && head.length !== undefined) {
     return serveCodedStream(core, ctx, t, coded, headers, kind, head.length);

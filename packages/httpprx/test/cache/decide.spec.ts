@@ -3,6 +3,7 @@ import {
   cacheRequest,
   decide,
   mayJoin,
+  mayShareWithWaiter,
   selectVariant,
   staleOnErrorOk,
 } from '../../src/cache/decide.js';
@@ -198,6 +199,32 @@ describe('decide (RFC 9111 §4)', () => {
     expect(mayJoin(req({ 'accept-encoding': 'gzip' }), gz, T, P)).toBe(true);
     expect(mayJoin(req({ 'accept-encoding': 'br' }), gz, T, P)).toBe(false);
     expect(mayJoin(req({ authorization: 'x' }), fresh, T, P)).toBe(false);
+  });
+
+  it('a waiter may share a response whose only freshness is a spent heuristic, nothing more (§4, §4.2.2)', () => {
+    // Last-Modified a second before Date: 10 % of it is 0 s, stale on arrival.
+    const recent = (extra: Record<string, string> = {}, status = 200): Candidate => ({
+      ...stored('', { headers: { 'last-modified': date(T - 1000), ...extra } }),
+      status,
+    });
+    expect(mayJoin(req(), recent(), T, P)).toBe(false);
+    expect(mayShareWithWaiter(req(), recent(), T, P)).toBe(true);
+    expect(mayShareWithWaiter(req({ 'cache-control': 'max-age=0' }), recent(), T, P)).toBe(true);
+    expect(mayShareWithWaiter(req({ 'cache-control': 'max-age=0' }), recent(), at(2), P)).toBe(
+      false,
+    );
+    expect(mayShareWithWaiter(req({ 'cache-control': 'no-cache' }), recent(), T, P)).toBe(false);
+    expect(mayShareWithWaiter(req({ 'cache-control': 'min-fresh=1' }), recent(), T, P)).toBe(false);
+    expect(mayShareWithWaiter(req({ authorization: 'x' }), recent(), T, P)).toBe(false);
+    // The origin's own word stands: explicit freshness spent, no-cache; statuses not
+    // heuristically cacheable.
+    expect(mayShareWithWaiter(req(), stored('max-age=0'), T, P)).toBe(false);
+    expect(mayShareWithWaiter(req(), recent({ expires: date(T - 1000) }), T, P)).toBe(false);
+    expect(mayShareWithWaiter(req(), recent({ 'cache-control': 'no-cache' }), T, P)).toBe(false);
+    expect(mayShareWithWaiter(req(), recent({}, 302), T, P)).toBe(false);
+    const gz = { ...recent(), vary: ['accept-encoding'], varyValues: ['gzip'] };
+    expect(mayShareWithWaiter(req({ 'accept-encoding': 'br' }), gz, T, P)).toBe(false);
+    expect(mayShareWithWaiter(req({ 'accept-encoding': 'gzip' }), gz, T, P)).toBe(true);
   });
 
   it('stale on error only with permission, never for a no-cache request (§4.2.4, RFC 5861 §4)', () => {

@@ -15,6 +15,7 @@ import { cacheRequest, decide } from '../../src/cache/decide.js';
 import { parseHttpDate } from '../../src/cache/http-date.js';
 import {
   HEURISTICALLY_CACHEABLE,
+  NEGATIVE_STATUSES,
   ageFacts,
   responseRules,
   storable,
@@ -59,6 +60,8 @@ export const DIFFERENCES = {
   'vary-normalization':
     'RFC 9111 §4.1: selecting fields match after allowed normalization (OWS, case of case-insensitive values)',
   'heuristic-rounding': 'RFC 9111 §1.2.2: lifetimes are whole seconds',
+  'negative-ttl':
+    'RFC 9111 §4.2.2, RFC 9110 §15.1: a negative answer without explicit freshness is fresh for negativeTtlSeconds (nginx proxy_cache_valid 404)',
   'never-reusable':
     'RFC 9111 §3 permits storing, never requires it: a response with no freshness and no validator could never be reused, so it is not kept',
 } as const;
@@ -191,6 +194,8 @@ function tags(c: Case): Set<Tag> {
       t.add('date-syntax');
   }
   if (!HEURISTICALLY_CACHEABLE.has(c.status)) t.add('heuristic-status');
+  const expires = /(^|, )(max-age|s-maxage)=/i.test(cc) || c.res['expires'] !== undefined;
+  if (NEGATIVE_STATUSES.has(c.status) && !expires) t.add('negative-ttl');
   if (/(max-age|s-maxage)=(?![0-9]+(,|$))/i.test(cc)) t.add('delta-syntax');
   if (names.includes('proxy-revalidate')) t.add('proxy-revalidate');
   if (names.includes('must-revalidate')) t.add('must-revalidate');
@@ -215,6 +220,7 @@ function tags(c: Case): Set<Tag> {
 
 const STORABLE_TAGS: Tag[] = [
   'never-reusable',
+  'negative-ttl',
   'status-explicit',
   'qualified-private',
   'cc-duplicates',

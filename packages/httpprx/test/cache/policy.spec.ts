@@ -83,10 +83,38 @@ describe('heuristic freshness (RFC 9111 §4.2.2, RFC 9110 §15.1)', () => {
     expect(freshnessLifetime(200, base, P)).toBe(0);
   });
 
+  it('the cap is heuristicMaxSeconds when set', () => {
+    const lm = { ...base, 'last-modified': date(D - 1e12) };
+    expect(freshnessLifetime(200, lm, { ...P, heuristicMaxSeconds: 3600 })).toBe(3600);
+    expect(freshnessLifetime(200, lm, { ...P, heuristicMaxSeconds: 0 })).toBe(0);
+  });
+
+  it('negative answers without explicit freshness: negativeTtlSeconds (default 60 s), Last-Modified or not', () => {
+    const lm = { ...base, 'last-modified': date(D - 1000_000) };
+    for (const s of [404, 405, 410, 414, 501]) {
+      expect(freshnessLifetime(s, base, P), String(s)).toBe(60);
+      expect(freshnessLifetime(s, lm, P), String(s)).toBe(60);
+      expect(freshnessLifetime(s, base, { ...P, negativeTtlSeconds: 5 }), String(s)).toBe(5);
+      expect(freshnessLifetime(s, base, { ...P, negativeTtlSeconds: 0 }), String(s)).toBe(0);
+      // Explicit freshness is obeyed as sent, above the cap or below it.
+      const cc = (v: string) => ({ ...base, 'cache-control': v });
+      expect(freshnessLifetime(s, cc('max-age=3600'), P), String(s)).toBe(3600);
+      expect(freshnessLifetime(s, cc('max-age=0'), P), String(s)).toBe(0);
+    }
+    expect(storable({}, 404, base, P).store).toBe(true);
+    expect(storable({}, 404, base, { ...P, negativeTtlSeconds: 0 }).reason).toBe('no-freshness');
+    expect(storable({}, 404, { ...base, 'cache-control': 'no-store' }, P).reason).toBe('no-store');
+    // Not a negative answer: 403, 400 and 5xx are not heuristically cacheable at all.
+    for (const s of [400, 403, 500, 503])
+      expect(storable({}, s, base, P).store, String(s)).toBe(false);
+  });
+
   it('only for heuristically cacheable statuses, even with public', () => {
     const lm = { ...base, 'last-modified': date(D - 1000_000) };
-    for (const s of [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501])
+    for (const s of [200, 203, 204, 300, 301, 308])
       expect(freshnessLifetime(s, lm, P), String(s)).toBe(100);
+    for (const s of [404, 405, 410, 414, 501])
+      expect(freshnessLifetime(s, lm, P), String(s)).toBe(60);
     for (const s of [201, 302, 303, 307, 400, 403, 500, 502, 503, 299]) {
       expect(freshnessLifetime(s, lm, { defaultTtlSeconds: 60 }), String(s)).toBe(0);
       expect(freshnessLifetime(s, { ...lm, 'cache-control': 'public' }, P), String(s)).toBe(0);

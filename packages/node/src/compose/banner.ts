@@ -44,7 +44,7 @@ export function nodeBanner(b: BannerInput): string {
     `coral-node ${VERSION}  id ${b.nodeId}`,
     `  proxy  http  ${show(l.proxy)}  (advertised as ${fmtHost(b.addresses.advertiseIp)}:${config.proxy.port})`,
     `  proxy  https ${show(l.proxyTls)}${b.certificate ? `  certificate ${b.certificate.certPath}` : '  (no certificate: tls.cert/tls.key, or tls.localCa)'}`,
-    `  dns    udp+tcp  ${show(l.dns)}  zone ${config.zone}`,
+    `  dns    udp+tcp  ${show(l.dns)}  zone ${config.zone}${config.workers >= 2 && l.dns ? `  on ${config.workers} worker threads` : ''}`,
     `  dsht   udp   ${show(l.dsht)}  bootstrap ${config.bootstrap.join(', ') || '(none: first node)'}${b.seed ? ' (this node is a seed)' : ''}`,
     `  admin  http  ${show(l.admin)}  (try: curl http://${l.admin ? `${fmtHost(reachable(l.admin.host, '127.0.0.1'))}:${l.admin.port}` : ''}/v1/node)`,
     `  data   ${resolvePath(config.dataDir)}`,

@@ -77,6 +77,11 @@ export class CoralNode {
     return reloadTls(this.#s);
   }
 
+  /** Resolves once every access line so far is written (tests read the file). */
+  flushAccessLog(): Promise<void> {
+    return this.#s.accessLog?.flush() ?? Promise.resolve();
+  }
+
   /** SIGUSR1: reopen the access log file by its path (logrotate moved it); else nothing. */
   reopenAccessLog(): void {
     this.#s.accessLog?.reopen();

@@ -59,6 +59,7 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
     admit,
     connections,
     onQuarantine,
+    onAccess,
   }) {
     const hosts: Record<string, string[]> = {};
     for (const [name, ip] of Object.entries(config.hosts)) hosts[name] = [ip];
@@ -76,6 +77,7 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
         ...(admit ? { admit } : {}),
         ...(connections ? { connections } : {}),
         ...(onQuarantine ? { onQuarantine } : {}),
+        ...(onAccess ? { onAccess } : {}),
       },
       {
         zones: [config.zone],
@@ -87,6 +89,8 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
         compress: p.compress,
         defaultTtlSeconds: p.defaultTtlSeconds,
         staleOnErrorSeconds: p.staleOnErrorSeconds,
+        heuristicMaxSeconds: p.heuristicMaxSeconds,
+        negativeTtlSeconds: p.negativeTtlSeconds,
         allowPrivateOrigins: config.allowPrivateOrigins,
         originCa: config.tls.originCa.map((file) => readPem(file)),
         followHttpsUpgrade: p.followHttpsUpgrade,

@@ -39,7 +39,11 @@ export async function stopSequence(s: NodeState): Promise<void> {
   if (proxy) await bounded('proxy', () => proxy.close());
   // After the proxy: the last responses' lines are in; every accepted line is written.
   const { accessLog } = s;
-  if (accessLog) await bounded('access log', () => accessLog.close());
+  if (accessLog) {
+    const pendingBytes = accessLog.stats.sink.pendingBytes;
+    if (pendingBytes > 0) s.logger.info({ pendingBytes }, 'writing the access log out');
+    await bounded('access log', () => accessLog.close());
+  }
   if (purgeLog) await bounded('purge log', () => purgeLog.close());
   if (dsht) await bounded('dsht', () => dsht.stop());
   if (admin) await bounded('admin', () => admin.close());

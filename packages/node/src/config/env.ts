@@ -26,6 +26,8 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.compress', 'bool'],
   ['proxy.defaultTtlSeconds', 'int'],
   ['proxy.staleOnErrorSeconds', 'int'],
+  ['proxy.heuristicMaxSeconds', 'int'],
+  ['proxy.negativeTtlSeconds', 'int'],
   ['proxy.sites', 'map'],
   ['proxy.peerTimeoutMs', 'int'],
   ['proxy.indexTimeoutMs', 'int'],

@@ -9,6 +9,8 @@ import { availableParallelism } from 'node:os';
 import {
   AUDIT_FRACTION,
   AUDITS_PER_MINUTE,
+  HEURISTIC_CAP_SECONDS,
+  NEGATIVE_TTL_SECONDS,
   PEER_MAX_TTL_SECONDS,
   PEER_VERIFY_WHOLE_BYTES,
   QUARANTINE_MAX_SECONDS,
@@ -154,6 +156,13 @@ const proxySchema = z.strictObject({
    * `stale-if-error` takes precedence. 0 turns it off. Default 6 h (the proxy's).
    */
   staleOnErrorSeconds: z.number().int().nonnegative().default(STALE_ON_ERROR_SECONDS),
+  /** Cap on heuristic freshness (10 % of the time since Last-Modified); default 24 h. */
+  heuristicMaxSeconds: z.number().int().nonnegative().default(HEURISTIC_CAP_SECONDS),
+  /**
+   * Freshness of a 404, 405, 410, 414 or 501 that names none (s); 0 = not kept. Explicit
+   * freshness on one is obeyed as sent. Default 60 s.
+   */
+  negativeTtlSeconds: z.number().int().nonnegative().default(NEGATIVE_TTL_SECONDS),
   /** Bound on waiting for a peer's answer and each body chunk; 0 = the proxy's default (1 s). */
   peerTimeoutMs: z.number().int().nonnegative().default(0),
   /** Bound on one index lookup (claims included); 0 = the proxy's default (2 s). */

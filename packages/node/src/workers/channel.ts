@@ -49,7 +49,10 @@ export class WorkerChannel {
     this.#port.on('message', (m: unknown) => this.#onMessage(m));
   }
 
-  /** Start dispatching; messages that arrived before are not lost (the port queues them). */
+  /**
+   * Start dispatching. Call it in the same turn of the event loop as the constructor: messages
+   * are delivered from the next turn on, and one that arrives with no handlers is dropped.
+   */
   handle(handlers: WorkerChannelHandlers): void {
     this.#handlers = handlers;
   }

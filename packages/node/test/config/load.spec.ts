@@ -276,6 +276,29 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('takes proxy.heuristicMaxSeconds and proxy.negativeTtlSeconds, and refuses what is not a whole non-negative number', () => {
+    const d = loadConfig().proxy;
+    expect([d.heuristicMaxSeconds, d.negativeTtlSeconds]).toEqual([86_400, 60]);
+    const env = {
+      CORAL_PROXY_HEURISTIC_MAX_SECONDS: '3600',
+      CORAL_PROXY_NEGATIVE_TTL_SECONDS: '0',
+    };
+    const c = loadConfig({ env }).proxy;
+    expect([c.heuristicMaxSeconds, c.negativeTtlSeconds]).toEqual([3600, 0]);
+    const f = file('neg.yaml', 'proxy:\n  negativeTtlSeconds: 5\n');
+    expect(loadConfig({ file: f }).proxy.negativeTtlSeconds).toBe(5);
+    const issues = issuesOf(() =>
+      loadConfig({
+        env: { CORAL_PROXY_HEURISTIC_MAX_SECONDS: '-1' },
+        overrides: { proxy: { negativeTtlSeconds: 1.5 } },
+      }),
+    );
+    expect(issues.map((i) => i.path).sort()).toEqual([
+      'proxy.heuristicMaxSeconds',
+      'proxy.negativeTtlSeconds',
+    ]);
+  });
+
   it('returns a deeply frozen object', () => {
     const c = loadConfig({ env: { CORAL_BOOTSTRAP: '127.0.0.2:8091' } });
     expect(Object.isFrozen(c)).toBe(true);

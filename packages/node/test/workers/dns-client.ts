@@ -35,10 +35,15 @@ export function texts(msg: Buffer): string[] {
 }
 
 /** One query from a fresh socket (a new source port, so the kernel's hash picks any worker). */
-export async function ask(port: number, msg: Buffer, host = '127.0.0.1'): Promise<Buffer> {
+export async function ask(
+  port: number,
+  msg: Buffer,
+  host = '127.0.0.1',
+  from = host,
+): Promise<Buffer> {
   const sock = dgram.createSocket('udp4');
   try {
-    await new Promise<void>((r) => sock.bind(0, host, () => r()));
+    await new Promise<void>((r) => sock.bind(0, from, () => r()));
     return await new Promise<Buffer>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error('udp timeout')), 5000);
       sock.once('message', (m) => {

@@ -3,6 +3,7 @@
  * worker-main.js): two workers on one port with reusePort, the directory the owner keeps pushed to
  * both, a killed worker replaced.
  */
+import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InMemoryNodeDirectory, InMemoryChallengeStore } from '@coral/dnssrv';
 import { SeededRandom, waitFor } from '@coral/testkit';
@@ -84,6 +85,17 @@ describe('DNS on every worker', () => {
       ['1', per[1]],
     ]);
 
+    // The node's one /metrics: the answers every worker sent, in coral_dns_answers_total (reported
+    // once a second by each worker).
+    await waitFor(
+      async () => {
+        const all = await t.metrics.registry.getMetricsAsJSON();
+        const answers = all.find((m) => m.name === 'coral_dns_answers_total');
+        return answers?.values.reduce((n, v) => n + v.value, 0) === 64;
+      },
+      { what: 'the workers reporting their 64 answers' },
+    );
+
     // The owner's directory changes (node 2 dies, node 3 joins): once pushed, every worker says so.
     t.directory.setLive(hex(2), false);
     t.directory.add(node(3), { clusters: [1, 2] });
@@ -124,6 +136,25 @@ describe('DNS on every worker', () => {
       { what: 'the TXT value on every worker' },
     );
     expect(t.errors).toEqual([]);
+  });
+
+  it('fails the start with CORAL_ERR_WORKER_START, saying why, when the port is taken', async () => {
+    const taken = dgram.createSocket('udp4');
+    await new Promise<void>((r) => taken.bind(0, '127.0.0.1', () => r()));
+    try {
+      const t = setup();
+      await expect(
+        t.dns.listen({ port: taken.address().port, host: '127.0.0.1' }),
+      ).rejects.toMatchObject({
+        code: 'CORAL_ERR_WORKER_START',
+        message: expect.stringMatching(
+          /worker 0 exited with code 1 before it was ready: cannot listen on 127\.0\.0\.1/,
+        ),
+      });
+      await t.dns.close();
+    } finally {
+      taken.close();
+    }
   });
 
   it('replaces a killed worker, which answers again on the same port', async () => {

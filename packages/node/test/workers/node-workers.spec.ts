@@ -62,6 +62,7 @@ describe('a node with workers: 2', () => {
     const node = await CoralNode.start(config, { services: realServices, logger, metrics });
     nodes.push(node);
     expect(node.dns).toBeInstanceOf(DnsWorkers);
+    expect(node.banner()).toMatch(/^ {2}dns +udp\+tcp .* on 2 worker threads$/m);
     const dns = node.dns as DnsWorkers;
     const port = config.dns.port;
 
@@ -126,6 +127,40 @@ describe('a node with workers: 2', () => {
     expect(hit.status).toBe(200);
     expect(String(hit.headers['cache-status'])).toMatch(/hit/);
     expect(origin.counts.get('/obj/1')).toBe(1);
+
+    // The DSHT still answers as this node: a second node joins through it, and once it is a member
+    // every worker's answers name both (the directory pushed on the member events).
+    const host2 = ip(2);
+    const second = await CoralNode.start(
+      loadConfig({
+        env: {
+          CORAL_HOST: host2,
+          CORAL_DNS_HOST: host2,
+          CORAL_ADMIN_HOST: host2,
+          CORAL_DATA_DIR: join(dir, host2),
+          CORAL_LOG_LEVEL: 'silent',
+          CORAL_FLEET_OPEN: 'true',
+          CORAL_BOOTSTRAP: `${host}:${config.dsht.port}`,
+        },
+      }),
+      { services: realServices, logger: createLogger({ level: 'silent' }) },
+    );
+    nodes.push(second);
+    // This node verified the newcomer over its DSHT (its round trips answered after the kill) ...
+    await waitFor(
+      async () =>
+        (
+          (await (await fetch(`${admin}/v1/fleet/auth`)).json()) as { members: { ip: string }[] }
+        ).members.some((m) => m.ip === host2),
+      { what: 'the second node verified', limitMs: 30_000, everyMs: 100 },
+    );
+    // ... and its workers name it: asked from a network no answer was cached for (answers cached
+    // before the join stay until they expire), the answer names the newcomer.
+    const resolver = `127.1.${subnet}.9`;
+    await waitFor(
+      async () => addresses(await ask(port, query(NAME, 1), host, resolver)).includes(host2),
+      { what: 'a worker naming the node that joined', limitMs: 30_000, everyMs: 100 },
+    );
 
     // SIGTERM's part: every worker drains, none is started again, the port is free.
     await node.stop();
