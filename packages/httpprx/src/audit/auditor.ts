@@ -249,8 +249,10 @@ export class MemberAuditor implements MemberAudit {
     for (const key of keys) {
       const meta = await core.store.get(key);
       if (!meta) continue;
-      // A copy the origin replaced since (the audit's own fetch) is the origin's: kept.
-      if (meta.url === url && meta.sha256 !== lie) continue;
+      // A copy the origin replaced since (the audit's own fetch) is the origin's: kept. A coded
+      // copy is known by its identity form's hash, as the evidence is (`stored` below).
+      const sha = codedOf(meta.headers)?.sha256 ?? meta.sha256;
+      if (meta.url === url && sha !== lie) continue;
       await core.store.delete(key);
       core.hot.delete(key);
       primaries.add(meta.primary);
