@@ -34,6 +34,7 @@ import type { UpstreamResponse } from '../origin/upstream.js';
 import { racePeers } from '../peer/peer-fetch.js';
 import type { MemberAudit, ProxyCore, RequestCtx } from '../kit/core.js';
 import { toRecord } from '../kit/headers.js';
+import { codedOf } from '../kit/encoding.js';
 import { withdraw } from '../commit/announce.js';
 import type { StoredMeta } from '../store/types.js';
 import { Transfer } from '../transfer/transfer.js';
@@ -248,8 +249,10 @@ export class MemberAuditor implements MemberAudit {
     for (const key of keys) {
       const meta = await core.store.get(key);
       if (!meta) continue;
-      // A copy the origin replaced since (the audit's own fetch) is the origin's: kept.
-      if (meta.url === url && meta.sha256 !== lie) continue;
+      // A copy the origin replaced since (the audit's own fetch) is the origin's: kept. A coded
+      // copy is known by its identity form's hash, as the evidence is (`stored` below).
+      const sha = codedOf(meta.headers)?.sha256 ?? meta.sha256;
+      if (meta.url === url && sha !== lie) continue;
       await core.store.delete(key);
       core.hot.delete(key);
       primaries.add(meta.primary);
@@ -386,11 +389,13 @@ function copyOf(
 
 /** The member's copy as stored (its freshness as declared: the cap raised its age, not this). */
 function stored(core: ProxyCore, m: StoredMeta): AuditedCopy {
+  // A coded copy (../kit/encoding.ts) is compared by its identity form, checked at its commit.
+  const coded = codedOf(m.headers);
   return copyOf(
     core,
     m.status,
     m.headers,
-    { size: m.size, sha256: m.sha256 },
+    coded ? { size: coded.length, sha256: coded.sha256 } : { size: m.size, sha256: m.sha256 },
     m.facts.responseTime,
   );
 }

@@ -7,7 +7,10 @@
  */
 import { currentAge } from '../cache/policy.js';
 import { secondaryKey } from '../cache/vary.js';
+import { createHash } from 'node:crypto';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
+import { CODED_FIELD, codedOf, codedValue, shouldCompress } from '../kit/encoding.js';
+import { gunzipWhole, gzipOnce } from '../serve/coding.js';
 import { makeHot } from '../serve/entry.js';
 import type { BodyWriter, StoredMeta } from '../store/types.js';
 import type { Transfer, TransferHead } from '../transfer/transfer.js';
@@ -81,6 +84,67 @@ export function freshUntil(now: number, lifetime: number, facts: StoredMeta['fac
   return now + (lifetime - currentAge(facts, now)) * 1000;
 }
 
+/** A coded body must save at least this fraction of the identity bytes to be kept coded. */
+export const COMPRESS_MIN_SAVING = 0.1;
+
+/** What is committed: the transfer's own body, or the gzip body written in its place. */
+interface Representation {
+  writer: BodyWriter;
+  headers: StoredMeta['headers'];
+  size: number;
+  sha256: string;
+}
+
+/**
+ * Compress once, at commit (../kit/encoding.ts): the identity body is read back whole, gzipped in
+ * the libuv pool and written to a body of its own, which is committed in place of the transfer's
+ * (the transfer's readers keep reading the identity bytes; its writer is discarded on release).
+ * Undefined — the identity body is stored — when the saving is too small or the disk refused it.
+ */
+async function compressed(
+  core: ProxyCore,
+  writer: BodyWriter,
+  headers: StoredMeta['headers'],
+  body: { size: number; sha256: string },
+): Promise<Representation | undefined> {
+  const gz = await gzipOnce(await writer.read(0, body.size));
+  if (gz.length > body.size * (1 - COMPRESS_MIN_SAVING)) return undefined;
+  const w = core.store.begin();
+  try {
+    await w.write(gz);
+  } catch {
+    await w.release();
+    return undefined;
+  }
+  const h: StoredMeta['headers'] = { ...headers, 'content-encoding': 'gzip' };
+  delete h['content-length'];
+  h[CODED_FIELD] = codedValue({ coding: 'gzip', length: body.size, sha256: body.sha256 });
+  return {
+    writer: w,
+    headers: h,
+    size: gz.length,
+    sha256: createHash('sha256').update(gz).digest('hex'),
+  };
+}
+
+/**
+ * A coded copy from a member: its identity form is checked once against the length and hash the
+ * member declared for it (the bytes were checked against the record; the declaration was not).
+ */
+async function codedCopyHolds(writer: BodyWriter, headers: StoredMeta['headers'], size: number) {
+  const coded = codedOf(headers);
+  if (!coded) return false;
+  try {
+    const plain = await gunzipWhole(await writer.read(0, size));
+    return (
+      plain.length === coded.length &&
+      createHash('sha256').update(plain).digest('hex') === coded.sha256
+    );
+  } catch {
+    return false;
+  }
+}
+
 /** A transfer whose body arrived whole, to commit (`commitTransfer`). */
 export interface CompletedTransfer {
   ctx: RequestCtx;
@@ -106,18 +170,52 @@ export async function commitTransfer(
     refused(core, ctx);
     return undefined;
   }
+  let rep: Representation = { writer, headers: head.headers, ...body };
+  if (head.headers[CODED_FIELD] !== undefined) {
+    if (!(await codedCopyHolds(writer, head.headers, body.size))) {
+      core.log.warn(
+        { url: ctx.url },
+        'not stored: a coded copy whose identity form does not match',
+      );
+      if (!core.store.has(ctx.primary)) void withdraw(core, ctx.keyBytes);
+      return undefined;
+    }
+  } else if (core.compress && shouldCompress(head.status, head.headers, body.size)) {
+    try {
+      rep = (await compressed(core, writer, head.headers, body)) ?? rep;
+    } catch (e) {
+      core.log.warn({ url: ctx.url, err: String(e) }, 'compression failed: stored as sent');
+    }
+  }
+  try {
+    return await commitRepresentation(core, ctx, t, head, rep, body, candidate);
+  } finally {
+    if (rep.writer !== writer) await rep.writer.release();
+  }
+}
+
+async function commitRepresentation(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  t: Transfer,
+  head: TransferHead,
+  rep: Representation,
+  body: { lifetime: number },
+  candidate: { url: string; headers: StoredMeta['headers']; fetchStartedAt: number },
+): Promise<StoredMeta | undefined> {
+  const writer = rep.writer;
   const now = core.clock.now();
   const meta: StoredMeta = {
     key: variantKey(ctx.primary, head),
     primary: ctx.primary,
     url: ctx.url,
     status: head.status,
-    headers: head.headers,
+    headers: rep.headers,
     vary: head.vary,
     varyValues: head.varyValues,
     facts: head.facts,
-    size: body.size,
-    sha256: body.sha256,
+    size: rep.size,
+    sha256: rep.sha256,
     storedAt: now,
     freshUntil: freshUntil(now, body.lifetime, head.facts),
   };

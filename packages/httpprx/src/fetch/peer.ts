@@ -28,6 +28,7 @@ import type { FetchJob } from './job.js';
 import { contentLength, discard, streamResponse } from './response.js';
 import type { StreamResult } from './response.js';
 import { resumeBasis, resumeFromOrigin } from './resume.js';
+import { CODED_FIELD } from '../kit/encoding.js';
 
 /** `index.lookup`, bounded by `indexTimeoutMs` on the clock even if the index ignores the signal. */
 function lookupHolders(core: ProxyCore, keyBytes: Uint8Array): Promise<Holder[]> {
@@ -237,7 +238,11 @@ export async function fetchFromPeers(core: ProxyCore, ask: PeerAsk): Promise<boo
   }
   // A body that stops mid-way may be completed from the origin, under the member's validators.
   const fields = toRecord(res.headers);
-  const basis = ctx.method === 'GET' ? resumeBasis(fields, declared ?? h.size) : undefined;
+  // A coded copy (../kit/encoding.ts) cannot be completed with the origin's identity bytes.
+  const basis =
+    ctx.method === 'GET' && fields[CODED_FIELD] === undefined
+      ? resumeBasis(fields, declared ?? h.size)
+      : undefined;
   const out = await streamResponse(core, ask, body === res.body ? res : { ...res, body }, {
     requestTime: winner.requestTime,
     responseTime: winner.responseTime,

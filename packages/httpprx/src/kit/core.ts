@@ -71,6 +71,8 @@ export interface ProxyCore {
   peers: Upstream;
   peerConnector: PeerConnector;
   limits: ProxyLimits;
+  /** Compress compressible responses once at commit (`ProxyOptions.compress`). */
+  compress: boolean;
   /** Origins that asked the fleet to send their clients home (../site-control/). */
   optOuts: OptOuts;
   /** The bandwidth caps and per-domain counts: origin fetches, bytes served (../fairness/). */

@@ -319,6 +319,7 @@ export class CoralProxy {
       ),
       peerConnector,
       limits,
+      compress: options.compress ?? true,
       optOuts: new OptOuts(
         {
           clock,

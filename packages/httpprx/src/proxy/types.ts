@@ -104,6 +104,11 @@ export interface ProxyOptions {
   hotObjectMaxBytes?: number;
   /** Largest object fetched and stored. Default `MAX_OBJECT_BYTES` (src/constants.ts). */
   maxObjectBytes?: number;
+  /**
+   * Compress compressible responses sent uncompressed once, at commit, and serve each client the
+   * coding it accepts (../kit/encoding.ts, docs/httpprx.md "Compression"). Default true.
+   */
+  compress?: boolean;
   /** Freshness for responses with neither explicit expiry nor Last-Modified (s). Default 0 = off. */
   defaultTtlSeconds?: number;
   /**

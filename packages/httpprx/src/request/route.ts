@@ -16,6 +16,7 @@ import { cacheRequest } from '../cache/decide.js';
 import { ProxyError } from '../errors.js';
 import { parseCoralHost, urlKey } from '../mapping/coral-name.js';
 import { designatedHere } from '../peer/rendezvous.js';
+import { normalizeAcceptEncoding } from '../kit/encoding.js';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
 import { toRecord } from '../kit/headers.js';
 import type { ErrorAnswer } from '../kit/respond.js';
@@ -171,6 +172,9 @@ export function route(
   }
   const keyBytes = urlKey(url);
   const reqHeaders = toRecord(req.headers);
+  // Normalised before it can take part in the cache key or Vary (../kit/encoding.ts).
+  const ae = normalizeAcceptEncoding(reqHeaders['accept-encoding']);
+  if (ae !== undefined) reqHeaders['accept-encoding'] = ae;
   // Only an authenticated member's ask (keyed mode: its signature was checked above).
   const designated =
     peer &&

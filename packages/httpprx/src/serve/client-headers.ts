@@ -5,14 +5,15 @@
  * Via, with an absolute http Location rewritten to its Coralized form.
  */
 import { TARGETED_FIELDS } from '../constants.js';
+import { CODED_FIELD } from '../kit/encoding.js';
 import type { HeaderRecord } from '../cache/policy.js';
 import { rewriteLinks } from '../mapping/links.js';
 import type { RequestCtx } from '../kit/core.js';
 import { appendVia } from '../kit/headers.js';
 
-const TARGETED = new Set(TARGETED_FIELDS);
+const TARGETED = new Set([...TARGETED_FIELDS, CODED_FIELD]);
 
-/** Fields of a stored response never sent to a client (peers excepted). */
+/** Fields of a stored response never sent to a client (peers excepted): the targeted ones, the coded marker. */
 export function forClient(h: HeaderRecord, peer: boolean): HeaderRecord {
   const out: HeaderRecord = {};
   for (const k in h) if (peer || !TARGETED.has(k)) out[k] = h[k]!;

@@ -10,6 +10,10 @@ import type { HeaderRecord } from '../cache/policy.js';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
 import { cacheStatus, flatten } from '../kit/headers.js';
 import { pipeToResponse } from '../kit/respond.js';
+import { chooseCoding, codedOf } from '../kit/encoding.js';
+import type { Coded } from '../kit/encoding.js';
+import { Readable } from 'node:stream';
+import { codedBody, codedHeaders } from './coding.js';
 import { pipeShared } from '../fairness/pipe.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { StoredMeta } from '../store/types.js';
@@ -33,6 +37,8 @@ export function makeHot(core: ProxyCore, meta: StoredMeta, body: Buffer): HotEnt
     meta.vary.length === 0 &&
     meta.headers['location'] === undefined &&
     meta.headers['content-location'] === undefined &&
+    // A coded body's fields depend on the client's Accept-Encoding: never the fast path.
+    codedOf(meta.headers) === undefined &&
     !r.noCache;
   return core.hot.put(meta, body, { lifetime: r.lifetime, fast, headers: flatten(headers) });
 }
@@ -72,6 +78,9 @@ export async function serveEntry(
   if (ctx.peer) headers[SHA256_HEADER] = meta.sha256;
   const cs = cacheStatus(CACHE_NAME, params);
   headers['cache-status'] = cs;
+  // Members get a coded body as stored (its record's size and hash are the coded bytes').
+  const coded = ctx.peer ? undefined : codedOf(meta.headers);
+  if (coded) return serveCoded(core, ctx, meta, coded, headers, kind);
   if (meta.status === 200 && notModified(reqHeaders, meta.headers, now)) {
     res.writeHead(304, flatten(notModifiedHeaders(headers)));
     res.end();
@@ -151,6 +160,90 @@ export async function serveEntry(
   const stream = core.store.readStream(meta, start, end);
   if (share.bytesPerSec === 0) {
     void share.take(ctx.domain, end - start + 1); // counted only: at no rate it never waits
+    pipeToResponse(stream, res);
+  } else {
+    pipeShared(stream, res, (n) => share.take(ctx.domain, n));
+  }
+  return true;
+}
+
+/**
+ * Serve a stored gzip representation (../kit/encoding.ts) in the coding the client is chosen. A
+ * Range is answered from the identity form (RFC 9110 §14.1: a range is of the selected
+ * representation, and the identity form is the one whose strong ETag and length the origin gave,
+ * so If-Range and Content-Range mean what the client expects); the coded forms carry a weak ETag.
+ */
+async function serveCoded(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  meta: StoredMeta,
+  coded: Coded,
+  base: HeaderRecord,
+  kind: string,
+): Promise<boolean> {
+  const { res, reqHeaders } = ctx;
+  const now = core.clock.now();
+  const range = rangeFor(reqHeaders, meta.headers, coded.length, now);
+  const coding = range.kind === 'full' ? chooseCoding(reqHeaders['accept-encoding']) : 'identity';
+  const headers = codedHeaders(base, coding);
+  headers['accept-ranges'] = 'bytes';
+  if (notModified(reqHeaders, headers, now)) {
+    res.writeHead(304, flatten(notModifiedHeaders(headers)));
+    res.end();
+    core.metrics?.request(kind, ctx.method, 304, ctx.res);
+    return true;
+  }
+  if (range.kind === 'unsatisfiable') {
+    res.writeHead(
+      416,
+      flatten({
+        'content-range': `bytes */${coded.length}`,
+        via: headers['via']!,
+        vary: headers['vary']!,
+        'cache-status': headers['cache-status']!,
+        'content-length': '0',
+      }),
+    );
+    res.end();
+    core.metrics?.request(kind, ctx.method, 416, ctx.res);
+    return true;
+  }
+  let status = 200;
+  let length: number | undefined;
+  if (range.kind === 'partial') {
+    status = 206;
+    headers['content-range'] = `bytes ${range.start}-${range.end}/${coded.length}`;
+    length = range.end - range.start + 1;
+  } else if (coding === 'gzip') {
+    length = meta.size;
+  } else if (coding === 'identity') {
+    length = coded.length;
+  } // br, zstd: re-encoded as it goes, sent chunked
+  if (length !== undefined) headers['content-length'] = String(length);
+  else delete headers['content-length'];
+  const hot = core.hot.get(meta.key);
+  let bytes = hot && sameBody(hot.meta, meta) ? hot.body : undefined;
+  if (!bytes && meta.size <= core.limits.hotObjectMaxBytes) {
+    try {
+      bytes = await core.store.readBody(meta);
+    } catch {
+      return false;
+    }
+    if (bytes.length !== meta.size) return false;
+    makeHot(core, meta, bytes);
+  }
+  if (!bytes && ctx.method !== 'HEAD' && !(await core.store.verify(meta))) return false;
+  core.metrics?.request(kind, ctx.method, status, ctx.res);
+  res.writeHead(status, flatten(headers));
+  if (ctx.method === 'HEAD') {
+    res.end();
+    return true;
+  }
+  const source = bytes ? Readable.from([bytes]) : core.store.readStream(meta, 0, meta.size - 1);
+  const stream = codedBody(source, coded, coding, range.kind === 'partial' ? range : undefined);
+  const share = core.bandwidth.served;
+  if (share.bytesPerSec === 0) {
+    void share.take(ctx.domain, length ?? meta.size); // counted only: at no rate it never waits
     pipeToResponse(stream, res);
   } else {
     pipeShared(stream, res, (n) => share.take(ctx.domain, n));

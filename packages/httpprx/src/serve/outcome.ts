@@ -10,7 +10,12 @@ import { currentAge, responseRules } from '../cache/policy.js';
 import type { HeaderRecord } from '../cache/policy.js';
 import type { ProxyCore, RequestCtx } from '../kit/core.js';
 import { cacheStatus, flatten, toRecord } from '../kit/headers.js';
-import { sendError } from '../kit/respond.js';
+import { pipeToResponse, sendError } from '../kit/respond.js';
+import { chooseCoding, codedOf } from '../kit/encoding.js';
+import type { Coded } from '../kit/encoding.js';
+import { PassThrough } from 'node:stream';
+import type { ServerResponse } from 'node:http';
+import { codedBody, codedHeaders } from './coding.js';
 import { streamTransfer } from '../transfer/reader.js';
 import type { Outcome, Transfer, TransferHead } from '../transfer/transfer.js';
 import { clientHeaders } from './client-headers.js';
@@ -82,6 +87,10 @@ function serveStream(
   const kind = head.fwd === 'peer' ? 'peer' : 'miss';
   const note = noteOf(res);
   if (note) note.upstreamMs = head.facts.responseTime - head.facts.requestTime;
+  const coded = ctx.peer ? undefined : codedOf(head.headers);
+  if (coded && head.length !== undefined) {
+    return serveCodedStream(core, ctx, t, coded, headers, kind, head.length);
+  }
   let status = head.status;
   let start = 0;
   let end: number | undefined;
@@ -132,6 +141,52 @@ function serveStream(
     return;
   }
   void streamTransfer(t, res, start, end, (n) => core.bandwidth.served.take(ctx.domain, n));
+}
+
+/**
+ * A member's coded copy in flight (../kit/encoding.ts), to a client: as it comes for a gzip
+ * client, decoded or re-encoded for the others. A Range is not answered from it (a server may
+ * ignore Range, RFC 9110 §14.2): the whole is sent, and later ranges come from the stored copy.
+ */
+function serveCodedStream(
+  core: ProxyCore,
+  ctx: RequestCtx,
+  t: Transfer,
+  coded: Coded,
+  base: HeaderRecord,
+  kind: string,
+  length: number,
+): void {
+  const { res } = ctx;
+  const coding = chooseCoding(ctx.reqHeaders['accept-encoding']);
+  const headers = codedHeaders(base, coding);
+  if (notModified(ctx.reqHeaders, headers, core.clock.now())) {
+    t.removeReader();
+    res.writeHead(304, flatten(notModifiedHeaders(headers)));
+    res.end();
+    core.metrics?.request(kind, ctx.method, 304, ctx.res);
+    return;
+  }
+  // Decoded or re-encoded as it comes: sent chunked (the declared identity length is checked
+  // only at the commit, ../commit/commit.ts).
+  if (coding === 'gzip') headers['content-length'] = String(length);
+  else delete headers['content-length'];
+  res.writeHead(200, flatten(headers));
+  core.metrics?.request(kind, ctx.method, 200, ctx.res);
+  if (ctx.method === 'HEAD') {
+    t.removeReader();
+    res.end();
+    return;
+  }
+  const take = (n: number) => core.bandwidth.served.take(ctx.domain, n);
+  if (coding === 'gzip') {
+    void streamTransfer(t, res, 0, undefined, take);
+    return;
+  }
+  // The transfer's reader writes into `p` as it would into a response (write, drain, close).
+  const p = new PassThrough();
+  pipeToResponse(codedBody(p, coded, coding), res);
+  void streamTransfer(t, p as unknown as ServerResponse, 0, undefined, take);
 }
 
 /**

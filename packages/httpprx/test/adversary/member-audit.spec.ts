@@ -9,6 +9,7 @@
  * report B keeps asking L; without the bounds the audits and reports reach the origin unbounded.
  */
 import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { createServer } from 'node:http';
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -263,6 +264,27 @@ describe('an honest member and a lying reporter', () => {
     expect((await f.fetch(f.a, own!)).body.equals(PAGE)).toBe(true);
     expect(f.origin.hits).toHaveLength(2);
     expect(f.fetchesA).toEqual({ origin: 1, audit: 1 });
+  });
+
+  it("an honest member's coded copy (compression stored once) is audited by its identity form: it agrees", async () => {
+    const coded = gzipSync(PAGE);
+    const f = await fleet((res) => {
+      res.writeHead(200, {
+        'cache-control': 'max-age=600',
+        etag: '"real"',
+        'content-encoding': 'gzip',
+        'coral-coded': `gzip; length=${PAGE.length}; sha256=${SHA}`,
+        'content-length': String(coded.length),
+      });
+      res.end(coded);
+    });
+    const [p1] = f.paths(L, 1);
+    const r = await f.fetch(f.a, p1!);
+    expect(r.headers['cache-status']).toMatch(/fwd=peer/);
+    expect(r.body.equals(PAGE)).toBe(true); // decoded for a client that sent no Accept-Encoding
+    await until(() => f.outcomes.a.length === 1);
+    expect(f.outcomes.a).toEqual(['agree']);
+    expect(quarantinedHere(f.a)).toEqual([]);
   });
 
   it('a report against an honest member is checked, not obeyed: it stays asked', async () => {

@@ -86,6 +86,7 @@ export const realServices: ServiceFactory<ClusteredDsht> = {
         diskBudgetBytes: p.diskBudgetBytes,
         memoryBudgetBytes: p.memoryBudgetBytes,
         maxObjectBytes: p.maxObjectBytes,
+        compress: p.compress,
         defaultTtlSeconds: p.defaultTtlSeconds,
         staleOnErrorSeconds: p.staleOnErrorSeconds,
         heuristicMaxSeconds: p.heuristicMaxSeconds,

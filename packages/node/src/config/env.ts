@@ -23,6 +23,7 @@ export const ENV_FIELDS: ReadonlyArray<readonly [path: string, kind: EnvKind]> =
   ['proxy.diskBudgetBytes', 'int'],
   ['proxy.memoryBudgetBytes', 'int'],
   ['proxy.maxObjectBytes', 'int'],
+  ['proxy.compress', 'bool'],
   ['proxy.defaultTtlSeconds', 'int'],
   ['proxy.staleOnErrorSeconds', 'int'],
   ['proxy.heuristicMaxSeconds', 'int'],

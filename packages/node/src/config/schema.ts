@@ -143,6 +143,11 @@ const proxySchema = z.strictObject({
   diskBudgetBytes: z.number().int().positive().default(DEFAULT_DISK_BUDGET_BYTES),
   memoryBudgetBytes: z.number().int().nonnegative().default(DEFAULT_MEMORY_BUDGET_BYTES),
   maxObjectBytes: z.number().int().positive().default(DEFAULT_MAX_OBJECT_BYTES),
+  /**
+   * Compress compressible responses the origin sent uncompressed, once at commit (gzip), and
+   * serve each client the coding it accepts (docs/httpprx.md "Compression"). Default on.
+   */
+  compress: z.boolean().default(true),
   /** Freshness for responses with neither explicit expiry nor Last-Modified (Coral: 12 h); off by default. */
   defaultTtlSeconds: z.number().int().positive().optional(),
   /**
