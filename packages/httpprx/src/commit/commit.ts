@@ -30,6 +30,17 @@ const storeErrorLog = new WeakMap<ProxyCore, { last: number; unlogged: number }>
  * `STORE_ERROR_LOG_INTERVAL_MS`, with how many went unlogged, since a full disk fails every commit.
  */
 function storeFailed(core: ProxyCore, ctx: RequestCtx, e: unknown): void {
+  storeErrorNoted(
+    core,
+    ctx.url,
+    e,
+    'cache store failed: the response was served without being stored',
+  );
+  if (!core.store.has(ctx.primary)) void withdraw(core, ctx.keyBytes);
+}
+
+/** Count a store failure by its code; log it at most once per STORE_ERROR_LOG_INTERVAL_MS. */
+function storeErrorNoted(core: ProxyCore, url: string, e: unknown, message: string): void {
   const code = (e as { code?: unknown }).code;
   const label = typeof code === 'string' && /^[A-Z0-9_]{1,32}$/.test(code) ? code : 'error';
   core.metrics?.storeFailed?.(label);
@@ -37,16 +48,12 @@ function storeFailed(core: ProxyCore, ctx: RequestCtx, e: unknown): void {
   let state = storeErrorLog.get(core);
   if (!state) storeErrorLog.set(core, (state = { last: -Infinity, unlogged: 0 }));
   if (now - state.last >= STORE_ERROR_LOG_INTERVAL_MS) {
-    core.log.warn(
-      { url: ctx.url, code: label, err: String(e), unlogged: state.unlogged },
-      'cache store failed: the response was served without being stored',
-    );
+    core.log.warn({ url, code: label, err: String(e), unlogged: state.unlogged }, message);
     state.last = now;
     state.unlogged = 0;
   } else {
     state.unlogged++;
   }
-  if (!core.store.has(ctx.primary)) void withdraw(core, ctx.keyBytes);
 }
 
 /** The variant key (hex) of a response to `ctx` varying on `head.vary`. */
@@ -103,6 +110,7 @@ interface Representation {
  */
 async function compressed(
   core: ProxyCore,
+  url: string,
   writer: BodyWriter,
   headers: StoredMeta['headers'],
   body: { size: number; sha256: string },
@@ -112,8 +120,14 @@ async function compressed(
   const w = core.store.begin();
   try {
     await w.write(gz);
-  } catch {
+  } catch (e) {
     await w.release();
+    storeErrorNoted(
+      core,
+      url,
+      e,
+      'cache store failed: the gzip copy was not stored, the identity body is',
+    );
     return undefined;
   }
   const h: StoredMeta['headers'] = { ...headers, 'content-encoding': 'gzip' };
@@ -182,7 +196,7 @@ export async function commitTransfer(
     }
   } else if (core.compress && shouldCompress(head.status, head.headers, body.size)) {
     try {
-      rep = (await compressed(core, writer, head.headers, body)) ?? rep;
+      rep = (await compressed(core, ctx.url, writer, head.headers, body)) ?? rep;
     } catch (e) {
       core.log.warn({ url: ctx.url, err: String(e) }, 'compression failed: stored as sent');
     }
