@@ -89,13 +89,7 @@ export class AdminClient {
         signal: signal ? AbortSignal.any([signal, head.signal]) : head.signal,
       });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause;
-      throw new AdminClientError(
-        'CORAL_ERR_CLIENT_UNREACHABLE',
-        `cannot reach the admin API at ${this.url}: ${cause?.code ?? (err as Error).message}`,
-        502,
-        { cause: err },
-      );
+      throw this.#unreachable(err);
     } finally {
       clearTimeout(timer);
     }
@@ -128,13 +122,18 @@ export class AdminClient {
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause;
-      throw new AdminClientError(
-        'CORAL_ERR_CLIENT_UNREACHABLE',
-        `cannot reach the admin API at ${this.url}: ${cause?.code ?? (err as Error).message}`,
-        502,
-        { cause: err },
-      );
+      throw this.#unreachable(err);
     }
+  }
+
+  /** The error of a request that never got an answer (refused, reset, timed out). */
+  #unreachable(err: unknown): AdminClientError {
+    const cause = (err as { cause?: { code?: string } }).cause;
+    return new AdminClientError(
+      'CORAL_ERR_CLIENT_UNREACHABLE',
+      `cannot reach the admin API at ${this.url}: ${cause?.code ?? (err as Error).message}`,
+      502,
+      { cause: err },
+    );
   }
 }
